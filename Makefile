@@ -1,0 +1,62 @@
+# machina: build, test and generate. `make help` lists the targets.
+SHELL := /usr/bin/env bash -o pipefail -o errexit -o nounset
+.DEFAULT_GOAL := help
+
+MODULES := proto sdk core conformance cmd drivers/inmemory drivers/virtualnode
+PACKAGES := $(addsuffix /...,$(addprefix ./,$(MODULES)))
+
+# Tools run through `go run` at pinned versions: nothing is installed by hand.
+BUF_VERSION            := v1.75.0
+CONTROLLER_GEN_VERSION := v0.23.0
+BUF            := go run github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+CONTROLLER_GEN := go run sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+
+BIN := $(CURDIR)/bin
+TEST_FLAGS ?= -count=1 -timeout=30m
+
+.PHONY: help
+help: ## Show this help.
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+.PHONY: build
+build: ## Build every binary into bin/.
+	@mkdir -p $(BIN)
+	@for d in $$(go list -f '{{if eq .Name "main"}}{{.Dir}}{{end}}' $(PACKAGES)); do \
+	  echo "go build $${d#$(CURDIR)/}"; (cd $$d && go build -o $(BIN)/ .); done
+
+.PHONY: assets
+assets: ## Build (or find cached) kube-apiserver, etcd and kubectl for tests.
+	@hack/envtest-assets.sh
+
+.PHONY: test
+test: ## Run every test: unit, envtest, end-to-end and conformance.
+	@# The assets are built on first use and cached outside the work tree.
+	assets=$$(hack/envtest-assets.sh); KUBEBUILDER_ASSETS=$$assets go test $(TEST_FLAGS) $(PACKAGES)
+
+.PHONY: generate
+generate: ## Regenerate the Driver API code, deepcopy functions and CRDs.
+	$(BUF) generate
+	@if [ -d core/api ]; then \
+	  (cd core && $(CONTROLLER_GEN) object:headerFile=../hack/boilerplate.go.txt paths=./api/... && \
+	   $(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=../deploy/crds); fi
+
+.PHONY: verify
+verify: ## Check generated code is current, buf lint and breaking, gofmt, go vet.
+	hack/verify-generated.sh
+	$(BUF) lint
+	hack/verify-breaking.sh "$(BUF)"
+	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	go vet $(PACKAGES)
+
+.PHONY: bench
+bench: ## Run the benchmarks (stub until the benchmark issue).
+	@echo "make bench: no benchmarks yet"
+
+.PHONY: demo
+demo: ## Run the demo on a local API server (stub until the demo issue).
+	@echo "make demo: not implemented yet"; exit 1
+
+.PHONY: clean
+clean: ## Remove build output (the asset cache outside the tree stays).
+	rm -rf $(BIN)
+	go clean -testcache

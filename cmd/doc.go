@@ -1,0 +1,2 @@
+// Package cmd holds the main packages of machina's binaries.
+package cmd

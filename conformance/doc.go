@@ -1,0 +1,2 @@
+// Package conformance validates a machina driver against docs/driver-api.md.
+package conformance

@@ -1,0 +1,2 @@
+// Package core is machina's provider-agnostic machine lifecycle manager.
+package core

@@ -1,0 +1,2 @@
+// Package inmemory is a machina driver whose VMs live in memory.
+package inmemory

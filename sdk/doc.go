@@ -1,0 +1,2 @@
+// Package sdk is the Go SDK for machina driver authors.
+package sdk
