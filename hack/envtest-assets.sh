@@ -25,6 +25,14 @@ if [[ -x ${ASSETS}/kube-apiserver && -x ${ASSETS}/etcd && -x ${ASSETS}/kubectl ]
 fi
 
 mkdir -p "${ASSETS}"
+# One build at a time: a second caller waits for the first and then finds
+# the cache warm.
+exec 9>"${ASSETS}.lock"
+flock 9
+if [[ -x ${ASSETS}/kube-apiserver && -x ${ASSETS}/etcd && -x ${ASSETS}/kubectl ]]; then
+  echo "${ASSETS}"
+  exit 0
+fi
 WORK=$(mktemp -d "${CACHE_ROOT}/build.XXXXXX")
 trap 'rm -rf "${WORK}"' EXIT
 export GOFLAGS=-mod=mod GOWORK=off
