@@ -1,0 +1,289 @@
+package inmemory
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+
+	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
+)
+
+func TestCreateMachineIsIdempotentByName(t *testing.T) {
+	d := New(Options{})
+	ctx := context.Background()
+
+	first, err := d.CreateMachine(ctx, createReq("m1", "small", `{"capacity":{"cpu":"2","memory":"4Gi"},"bootDelay":"1s"}`))
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(first.GetProviderId(), "inmemory:///default/m1/"), first.GetProviderId())
+	assert.Equal(t, "m1", first.GetNodeName())
+	assert.Equal(t, stateCreated, first.GetLastKnownState())
+	require.Len(t, first.GetAddresses(), 2)
+	assert.Equal(t, "InternalIP", first.GetAddresses()[0].GetType())
+	assert.True(t, strings.HasPrefix(first.GetAddresses()[0].GetAddress(), "10."))
+
+	// The same object written with other key order and spacing is compatible.
+	again, err := d.CreateMachine(ctx, createReq("m1", "small", `{ "bootDelay": "1s", "capacity": {"memory":"4Gi", "cpu":"2"} }`))
+	require.NoError(t, err)
+	assert.Equal(t, first.GetProviderId(), again.GetProviderId())
+
+	vms := d.VMs()
+	require.Len(t, vms, 1)
+	assert.Equal(t, "small", vms[0].ClassName)
+	assert.Equal(t, map[string]string{"cpu": "2", "memory": "4Gi"}, vms[0].Capacity)
+	assert.Equal(t, "1s", vms[0].BootDelay.String())
+	assert.Equal(t, 2, d.Calls(MethodCreateMachine))
+}
+
+func TestCreateMachineWithIncompatibleRequestIsAlreadyExists(t *testing.T) {
+	ctx := context.Background()
+	cases := map[string]*driverv1alpha1.CreateMachineRequest{
+		"other provider spec": createReq("m1", "small", `{"capacity":{"cpu":"4"}}`),
+		"other class":         createReq("m1", "large", `{"capacity":{"cpu":"2"}}`),
+		"other namespace": {
+			Machine:      &driverv1alpha1.Machine{Name: "m1", Namespace: "other"},
+			MachineClass: class("small", `{"capacity":{"cpu":"2"}}`),
+		},
+	}
+	for name, req := range cases {
+		t.Run(name, func(t *testing.T) {
+			d := New(Options{})
+			created, err := d.CreateMachine(ctx, createReq("m1", "small", `{"capacity":{"cpu":"2"}}`))
+			require.NoError(t, err)
+			_, err = d.CreateMachine(ctx, req)
+			requireCode(t, codes.AlreadyExists, err)
+			require.Len(t, d.VMs(), 1)
+			assert.Equal(t, created.GetProviderId(), d.VMs()[0].ProviderID)
+		})
+	}
+}
+
+func TestDeleteMachineOfUnknownOrGoneVMIsOK(t *testing.T) {
+	d := New(Options{})
+	ctx := context.Background()
+
+	_, err := d.DeleteMachine(ctx, deleteReq(machine("never-created")))
+	require.NoError(t, err)
+
+	created, err := d.CreateMachine(ctx, createReq("m1", "small", "{}"))
+	require.NoError(t, err)
+	m := machine("m1")
+	m.ProviderId = created.GetProviderId()
+	_, err = d.DeleteMachine(ctx, deleteReq(m))
+	require.NoError(t, err)
+	assert.Empty(t, d.VMs())
+	_, err = d.DeleteMachine(ctx, deleteReq(m))
+	require.NoError(t, err)
+}
+
+func TestDeleteMachineLeavesAnotherIncarnationAlone(t *testing.T) {
+	d := New(Options{})
+	ctx := context.Background()
+	_, err := d.CreateMachine(ctx, createReq("m1", "small", "{}"))
+	require.NoError(t, err)
+
+	stale := machine("m1")
+	stale.ProviderId = "inmemory:///default/m1/00000000"
+	_, err = d.DeleteMachine(ctx, deleteReq(stale))
+	require.NoError(t, err)
+	require.Len(t, d.VMs(), 1, "the VM of the current incarnation must survive")
+}
+
+func TestGetMachineStatus(t *testing.T) {
+	d := New(Options{})
+	ctx := context.Background()
+
+	_, err := d.GetMachineStatus(ctx, statusReq(machine("m1")))
+	requireCode(t, codes.NotFound, err)
+
+	created, err := d.CreateMachine(ctx, createReq("m1", "small", "{}"))
+	require.NoError(t, err)
+
+	byName, err := d.GetMachineStatus(ctx, statusReq(machine("m1")))
+	require.NoError(t, err)
+	assert.Equal(t, created.GetProviderId(), byName.GetProviderId())
+	assert.Equal(t, "m1", byName.GetNodeName())
+	assert.False(t, byName.GetNeedsInitialization())
+	assert.Equal(t, created.GetAddresses()[0].GetAddress(), byName.GetAddresses()[0].GetAddress())
+
+	withID := machine("m1")
+	withID.ProviderId = created.GetProviderId()
+	_, err = d.GetMachineStatus(ctx, statusReq(withID))
+	require.NoError(t, err)
+
+	otherID := machine("m1")
+	otherID.ProviderId = "inmemory:///default/m1/ffffffff"
+	_, err = d.GetMachineStatus(ctx, statusReq(otherID))
+	requireCode(t, codes.NotFound, err)
+
+	otherNS := &driverv1alpha1.Machine{Name: "m1", Namespace: "other"}
+	_, err = d.GetMachineStatus(ctx, statusReq(otherNS))
+	requireCode(t, codes.NotFound, err)
+
+	_, err = d.DeleteMachine(ctx, deleteReq(withID))
+	require.NoError(t, err)
+	_, err = d.GetMachineStatus(ctx, statusReq(withID))
+	requireCode(t, codes.NotFound, err)
+}
+
+func TestRecreatedMachineGetsANewProviderID(t *testing.T) {
+	d := New(Options{})
+	ctx := context.Background()
+	first, err := d.CreateMachine(ctx, createReq("m1", "small", "{}"))
+	require.NoError(t, err)
+	_, err = d.DeleteMachine(ctx, deleteReq(machine("m1")))
+	require.NoError(t, err)
+	second, err := d.CreateMachine(ctx, createReq("m1", "small", "{}"))
+	require.NoError(t, err)
+	assert.NotEqual(t, first.GetProviderId(), second.GetProviderId())
+}
+
+func TestInitialization(t *testing.T) {
+	d := New(Options{RequireInitialization: true})
+	ctx := context.Background()
+	created, err := d.CreateMachine(ctx, createReq("m1", "small", "{}"))
+	require.NoError(t, err)
+
+	st, err := d.GetMachineStatus(ctx, statusReq(machine("m1")))
+	require.NoError(t, err)
+	assert.True(t, st.GetNeedsInitialization())
+
+	initReq := &driverv1alpha1.InitializeMachineRequest{Machine: machine("m1"), MachineClass: class("small", "{}")}
+	_, err = d.InitializeMachine(ctx, initReq)
+	requireCode(t, codes.InvalidArgument, err) // provider_id is required
+
+	initReq.Machine.ProviderId = "inmemory:///default/m1/00000000"
+	_, err = d.InitializeMachine(ctx, initReq)
+	requireCode(t, codes.NotFound, err)
+
+	initReq.Machine.ProviderId = created.GetProviderId()
+	for range 2 { // idempotent
+		resp, err := d.InitializeMachine(ctx, initReq)
+		require.NoError(t, err)
+		assert.Equal(t, created.GetProviderId(), resp.GetProviderId())
+		assert.Equal(t, stateInitialized, resp.GetLastKnownState())
+	}
+	st, err = d.GetMachineStatus(ctx, statusReq(machine("m1")))
+	require.NoError(t, err)
+	assert.False(t, st.GetNeedsInitialization())
+}
+
+func TestInitializationIsNotRequiredWhenItsCapabilityIsDisabled(t *testing.T) {
+	d := New(Options{
+		RequireInitialization: true,
+		DisabledCapabilities:  []driverv1alpha1.Capability_Type{driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE},
+	})
+	ctx := context.Background()
+	_, err := d.CreateMachine(ctx, createReq("m1", "small", "{}"))
+	require.NoError(t, err)
+	st, err := d.GetMachineStatus(ctx, statusReq(machine("m1")))
+	require.NoError(t, err)
+	assert.False(t, st.GetNeedsInitialization())
+}
+
+func TestListMachinesByClass(t *testing.T) {
+	d := New(Options{})
+	ctx := context.Background()
+	ids := map[string]string{}
+	for _, m := range []struct{ name, class string }{{"a", "small"}, {"b", "large"}, {"c", "small"}} {
+		resp, err := d.CreateMachine(ctx, createReq(m.name, m.class, "{}"))
+		require.NoError(t, err)
+		ids[m.name] = resp.GetProviderId()
+	}
+	list, err := d.ListMachines(ctx, &driverv1alpha1.ListMachinesRequest{MachineClass: class("small", "{}")})
+	require.NoError(t, err)
+	var got []string
+	for _, lm := range list.GetMachines() {
+		assert.Equal(t, ids[lm.GetMachineName()], lm.GetProviderId())
+		got = append(got, lm.GetMachineName())
+	}
+	assert.Equal(t, []string{"a", "c"}, got)
+
+	_, err = d.ListMachines(ctx, &driverv1alpha1.ListMachinesRequest{})
+	requireCode(t, codes.InvalidArgument, err)
+}
+
+func TestDisabledCapabilitiesAnswerUnimplemented(t *testing.T) {
+	d := New(Options{DisabledCapabilities: []driverv1alpha1.Capability_Type{
+		driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE,
+		driverv1alpha1.Capability_TYPE_LIST_MACHINES,
+		driverv1alpha1.Capability_TYPE_GET_VOLUME_IDS,
+	}})
+	ctx := context.Background()
+	assert.Empty(t, d.Capabilities())
+	_, err := d.InitializeMachine(ctx, &driverv1alpha1.InitializeMachineRequest{})
+	requireCode(t, codes.Unimplemented, err)
+	_, err = d.ListMachines(ctx, &driverv1alpha1.ListMachinesRequest{})
+	requireCode(t, codes.Unimplemented, err)
+	_, err = d.GetVolumeIDs(ctx, &driverv1alpha1.GetVolumeIDsRequest{})
+	requireCode(t, codes.Unimplemented, err)
+	assert.Len(t, New(Options{}).Capabilities(), 3)
+}
+
+func TestInvalidRequestsNameTheField(t *testing.T) {
+	d := New(Options{})
+	ctx := context.Background()
+	cases := map[string]struct {
+		req  *driverv1alpha1.CreateMachineRequest
+		want string
+	}{
+		"no machine":        {&driverv1alpha1.CreateMachineRequest{MachineClass: class("c", "{}")}, "machine is required"},
+		"no name":           {&driverv1alpha1.CreateMachineRequest{Machine: &driverv1alpha1.Machine{Namespace: "ns"}, MachineClass: class("c", "{}")}, "machine.name is required"},
+		"bad name":          {createReq("Not_A_Name", "c", "{}"), "machine.name"},
+		"no namespace":      {&driverv1alpha1.CreateMachineRequest{Machine: &driverv1alpha1.Machine{Name: "m"}, MachineClass: class("c", "{}")}, "machine.namespace is required"},
+		"no class":          {&driverv1alpha1.CreateMachineRequest{Machine: machine("m")}, "machine_class is required"},
+		"no class name":     {createReq("m", "", "{}"), "machine_class.name is required"},
+		"no provider spec":  {createReq("m", "c", ""), "machine_class.provider_spec is required"},
+		"array spec":        {createReq("m", "c", "[1,2]"), "machine_class.provider_spec must be a JSON object"},
+		"null spec":         {createReq("m", "c", "null"), "machine_class.provider_spec must be a JSON object"},
+		"not JSON":          {createReq("m", "c", "cpu: 2"), "machine_class.provider_spec must be a JSON object"},
+		"bad capacity":      {createReq("m", "c", `{"capacity":{"cpu":2}}`), "machine_class.provider_spec.capacity"},
+		"bad bootDelay":     {createReq("m", "c", `{"bootDelay":"soon"}`), "machine_class.provider_spec.bootDelay"},
+		"numeric bootDelay": {createReq("m", "c", `{"bootDelay":5}`), "machine_class.provider_spec.bootDelay"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := d.CreateMachine(ctx, tc.req)
+			requireCode(t, codes.InvalidArgument, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	assert.Empty(t, d.VMs())
+
+	_, err := d.CreateMachine(ctx, createReq("m", "c", `{"unknownKey":{"nested":[1,2.5e300]}}`))
+	require.NoError(t, err, "unknown keys are accepted")
+}
+
+func TestErrorsDoNotEchoSecrets(t *testing.T) {
+	d := New(Options{})
+	ctx := context.Background()
+	secret := []byte("super-secret-token")
+	big := map[string][]byte{}
+	for i := range 65 {
+		big[string(rune('a'+i%26))+strings.Repeat("k", i)] = secret
+	}
+	req := createReq("m1", "small", "{}")
+	req.Secrets = big
+	_, err := d.CreateMachine(ctx, req)
+	requireCode(t, codes.InvalidArgument, err)
+	assert.NotContains(t, err.Error(), string(secret))
+
+	req = createReq("m1", "small", "{}")
+	req.UserData = append([]byte("super-secret-token"), make([]byte, 1<<20)...)
+	_, err = d.CreateMachine(ctx, req)
+	requireCode(t, codes.InvalidArgument, err)
+	assert.NotContains(t, err.Error(), string(secret))
+
+	req = createReq("m1", "small", "{}")
+	req.Secrets = map[string][]byte{"token": secret}
+	req.UserData = secret
+	_, err = d.CreateMachine(ctx, req)
+	require.NoError(t, err)
+	req.MachineClass = class("small", `{"other":true}`)
+	_, err = d.CreateMachine(ctx, req)
+	requireCode(t, codes.AlreadyExists, err)
+	assert.NotContains(t, err.Error(), string(secret))
+}

@@ -1,0 +1,88 @@
+package inmemory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
+)
+
+// hostPathPrefix is where hostPath volumes of this provider live.
+const hostPathPrefix = "/inmemory/"
+
+// maxVolumes is the Driver API's limit of volumes per GetVolumeIDs call.
+const maxVolumes = 1024
+
+// volumeSpec is the part of a core/v1 PersistentVolumeSpec the driver reads.
+type volumeSpec struct {
+	CSI *struct {
+		Driver       string `json:"driver"`
+		VolumeHandle string `json:"volumeHandle"`
+	} `json:"csi"`
+	HostPath *struct {
+		Path string `json:"path"`
+	} `json:"hostPath"`
+}
+
+// GetVolumeIDs maps the volumes that are disks of this provider to their
+// IDs (see the package documentation) and leaves the others out.
+func (d *Driver) GetVolumeIDs(ctx context.Context, req *driverv1alpha1.GetVolumeIDsRequest) (*driverv1alpha1.GetVolumeIDsResponse, error) {
+	if err := d.unlessDisabled(driverv1alpha1.Capability_TYPE_GET_VOLUME_IDS, MethodGetVolumeIDs); err != nil {
+		return nil, err
+	}
+	resp := &driverv1alpha1.GetVolumeIDsResponse{}
+	err := d.serve(ctx, MethodGetVolumeIDs, "", func() error {
+		vols := req.GetVolumes()
+		if len(vols) == 0 {
+			return invalid("volumes is required")
+		}
+		if len(vols) > maxVolumes {
+			return invalid("volumes has %d entries, more than %d", len(vols), maxVolumes)
+		}
+		for i, v := range vols {
+			id, err := d.volumeID(v)
+			if err != nil {
+				return invalid("volumes[%d].%s", i, err.Error())
+			}
+			if id != "" {
+				resp.VolumeIds = append(resp.VolumeIds, &driverv1alpha1.VolumeID{
+					PersistentVolumeName: v.GetName(), VolumeId: id,
+				})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// volumeID returns the provider volume ID of v, or "" when v is not a disk
+// of this provider. Its errors are worded to follow "volumes[i].".
+func (d *Driver) volumeID(v *driverv1alpha1.PersistentVolume) (string, error) {
+	if v.GetName() == "" {
+		return "", errors.New("name is required")
+	}
+	csiDriver, handle := v.GetCsiDriver(), v.GetCsiVolumeHandle()
+	var spec volumeSpec
+	if len(v.GetSpec()) > 0 {
+		if err := json.Unmarshal(v.GetSpec(), &spec); err != nil {
+			return "", errors.New("spec is not a JSON PersistentVolumeSpec")
+		}
+	}
+	if csiDriver == "" && spec.CSI != nil {
+		csiDriver, handle = spec.CSI.Driver, spec.CSI.VolumeHandle
+	}
+	switch {
+	case csiDriver != "":
+		if csiDriver == d.opts.CSIDriverName {
+			return handle, nil
+		}
+	case spec.HostPath != nil && strings.HasPrefix(spec.HostPath.Path, hostPathPrefix):
+		return spec.HostPath.Path, nil
+	}
+	return "", nil
+}
