@@ -1,0 +1,81 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=mcc
+// +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.provider`,description="Provider (driver) of the class."
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`,description="Time since the class was created."
+
+// MachineClass is a reusable provider configuration that Machines,
+// MachineSets and MachineDeployments refer to. It has no status.
+type MachineClass struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// NodeTemplate describes the nodes of this class, for the cluster-autoscaler
+	// to scale a node group up from zero. The schema keeps unknown fields, as
+	// MCM's does.
+	// +kubebuilder:validation:XPreserveUnknownFields
+	// +optional
+	NodeTemplate *NodeTemplate `json:"nodeTemplate,omitempty"`
+
+	// CredentialsSecretRef refers to a secret that holds the provider
+	// credentials, so that classes with different user data can share them.
+	// +optional
+	CredentialsSecretRef *corev1.SecretReference `json:"credentialsSecretRef,omitempty"`
+
+	// ProviderSpec is the provider-specific machine configuration, a JSON object
+	// the core hands to the driver unread.
+	// +kubebuilder:validation:XPreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	ProviderSpec runtime.RawExtension `json:"providerSpec"`
+
+	// Provider names the driver that serves this class.
+	// +optional
+	Provider string `json:"provider,omitempty"`
+
+	// SecretRef refers to a secret with the class's secrets, such as user data
+	// and (when credentialsSecretRef is unset) credentials.
+	// +optional
+	SecretRef *corev1.SecretReference `json:"secretRef,omitempty"`
+}
+
+// NodeTemplate describes the nodes a MachineClass creates.
+type NodeTemplate struct {
+	// Capacity of the node: cpu, memory, gpu, and so on.
+	Capacity corev1.ResourceList `json:"capacity"`
+
+	// VirtualCapacity holds extended resources that the controller patches
+	// into the node's status capacity.
+	// +optional
+	VirtualCapacity corev1.ResourceList `json:"virtualCapacity,omitempty"`
+
+	// InstanceType of the node.
+	InstanceType string `json:"instanceType"`
+
+	// Region of the node.
+	Region string `json:"region"`
+
+	// Zone of the node.
+	Zone string `json:"zone"`
+
+	// Architecture of the node, for example amd64 or arm64.
+	// +optional
+	Architecture *string `json:"architecture,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// MachineClassList is a list of MachineClasses.
+type MachineClassList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// Items are the machine classes.
+	Items []MachineClass `json:"items"`
+}

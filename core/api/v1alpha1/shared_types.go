@@ -1,0 +1,203 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ClassSpec refers to the MachineClass a machine is created from.
+type ClassSpec struct {
+	// APIGroup of the class; MCM manifests set "machine.sapcloud.io" or leave it empty.
+	// +optional
+	APIGroup string `json:"apiGroup,omitempty"`
+
+	// Kind of the class, "MachineClass".
+	// +optional
+	Kind string `json:"kind,omitempty"`
+
+	// Name of the MachineClass in the machine's namespace.
+	// +optional
+	Name string `json:"name,omitempty"`
+}
+
+// NodeTemplateSpec is what the Node of a machine should carry: labels,
+// annotations and taints, kept in sync with the Node by the machine controller.
+type NodeTemplateSpec struct {
+	// Metadata of the node: labels and annotations are applied to the Node.
+	// The schema keeps unknown fields, as MCM's does, so no metadata key a
+	// manifest sets is pruned.
+	// +kubebuilder:validation:XPreserveUnknownFields
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec of the node; taints are applied to the Node.
+	// +optional
+	Spec corev1.NodeSpec `json:"spec,omitempty"`
+}
+
+// MachineConfiguration holds the per-machine overrides of the controller's
+// timeouts and health settings. It is inlined into MachineSpec, so its fields
+// appear directly under spec (spec.drainTimeout, spec.healthTimeout, ...).
+// An unset field means the controller's flag value applies.
+//
+// Durations are Go duration strings ("10m", "2h30m"). The schema checks their
+// grammar, because one undecodable value would break list/watch of the whole
+// resource for every Go client.
+type MachineConfiguration struct {
+	// MachineDrainTimeout is how long the node is drained gracefully before the
+	// drain is forced; measured from the machine's deletionTimestamp.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
+	// +optional
+	MachineDrainTimeout *metav1.Duration `json:"drainTimeout,omitempty"`
+
+	// MachineHealthTimeout is how long a joined machine may stay unhealthy before
+	// it is declared Failed.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
+	// +optional
+	MachineHealthTimeout *metav1.Duration `json:"healthTimeout,omitempty"`
+
+	// MachineCreationTimeout is how long a machine may take from its
+	// creationTimestamp to joining the cluster before it is declared Failed.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
+	// +optional
+	MachineCreationTimeout *metav1.Duration `json:"creationTimeout,omitempty"`
+
+	// MachineInPlaceUpdateTimeout is how long an in-place update may take before
+	// it is declared failed.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
+	// +optional
+	MachineInPlaceUpdateTimeout *metav1.Duration `json:"inPlaceUpdateTimeout,omitempty"`
+
+	// MachinePreserveTimeout is how long a preserved machine is kept.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
+	// +optional
+	MachinePreserveTimeout *metav1.Duration `json:"machinePreserveTimeout,omitempty"`
+
+	// DisableHealthTimeout, when true, keeps an unhealthy machine from ever being
+	// declared Failed by the health timeout.
+	// +optional
+	DisableHealthTimeout *bool `json:"disableHealthTimeout,omitempty"`
+
+	// MaxEvictRetries is how many times an eviction is retried while draining.
+	// +optional
+	MaxEvictRetries *int32 `json:"maxEvictRetries,omitempty"`
+
+	// NodeConditions is a comma-separated list of node condition types that make
+	// the machine unhealthy when True (for example "KernelDeadlock,DiskPressure").
+	// +optional
+	NodeConditions *string `json:"nodeConditions,omitempty"`
+}
+
+// MachineTemplateSpec is the template MachineSets and MachineDeployments
+// create machines from.
+type MachineTemplateSpec struct {
+	// Metadata of the machines created from the template. The schema keeps
+	// unknown fields, as MCM's does, so no metadata key is pruned.
+	// +kubebuilder:validation:XPreserveUnknownFields
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec of the machines created from the template.
+	// +optional
+	Spec MachineSpec `json:"spec,omitempty"`
+}
+
+// MachineSummary summarises a machine whose last operation failed; MachineSets
+// and MachineDeployments list them in their status.
+type MachineSummary struct {
+	// Name of the machine.
+	// +optional
+	Name string `json:"name,omitempty"`
+
+	// ProviderID of the machine's VM.
+	// +optional
+	ProviderID string `json:"providerID,omitempty"`
+
+	// LastOperation of the machine.
+	// +optional
+	LastOperation LastOperation `json:"lastOperation,omitempty"`
+
+	// OwnerRef is the name of the machine's owning MachineSet.
+	// +optional
+	OwnerRef string `json:"ownerRef,omitempty"`
+}
+
+// LastOperation records the last operation the controller performed on an
+// object, for humans and for MCM clients: the cluster-autoscaler reads
+// errorCode to back off early. Controllers never branch on description; they
+// use structured fields (see MachineStatus.DeletionStep).
+type LastOperation struct {
+	// Description of the operation, human-readable.
+	// +optional
+	Description string `json:"description,omitempty"`
+
+	// ErrorCode is the gRPC code name (for example "ResourceExhausted") of the
+	// driver error that failed the operation, if any.
+	// +optional
+	ErrorCode string `json:"errorCode,omitempty"`
+
+	// LastUpdateTime is when the operation was last updated.
+	// +optional
+	LastUpdateTime metav1.Time `json:"lastUpdateTime,omitempty"`
+
+	// State of the operation.
+	// +optional
+	State MachineState `json:"state,omitempty"`
+
+	// Type of the operation.
+	// +optional
+	Type MachineOperationType `json:"type,omitempty"`
+}
+
+// MachineState is the state of an operation.
+// +kubebuilder:validation:Enum=Processing;Failed;Successful
+type MachineState string
+
+// The states of an operation.
+const (
+	// MachineStateProcessing means the operation is still running.
+	MachineStateProcessing MachineState = "Processing"
+	// MachineStateFailed means the operation failed; it may be retried.
+	MachineStateFailed MachineState = "Failed"
+	// MachineStateSuccessful means the operation completed.
+	MachineStateSuccessful MachineState = "Successful"
+)
+
+// MachineOperationType is the kind of operation performed on a machine.
+// +kubebuilder:validation:Enum=Create;Update;InPlaceUpdate;DrainNode;HealthCheck;Delete
+type MachineOperationType string
+
+// The operation types.
+const (
+	// MachineOperationCreate is the creation of the machine's VM and node.
+	MachineOperationCreate MachineOperationType = "Create"
+	// MachineOperationUpdate is an update of the machine.
+	MachineOperationUpdate MachineOperationType = "Update"
+	// MachineOperationInPlaceUpdate is an in-place update of the machine's node.
+	MachineOperationInPlaceUpdate MachineOperationType = "InPlaceUpdate"
+	// MachineOperationDrainNode is the drain of the machine's node.
+	MachineOperationDrainNode MachineOperationType = "DrainNode"
+	// MachineOperationHealthCheck is a health check of the machine's node.
+	MachineOperationHealthCheck MachineOperationType = "HealthCheck"
+	// MachineOperationDelete is the deletion of the machine.
+	MachineOperationDelete MachineOperationType = "Delete"
+)
+
+// ConditionStatus is the status of a MachineSet or MachineDeployment condition.
+// +kubebuilder:validation:Enum=True;False;Unknown
+type ConditionStatus string
+
+// The condition statuses.
+const (
+	// ConditionTrue means the object is in the condition.
+	ConditionTrue ConditionStatus = "True"
+	// ConditionFalse means the object is not in the condition.
+	ConditionFalse ConditionStatus = "False"
+	// ConditionUnknown means the controller cannot tell.
+	ConditionUnknown ConditionStatus = "Unknown"
+)
