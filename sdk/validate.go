@@ -1,0 +1,203 @@
+package sdk
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+
+	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
+	"google.golang.org/grpc"
+)
+
+// Limits of the Driver API. Requests beyond them are rejected before they
+// reach the driver.
+const (
+	maxObjectNameLength  = 253
+	maxNamespaceLength   = 63
+	maxProviderSpecBytes = 256 << 10
+	maxSecretEntries     = 64
+	maxSecretsBytes      = 1 << 20
+	maxUserDataBytes     = 1 << 20
+	maxProviderIDBytes   = 2048
+	maxLastKnownState    = 64 << 10
+	maxVolumes           = 1024
+	maxVolumeSpecBytes   = 64 << 10
+)
+
+var (
+	dns1123SubdomainRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	dns1123LabelRE     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+)
+
+// validateRequests rejects an invalid request with INVALID_ARGUMENT naming
+// the offending field, so that drivers need not repeat these checks and a
+// broken core is told exactly what it sent wrong. Error messages name the
+// field and the rule, never echo secret values.
+func validateRequests(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if err := validateRequest(req); err != nil {
+		return nil, InvalidArgument("%s", err.Error())
+	}
+	return handler(ctx, req)
+}
+
+func validateRequest(req any) error {
+	switch r := req.(type) {
+	case *driverv1alpha1.CreateMachineRequest:
+		return firstError(
+			validateMachine(r.GetMachine(), false),
+			validateMachineClass(r.GetMachineClass()),
+			validateSecrets(r.GetSecrets()),
+			maxBytes("user_data", len(r.GetUserData()), maxUserDataBytes),
+			maxBytes("last_known_state", len(r.GetLastKnownState()), maxLastKnownState),
+		)
+	case *driverv1alpha1.InitializeMachineRequest:
+		return firstError(
+			validateMachine(r.GetMachine(), true),
+			validateMachineClass(r.GetMachineClass()),
+			validateSecrets(r.GetSecrets()),
+			maxBytes("last_known_state", len(r.GetLastKnownState()), maxLastKnownState),
+		)
+	case *driverv1alpha1.DeleteMachineRequest:
+		return firstError(
+			validateMachine(r.GetMachine(), false),
+			validateMachineClass(r.GetMachineClass()),
+			validateSecrets(r.GetSecrets()),
+			maxBytes("last_known_state", len(r.GetLastKnownState()), maxLastKnownState),
+		)
+	case *driverv1alpha1.GetMachineStatusRequest:
+		return firstError(
+			validateMachine(r.GetMachine(), false),
+			validateMachineClass(r.GetMachineClass()),
+			validateSecrets(r.GetSecrets()),
+		)
+	case *driverv1alpha1.ListMachinesRequest:
+		return firstError(
+			validateMachineClass(r.GetMachineClass()),
+			validateSecrets(r.GetSecrets()),
+		)
+	case *driverv1alpha1.GetVolumeIDsRequest:
+		return validateVolumes(r.GetVolumes())
+	}
+	// Identity RPCs have no arguments.
+	return nil
+}
+
+func firstError(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func validateMachine(m *driverv1alpha1.Machine, needProviderID bool) error {
+	if m == nil {
+		return fmt.Errorf("machine is required")
+	}
+	if err := validateObjectName("machine.name", m.GetName()); err != nil {
+		return err
+	}
+	switch ns := m.GetNamespace(); {
+	case ns == "":
+		return fmt.Errorf("machine.namespace is required")
+	case len(ns) > maxNamespaceLength || !dns1123LabelRE.MatchString(ns):
+		return fmt.Errorf("machine.namespace %q must be a DNS-1123 label (lower-case alphanumerics and '-', at most %d characters)", ns, maxNamespaceLength)
+	}
+	if needProviderID && m.GetProviderId() == "" {
+		return fmt.Errorf("machine.provider_id is required")
+	}
+	return maxBytes("machine.provider_id", len(m.GetProviderId()), maxProviderIDBytes)
+}
+
+func validateMachineClass(c *driverv1alpha1.MachineClass) error {
+	if c == nil {
+		return fmt.Errorf("machine_class is required")
+	}
+	if err := validateObjectName("machine_class.name", c.GetName()); err != nil {
+		return err
+	}
+	return validateProviderSpec(c.GetProviderSpec())
+}
+
+func validateObjectName(field, name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%s is required", field)
+	case len(name) > maxObjectNameLength:
+		return fmt.Errorf("%s is %d characters long, at most %d are allowed", field, len(name), maxObjectNameLength)
+	case !dns1123SubdomainRE.MatchString(name):
+		return fmt.Errorf("%s %q must be a DNS-1123 subdomain (lower-case alphanumerics, '-' and '.', starting and ending with an alphanumeric)", field, name)
+	}
+	return nil
+}
+
+// validateProviderSpec checks that the spec is one JSON object. Its content
+// is the driver's business, and is not quoted in the error: a provider spec
+// may hold values its owner would not want in a log.
+func validateProviderSpec(spec []byte) error {
+	const field = "machine_class.provider_spec"
+	if len(spec) == 0 {
+		return fmt.Errorf("%s is required", field)
+	}
+	if err := maxBytes(field, len(spec), maxProviderSpecBytes); err != nil {
+		return err
+	}
+	if !isJSONObject(spec) {
+		return fmt.Errorf("%s must be a JSON object", field)
+	}
+	return nil
+}
+
+func isJSONObject(b []byte) bool {
+	trimmed := bytes.TrimSpace(b)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return false
+	}
+	var obj map[string]json.RawMessage
+	return json.Unmarshal(trimmed, &obj) == nil
+}
+
+func validateSecrets(secrets map[string][]byte) error {
+	if len(secrets) > maxSecretEntries {
+		return fmt.Errorf("secrets has %d entries, at most %d are allowed", len(secrets), maxSecretEntries)
+	}
+	total := 0
+	for k, v := range secrets {
+		total += len(k) + len(v)
+	}
+	return maxBytes("secrets", total, maxSecretsBytes)
+}
+
+func validateVolumes(volumes []*driverv1alpha1.PersistentVolume) error {
+	switch {
+	case len(volumes) == 0:
+		return fmt.Errorf("volumes is required: at least one volume")
+	case len(volumes) > maxVolumes:
+		return fmt.Errorf("volumes has %d entries, at most %d are allowed", len(volumes), maxVolumes)
+	}
+	for i, v := range volumes {
+		field := fmt.Sprintf("volumes[%d]", i)
+		switch {
+		case v == nil:
+			return fmt.Errorf("%s is required", field)
+		case v.GetName() == "":
+			return fmt.Errorf("%s.name is required", field)
+		case len(v.GetSpec()) == 0:
+			return fmt.Errorf("%s.spec is required", field)
+		}
+		if err := maxBytes(field+".spec", len(v.GetSpec()), maxVolumeSpecBytes); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func maxBytes(field string, n, limit int) error {
+	if n > limit {
+		return fmt.Errorf("%s is %d bytes, at most %d are allowed", field, n, limit)
+	}
+	return nil
+}
