@@ -1,0 +1,13 @@
+// Package driver is the core's client of the machina Driver API: it dials a
+// driver over its Unix socket, waits until the driver is ready, learns its
+// name and capabilities, and then offers one method per MachineService RPC.
+//
+// Every call gets its own timeout (per kind of call, see Options), is logged
+// with secrets stripped, is measured in Prometheus histograms, and holds a
+// per-machine lock so that at most one call per Machine is in flight, as the
+// Driver API promises drivers. Optional RPCs the driver did not advertise
+// are refused locally with UNIMPLEMENTED, without touching the network.
+//
+// The package decides nothing about retries: it reports gRPC codes (see Code
+// and IsTransient) and leaves the decision to the controllers.
+package driver
