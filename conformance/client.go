@@ -1,0 +1,119 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
+)
+
+// timeoutError is returned by the suite's calls when the driver did not
+// answer within the configured timeout. It is kept apart from a
+// DEADLINE_EXCEEDED the driver sent itself so that the message says which
+// limit was hit.
+type timeoutError struct {
+	rpc     string
+	timeout time.Duration
+}
+
+func (e timeoutError) Error() string {
+	return fmt.Sprintf("no answer within %v (%s, the configured timeout, §10)", e.timeout, e.rpc)
+}
+
+// rpcFunc is the shape of a generated client method.
+type rpcFunc[Req, Resp proto.Message] func(context.Context, Req, ...grpc.CallOption) (Resp, error)
+
+// call makes one RPC with the configured timeout and applies the checks
+// every answer must pass, whatever the test expects: an error is a gRPC
+// status (§7) and does not carry the canary secret (§8).
+func call[Req, Resp proto.Message](s *suite, t T, rpc string, timeout time.Duration, f rpcFunc[Req, Resp], req Req) (Resp, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	resp, err := f(ctx, req)
+	if err == nil {
+		return resp, nil
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && status.Code(err) == codes.DeadlineExceeded {
+		return resp, timeoutError{rpc: rpc, timeout: timeout}
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		ruleTransportStatus.errorf(t, "%s returned %v", rpc, err)
+		return resp, err
+	}
+	s.checkCanary(t, rpc, st)
+	return resp, err
+}
+
+// checkCanary fails t when the status message or any status detail carries
+// the canary secret.
+func (s *suite) checkCanary(t T, rpc string, st *status.Status) {
+	t.Helper()
+	if strings.Contains(st.Message(), s.canary) {
+		ruleNoSecretEcho.errorf(t, "the %s error message %s contains the canary secret sent in secrets or user_data", rpc, codeName(st.Code()))
+		return
+	}
+	for _, d := range st.Proto().GetDetails() {
+		if bytes.Contains(d.GetValue(), []byte(s.canary)) {
+			ruleNoSecretEcho.errorf(t, "a detail (%s) of the %s error %s contains the canary secret", d.GetTypeUrl(), rpc, codeName(st.Code()))
+			return
+		}
+	}
+}
+
+// The calls below wrap the generated clients with the configured timeouts.
+
+func (s *suite) getPluginInfo(t T) (*driverv1alpha1.GetPluginInfoResponse, error) {
+	t.Helper()
+	return call(s, t, "GetPluginInfo", s.cfg.Timeouts.Identity, s.identity.GetPluginInfo, &driverv1alpha1.GetPluginInfoRequest{})
+}
+
+func (s *suite) getPluginCapabilities(t T) (*driverv1alpha1.GetPluginCapabilitiesResponse, error) {
+	t.Helper()
+	return call(s, t, "GetPluginCapabilities", s.cfg.Timeouts.Identity, s.identity.GetPluginCapabilities, &driverv1alpha1.GetPluginCapabilitiesRequest{})
+}
+
+func (s *suite) probe(t T) (*driverv1alpha1.ProbeResponse, error) {
+	t.Helper()
+	return call(s, t, "Probe", s.cfg.Timeouts.Identity, s.identity.Probe, &driverv1alpha1.ProbeRequest{})
+}
+
+func (s *suite) createMachine(t T, req *driverv1alpha1.CreateMachineRequest) (*driverv1alpha1.CreateMachineResponse, error) {
+	t.Helper()
+	return call(s, t, "CreateMachine", s.cfg.Timeouts.Create, s.machines.CreateMachine, req)
+}
+
+func (s *suite) initializeMachine(t T, req *driverv1alpha1.InitializeMachineRequest) (*driverv1alpha1.InitializeMachineResponse, error) {
+	t.Helper()
+	return call(s, t, "InitializeMachine", s.cfg.Timeouts.Initialize, s.machines.InitializeMachine, req)
+}
+
+func (s *suite) deleteMachine(t T, req *driverv1alpha1.DeleteMachineRequest) (*driverv1alpha1.DeleteMachineResponse, error) {
+	t.Helper()
+	return call(s, t, "DeleteMachine", s.cfg.Timeouts.Delete, s.machines.DeleteMachine, req)
+}
+
+func (s *suite) getMachineStatus(t T, req *driverv1alpha1.GetMachineStatusRequest) (*driverv1alpha1.GetMachineStatusResponse, error) {
+	t.Helper()
+	return call(s, t, "GetMachineStatus", s.cfg.Timeouts.Status, s.machines.GetMachineStatus, req)
+}
+
+func (s *suite) listMachines(t T, req *driverv1alpha1.ListMachinesRequest) (*driverv1alpha1.ListMachinesResponse, error) {
+	t.Helper()
+	return call(s, t, "ListMachines", s.cfg.Timeouts.List, s.machines.ListMachines, req)
+}
+
+func (s *suite) getVolumeIDs(t T, req *driverv1alpha1.GetVolumeIDsRequest) (*driverv1alpha1.GetVolumeIDsResponse, error) {
+	t.Helper()
+	return call(s, t, "GetVolumeIDs", s.cfg.Timeouts.VolumeIDs, s.machines.GetVolumeIDs, req)
+}
