@@ -30,7 +30,7 @@ const (
 //
 // IdentityService tells the core who the driver is, what it can do, and
 // whether it is ready. Every driver MUST implement all three RPCs.
-// See docs/driver-api.md, section "Identity service".
+// See docs/driver-api.md §5.
 type IdentityServiceClient interface {
 	// Returns the driver's name and version.
 	GetPluginInfo(ctx context.Context, in *GetPluginInfoRequest, opts ...grpc.CallOption) (*GetPluginInfoResponse, error)
@@ -84,7 +84,7 @@ func (c *identityServiceClient) Probe(ctx context.Context, in *ProbeRequest, opt
 //
 // IdentityService tells the core who the driver is, what it can do, and
 // whether it is ready. Every driver MUST implement all three RPCs.
-// See docs/driver-api.md, section "Identity service".
+// See docs/driver-api.md §5.
 type IdentityServiceServer interface {
 	// Returns the driver's name and version.
 	GetPluginInfo(context.Context, *GetPluginInfoRequest) (*GetPluginInfoResponse, error)

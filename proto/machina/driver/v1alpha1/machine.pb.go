@@ -34,7 +34,8 @@ type Machine struct {
 	// deleted and created again.
 	Uid string `protobuf:"bytes,3,opt,name=uid,proto3" json:"uid,omitempty"`
 	// OPTIONAL. The provider ID the core recorded for this machine, empty
-	// until a create or status call returned one.
+	// until a create or status call returned one. Always empty in
+	// CreateMachineRequest, always set in InitializeMachineRequest.
 	ProviderId string `protobuf:"bytes,4,opt,name=provider_id,json=providerId,proto3" json:"provider_id,omitempty"`
 	// OPTIONAL. Labels and annotations of the Machine object.
 	Labels      map[string]string `protobuf:"bytes,5,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
@@ -472,7 +473,8 @@ type CreateMachineRequest struct {
 	// REQUIRED. Its class.
 	MachineClass *MachineClass `protobuf:"bytes,2,opt,name=machine_class,json=machineClass,proto3" json:"machine_class,omitempty"`
 	// OPTIONAL. The data of the class's secretRef and credentialsSecretRef
-	// merged, without the "userData" key. At most 64 entries, 1 MiB in all.
+	// merged (on a key in both, credentialsSecretRef wins), without the
+	// "userData" key. At most 64 entries, 1 MiB in all.
 	Secrets map[string][]byte `protobuf:"bytes,3,rep,name=secrets,proto3" json:"secrets,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// OPTIONAL. The user data (cloud-init or similar) to boot the VM with, with
 	// the core's placeholders already replaced. At most 1 MiB.
@@ -552,7 +554,8 @@ func (x *CreateMachineRequest) GetLastKnownState() string {
 type CreateMachineResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// REQUIRED. The VM's provider ID, unique across the driver's VMs and stable
-	// for the VM's life. At most 2048 bytes.
+	// for the VM's life; it SHOULD equal the Node's spec.providerID. At most
+	// 2048 bytes.
 	ProviderId string `protobuf:"bytes,1,opt,name=provider_id,json=providerId,proto3" json:"provider_id,omitempty"`
 	// REQUIRED unless the core runs without a target cluster. The name the
 	// VM's Node will register with: a DNS-1123 subdomain.
@@ -770,8 +773,10 @@ func (x *InitializeMachineResponse) GetLastKnownState() string {
 
 type DeleteMachineRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// REQUIRED. Machine.provider_id is set when the core knows it; a driver
-	// MUST also find the VM by Machine.name when it is empty.
+	// REQUIRED. Machine.provider_id is set when the core knows it: then only
+	// the VM with that provider ID is deleted, never another VM of the same
+	// name. When it is empty, the driver deletes the VM(s) found by
+	// Machine.name. A VM that is already gone is OK.
 	Machine *Machine `protobuf:"bytes,1,opt,name=machine,proto3" json:"machine,omitempty"`
 	// REQUIRED.
 	MachineClass *MachineClass `protobuf:"bytes,2,opt,name=machine_class,json=machineClass,proto3" json:"machine_class,omitempty"`
@@ -1082,7 +1087,9 @@ func (x *ListMachinesRequest) GetSecrets() map[string][]byte {
 type ListMachinesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Every VM the driver created for a machine of this class (whether or not
-	// the Machine still exists), once each. Order is not significant.
+	// the Machine still exists), once each. Order is not significant. Only VMs
+	// of this class within the scope its provider_spec defines (e.g. a cluster
+	// tag): the core deletes listed VMs whose Machine is gone.
 	Machines      []*ListedMachine `protobuf:"bytes,1,rep,name=machines,proto3" json:"machines,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1351,7 +1358,9 @@ type VolumeID struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// REQUIRED. PersistentVolume.name from the request.
 	PersistentVolumeName string `protobuf:"bytes,1,opt,name=persistent_volume_name,json=persistentVolumeName,proto3" json:"persistent_volume_name,omitempty"`
-	// REQUIRED. The ID as it appears in Node.status.volumesAttached.
+	// REQUIRED. The provider's ID of the disk, in a form contained in the name
+	// Kubernetes reports for it in Node.status.volumesAttached (e.g. the CSI
+	// volume handle). At most 1024 bytes.
 	VolumeId      string `protobuf:"bytes,2,opt,name=volume_id,json=volumeId,proto3" json:"volume_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

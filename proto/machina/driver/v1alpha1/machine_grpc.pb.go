@@ -34,7 +34,8 @@ const (
 // MachineService manages the virtual (or physical) machines, called VMs here,
 // behind Machine objects. CreateMachine, DeleteMachine and GetMachineStatus
 // are REQUIRED; the other RPCs are OPTIONAL and gated by capabilities (see
-// Capability). See docs/driver-api.md, section "Machine service".
+// Capability). See docs/driver-api.md §6: each RPC's fields, idempotency
+// rules and error table.
 type MachineServiceClient interface {
 	// Creates the VM for a machine, or returns the one that already exists.
 	// Idempotent on Machine.name.
@@ -129,7 +130,8 @@ func (c *machineServiceClient) GetVolumeIDs(ctx context.Context, in *GetVolumeID
 // MachineService manages the virtual (or physical) machines, called VMs here,
 // behind Machine objects. CreateMachine, DeleteMachine and GetMachineStatus
 // are REQUIRED; the other RPCs are OPTIONAL and gated by capabilities (see
-// Capability). See docs/driver-api.md, section "Machine service".
+// Capability). See docs/driver-api.md §6: each RPC's fields, idempotency
+// rules and error table.
 type MachineServiceServer interface {
 	// Creates the VM for a machine, or returns the one that already exists.
 	// Idempotent on Machine.name.
