@@ -32,32 +32,32 @@ const (
 	staleProbeTimeout = time.Second
 )
 
-// endpoint is a parsed driver endpoint.
-type endpoint struct {
+// parsedEndpoint is a driver endpoint split into network and address.
+type parsedEndpoint struct {
 	network string // "unix" or "tcp"
 	address string // socket path or host:port
 }
 
 // parseEndpoint accepts unix:///absolute/path and tcp://host:port.
-func parseEndpoint(s string) (endpoint, error) {
+func parseEndpoint(s string) (parsedEndpoint, error) {
 	switch {
 	case strings.HasPrefix(s, unixScheme):
 		path := strings.TrimPrefix(s, unixScheme)
 		if path == "" {
-			return endpoint{}, fmt.Errorf("endpoint %q: missing socket path (want unix:///absolute/path.sock)", s)
+			return parsedEndpoint{}, fmt.Errorf("endpoint %q: missing socket path (want unix:///absolute/path.sock)", s)
 		}
 		if !filepath.IsAbs(path) {
-			return endpoint{}, fmt.Errorf("endpoint %q: the socket path must be absolute, i.e. unix:// followed by /path (want unix:///absolute/path.sock)", s)
+			return parsedEndpoint{}, fmt.Errorf("endpoint %q: the socket path must be absolute, i.e. unix:// followed by /path (want unix:///absolute/path.sock)", s)
 		}
-		return endpoint{network: "unix", address: filepath.Clean(path)}, nil
+		return parsedEndpoint{network: "unix", address: filepath.Clean(path)}, nil
 	case strings.HasPrefix(s, tcpScheme):
 		addr := strings.TrimPrefix(s, tcpScheme)
 		if _, _, err := net.SplitHostPort(addr); err != nil {
-			return endpoint{}, fmt.Errorf("endpoint %q: want tcp://host:port: %w", s, err)
+			return parsedEndpoint{}, fmt.Errorf("endpoint %q: want tcp://host:port: %w", s, err)
 		}
-		return endpoint{network: "tcp", address: addr}, nil
+		return parsedEndpoint{network: "tcp", address: addr}, nil
 	default:
-		return endpoint{}, fmt.Errorf("endpoint %q: unsupported scheme, want unix:///absolute/path.sock (or tcp://host:port for development)", s)
+		return parsedEndpoint{}, fmt.Errorf("endpoint %q: unsupported scheme, want unix:///absolute/path.sock (or tcp://host:port for development)", s)
 	}
 }
 
@@ -70,8 +70,8 @@ func parseEndpoint(s string) (endpoint, error) {
 // behind it. Closing the listener removes the socket file.
 //
 // tcp://host:port is for development only: it has no access control at all.
-func Listen(ep string) (net.Listener, error) {
-	e, err := parseEndpoint(ep)
+func Listen(endpoint string) (net.Listener, error) {
+	e, err := parseEndpoint(endpoint)
 	if err != nil {
 		return nil, err
 	}

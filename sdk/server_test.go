@@ -375,6 +375,15 @@ func TestLogsNameMethodsButNeverSecrets(t *testing.T) {
 
 	// One line per call.
 	assert.Equal(t, 3, strings.Count(out, `"grpc.method":"CreateMachine"`))
+	// The frequent successful probes are debug lines, other calls info.
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		switch {
+		case strings.Contains(line, `"grpc.method":"Probe"`):
+			assert.Contains(t, line, `"level":"DEBUG"`)
+		case strings.Contains(line, `"grpc.method":"ListMachines"`):
+			assert.Contains(t, line, `"level":"INFO"`)
+		}
+	}
 }
 
 func TestNewServerRejectsNilDriver(t *testing.T) {

@@ -10,7 +10,9 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 )
 
-// Redacted replaces the value of every secret string or bytes field.
+// Redacted replaces the value of every secret string or bytes field. In a
+// bytes field it is stored as its UTF-8 bytes, so protojson (which renders
+// bytes as base64) shows it as "Kioqc3RyaXBwZWQqKio=".
 const Redacted = "***stripped***"
 
 // maxDepth bounds the recursion into nested messages. Real messages are far
