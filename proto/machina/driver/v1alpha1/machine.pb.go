@@ -263,7 +263,12 @@ type MachineClass struct {
 	Provider string `protobuf:"bytes,3,opt,name=provider,proto3" json:"provider,omitempty"`
 	// OPTIONAL. MachineClass.nodeTemplate: the capacity and placement of the
 	// nodes of this class (used by the cluster-autoscaler to scale from zero).
-	NodeTemplate  *ClassNodeTemplate `protobuf:"bytes,4,opt,name=node_template,json=nodeTemplate,proto3" json:"node_template,omitempty"`
+	NodeTemplate *ClassNodeTemplate `protobuf:"bytes,4,opt,name=node_template,json=nodeTemplate,proto3" json:"node_template,omitempty"`
+	// REQUIRED. The MachineClass's namespace in the control cluster. Together
+	// with name it scopes ListMachines: a driver tags the VMs it creates with
+	// both, so that two cores sharing a provider account never list (and
+	// orphan-collect) each other's VMs.
+	Namespace     string `protobuf:"bytes,5,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -324,6 +329,13 @@ func (x *MachineClass) GetNodeTemplate() *ClassNodeTemplate {
 		return x.NodeTemplate
 	}
 	return nil
+}
+
+func (x *MachineClass) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
 }
 
 // ClassNodeTemplate mirrors MachineClass.nodeTemplate.
@@ -1443,12 +1455,13 @@ const file_machina_driver_v1alpha1_machine_proto_rawDesc = "" +
 	"\x05Taint\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x16\n" +
-	"\x06effect\x18\x03 \x01(\tR\x06effect\"\xb4\x01\n" +
+	"\x06effect\x18\x03 \x01(\tR\x06effect\"\xd2\x01\n" +
 	"\fMachineClass\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12#\n" +
 	"\rprovider_spec\x18\x02 \x01(\fR\fproviderSpec\x12\x1a\n" +
 	"\bprovider\x18\x03 \x01(\tR\bprovider\x12O\n" +
-	"\rnode_template\x18\x04 \x01(\v2*.machina.driver.v1alpha1.ClassNodeTemplateR\fnodeTemplate\"\xcb\x03\n" +
+	"\rnode_template\x18\x04 \x01(\v2*.machina.driver.v1alpha1.ClassNodeTemplateR\fnodeTemplate\x12\x1c\n" +
+	"\tnamespace\x18\x05 \x01(\tR\tnamespace\"\xcb\x03\n" +
 	"\x11ClassNodeTemplate\x12T\n" +
 	"\bcapacity\x18\x01 \x03(\v28.machina.driver.v1alpha1.ClassNodeTemplate.CapacityEntryR\bcapacity\x12j\n" +
 	"\x10virtual_capacity\x18\x02 \x03(\v2?.machina.driver.v1alpha1.ClassNodeTemplate.VirtualCapacityEntryR\x0fvirtualCapacity\x12#\n" +
