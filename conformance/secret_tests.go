@@ -48,8 +48,8 @@ func testCanaryNotEchoed(s *suite, t T) {
 		// tracked and deleted with the real secrets.
 		v := s.track(t, s.name("canary-creds"))
 		req := s.createRequest(v.name)
-		keys := make([]string, 0, len(req.Secrets))
-		for k := range req.Secrets {
+		keys := make([]string, 0, len(s.cfg.Secrets))
+		for k := range s.cfg.Secrets {
 			req.Secrets[k] = []byte(s.canary)
 			keys = append(keys, k)
 		}
