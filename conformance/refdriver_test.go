@@ -33,7 +33,7 @@ type refDriver struct {
 	driverv1alpha1.UnimplementedIdentityServiceServer
 	driverv1alpha1.UnimplementedMachineServiceServer
 
-	caps  []driverv1alpha1.Capability_Type
+	caps   []driverv1alpha1.Capability_Type
 	break_ breakage
 
 	mu       sync.Mutex
