@@ -15,7 +15,8 @@
 //     Driver API's rules (required fields, names, size limits), before the
 //     driver sees them;
 //   - INTERNAL for a driver method that panics, while the process keeps
-//     serving;
+//     serving, and for a response over the API's 16 MiB limit (which gRPC
+//     would otherwise fail with a misleading RESOURCE_EXHAUSTED);
 //   - one log line per call with log/slog, requests and responses stripped
 //     of secret fields (package sdk/sanitize);
 //   - Prometheus metrics, including the histogram

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path"
 	"runtime/debug"
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
@@ -30,10 +31,12 @@ const (
 //  1. metrics, outermost so they count every call with its final code;
 //  2. one log line per call (method, code, duration, request and response
 //     with secrets stripped);
-//  3. panic recovery, so a panicking driver answers INTERNAL and the
+//  3. the response size check, INTERNAL for a response over the Driver
+//     API's 16 MiB limit;
+//  4. panic recovery, so a panicking driver answers INTERNAL and the
 //     process keeps serving;
-//  4. the capability gate, UNIMPLEMENTED for unadvertised optional RPCs;
-//  5. request validation, INVALID_ARGUMENT before the driver is reached.
+//  5. the capability gate, UNIMPLEMENTED for unadvertised optional RPCs;
+//  6. request validation, INVALID_ARGUMENT before the driver is reached.
 func (s *Server) interceptors() []grpc.UnaryServerInterceptor {
 	logger := slogAdapter(s.opts.logger)
 	isProbe := selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool {
@@ -54,6 +57,7 @@ func (s *Server) interceptors() []grpc.UnaryServerInterceptor {
 			logging.UnaryServerInterceptor(logger, logging.WithLogOnEvents(logging.FinishCall), logging.WithLevels(probeLevel)),
 			isProbe),
 		logPayloads,
+		limitResponseSize,
 		recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(s.recoverPanic)),
 		s.capabilityGate,
 		validateRequests,
@@ -78,6 +82,24 @@ func logPayloads(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler 
 		logging.AddFields(ctx, logging.Fields{responseField, resp})
 	}
 	return resp, err
+}
+
+// limitResponseSize answers INTERNAL, naming the size, for a response the
+// core would not accept. Sending it would fail in gRPC with
+// RESOURCE_EXHAUSTED, which the core cannot tell from a provider out of
+// capacity (and for CreateMachine waits 10 minutes before it retries).
+func limitResponseSize(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	resp, err := handler(ctx, req)
+	if err != nil {
+		return resp, err
+	}
+	if m, ok := resp.(proto.Message); ok {
+		if size := proto.Size(m); size > maxResponseSize {
+			return nil, Internal("the driver's %s response is %d bytes, larger than the Driver API limit of %d bytes",
+				path.Base(info.FullMethod), size, maxResponseSize)
+		}
+	}
+	return resp, nil
 }
 
 // recoverPanic turns a panic in the driver into INTERNAL. The panic value

@@ -27,6 +27,9 @@ const (
 	// itself is owner-only.
 	socketDirMode  = 0o750
 	socketFileMode = 0o600
+	// maxSocketPathBytes is the sun_path limit of 108 bytes minus the
+	// terminating NUL.
+	maxSocketPathBytes = 107
 	// staleProbeTimeout bounds the check whether a leftover socket file
 	// still has a live server behind it.
 	staleProbeTimeout = time.Second
@@ -49,7 +52,11 @@ func parseEndpoint(s string) (parsedEndpoint, error) {
 		if !filepath.IsAbs(path) {
 			return parsedEndpoint{}, fmt.Errorf("endpoint %q: the socket path must be absolute, i.e. unix:// followed by /path (want unix:///absolute/path.sock)", s)
 		}
-		return parsedEndpoint{network: "unix", address: filepath.Clean(path)}, nil
+		path = filepath.Clean(path)
+		if len(path) > maxSocketPathBytes {
+			return parsedEndpoint{}, fmt.Errorf("endpoint %q: the socket path is %d bytes long, at most %d are possible", s, len(path), maxSocketPathBytes)
+		}
+		return parsedEndpoint{network: "unix", address: path}, nil
 	case strings.HasPrefix(s, tcpScheme):
 		addr := strings.TrimPrefix(s, tcpScheme)
 		if _, _, err := net.SplitHostPort(addr); err != nil {

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -114,13 +115,14 @@ func TestListenTCPForDevelopment(t *testing.T) {
 
 func TestListenRejectsBadEndpoints(t *testing.T) {
 	tests := map[string]string{
-		"unix://relative/driver.sock": "must be absolute",
-		"unix://":                     "missing socket path",
-		"/var/run/driver.sock":        "unsupported scheme",
-		"unix:/var/run/driver.sock":   "unsupported scheme",
-		"http://localhost:80":         "unsupported scheme",
-		"tcp://localhost":             "want tcp://host:port",
-		"":                            "unsupported scheme",
+		"unix://relative/driver.sock":         "must be absolute",
+		"unix://":                             "missing socket path",
+		"unix:///" + strings.Repeat("d", 107): "at most 107 are possible",
+		"/var/run/driver.sock":                "unsupported scheme",
+		"unix:/var/run/driver.sock":           "unsupported scheme",
+		"http://localhost:80":                 "unsupported scheme",
+		"tcp://localhost":                     "want tcp://host:port",
+		"":                                    "unsupported scheme",
 	}
 	for ep, want := range tests {
 		t.Run(ep, func(t *testing.T) {

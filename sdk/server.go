@@ -13,11 +13,13 @@ import (
 	"google.golang.org/grpc"
 )
 
-// maxRecvMsgSize admits the largest valid request: GetVolumeIDs with 1024
-// volume specs of 64 KiB each, plus room for the encoding. gRPC's default of
-// 4 MiB would reject it as RESOURCE_EXHAUSTED, a code the core reads as
-// "provider out of capacity".
-const maxRecvMsgSize = 80 << 20
+// Message size limits. The Driver API caps requests at 4 MiB and responses
+// at 16 MiB. The server accepts requests up to 16 MiB, a margin over the
+// contract that costs nothing on a socket only the core can reach.
+const (
+	maxRecvMsgSize  = 16 << 20
+	maxResponseSize = 16 << 20
+)
 
 // Server serves the Driver API (IdentityService and MachineService) for one
 // Driver on one endpoint.
@@ -54,6 +56,7 @@ func NewServer(info Info, d Driver, opts ...Option) (*Server, error) {
 	s.grpc = grpc.NewServer(
 		grpc.ChainUnaryInterceptor(s.interceptors()...),
 		grpc.MaxRecvMsgSize(maxRecvMsgSize),
+		grpc.MaxSendMsgSize(maxResponseSize),
 	)
 	driverv1alpha1.RegisterIdentityServiceServer(s.grpc, identityService{s: s})
 	driverv1alpha1.RegisterMachineServiceServer(s.grpc, machineService{d: d})

@@ -390,3 +390,22 @@ func TestNewServerRejectsNilDriver(t *testing.T) {
 	_, err := NewServer(testInfo, nil)
 	require.ErrorContains(t, err, "driver is nil")
 }
+
+// bigListDriver lists more VMs than fit into a response.
+type bigListDriver struct{ *testDriver }
+
+func (d bigListDriver) ListMachines(context.Context, *driverv1alpha1.ListMachinesRequest) (*driverv1alpha1.ListMachinesResponse, error) {
+	resp := &driverv1alpha1.ListMachinesResponse{}
+	id := strings.Repeat("p", 2000)
+	for range 9000 { // about 18 MB
+		resp.Machines = append(resp.Machines, &driverv1alpha1.ListedMachine{ProviderId: id, MachineName: "m"})
+	}
+	return resp, nil
+}
+
+func TestOversizedResponseIsInternal(t *testing.T) {
+	r := startServer(t, newServer(t, bigListDriver{newTestDriver()}))
+	_, err := r.machines().ListMachines(callCtx(t), &driverv1alpha1.ListMachinesRequest{MachineClass: validClass()})
+	requireCode(t, codes.Internal, err)
+	assert.Contains(t, status.Convert(err).Message(), "larger than the Driver API limit of 16777216 bytes")
+}

@@ -24,6 +24,8 @@ const (
 	maxLastKnownState    = 64 << 10
 	maxVolumes           = 1024
 	maxVolumeSpecBytes   = 64 << 10
+	maxUIDBytes          = 128
+	maxOtherStringBytes  = 4096
 )
 
 var (
@@ -109,7 +111,10 @@ func validateMachine(m *driverv1alpha1.Machine, needProviderID bool) error {
 	if needProviderID && m.GetProviderId() == "" {
 		return fmt.Errorf("machine.provider_id is required")
 	}
-	return maxBytes("machine.provider_id", len(m.GetProviderId()), maxProviderIDBytes)
+	return firstError(
+		maxBytes("machine.provider_id", len(m.GetProviderId()), maxProviderIDBytes),
+		maxBytes("machine.uid", len(m.GetUid()), maxUIDBytes),
+	)
 }
 
 func validateMachineClass(c *driverv1alpha1.MachineClass) error {
@@ -180,17 +185,37 @@ func validateVolumes(volumes []*driverv1alpha1.PersistentVolume) error {
 	}
 	for i, v := range volumes {
 		field := fmt.Sprintf("volumes[%d]", i)
-		switch {
-		case v == nil:
+		if v == nil {
 			return fmt.Errorf("%s is required", field)
-		case v.GetName() == "":
-			return fmt.Errorf("%s.name is required", field)
-		case len(v.GetSpec()) == 0:
-			return fmt.Errorf("%s.spec is required", field)
 		}
-		if err := maxBytes(field+".spec", len(v.GetSpec()), maxVolumeSpecBytes); err != nil {
+		if err := validateObjectName(field+".name", v.GetName()); err != nil {
 			return err
 		}
+		if err := validateVolumeSpec(field+".spec", v.GetSpec()); err != nil {
+			return err
+		}
+		if err := firstError(
+			maxBytes(field+".csi_driver", len(v.GetCsiDriver()), maxOtherStringBytes),
+			maxBytes(field+".csi_volume_handle", len(v.GetCsiVolumeHandle()), maxOtherStringBytes),
+		); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateVolumeSpec checks that a PersistentVolume spec is a JSON object
+// (a core/v1 PersistentVolumeSpec), without quoting it.
+func validateVolumeSpec(field string, spec []byte) error {
+	switch {
+	case len(spec) == 0:
+		return fmt.Errorf("%s is required", field)
+	case len(spec) > maxVolumeSpecBytes:
+		return maxBytes(field, len(spec), maxVolumeSpecBytes)
+	case !json.Valid(spec):
+		return fmt.Errorf("%s is not valid JSON", field)
+	case !isJSONObject(spec):
+		return fmt.Errorf("%s must be a JSON object", field)
 	}
 	return nil
 }

@@ -136,6 +136,14 @@ func TestValidateRequestLimits(t *testing.T) {
 		{"delete with provider id unset", &driverv1alpha1.DeleteMachineRequest{Machine: validMachine("m"), MachineClass: validClass()}, ""},
 		{"too many volumes", &driverv1alpha1.GetVolumeIDsRequest{Volumes: manyVolumes}, "volumes has 1025 entries, at most 1024"},
 		{"volume without name", &driverv1alpha1.GetVolumeIDsRequest{Volumes: []*driverv1alpha1.PersistentVolume{{Spec: []byte(`{}`)}}}, "volumes[0].name is required"},
+		{"volume spec not JSON", &driverv1alpha1.GetVolumeIDsRequest{Volumes: []*driverv1alpha1.PersistentVolume{
+			{Name: "pv-0", Spec: []byte(`{}`)}, {Name: "pv-1", Spec: []byte(`{"csi":`)}}}, "volumes[1].spec is not valid JSON"},
+		{"volume spec not an object", &driverv1alpha1.GetVolumeIDsRequest{Volumes: []*driverv1alpha1.PersistentVolume{
+			{Name: "pv", Spec: []byte(`"text"`)}}}, "volumes[0].spec must be a JSON object"},
+		{"volume name not DNS", &driverv1alpha1.GetVolumeIDsRequest{Volumes: []*driverv1alpha1.PersistentVolume{
+			{Name: "PV_1", Spec: []byte(`{}`)}}}, "volumes[0].name \"PV_1\" must be a DNS-1123 subdomain"},
+		{"uid too long", mutateCreate(func(r *driverv1alpha1.CreateMachineRequest) { r.Machine.Uid = strings.Repeat("u", 129) }),
+			"machine.uid is 129 bytes, at most 128"},
 		{"volume spec too large", &driverv1alpha1.GetVolumeIDsRequest{Volumes: []*driverv1alpha1.PersistentVolume{
 			{Name: "pv", Spec: make([]byte, maxVolumeSpecBytes+1)}}}, "volumes[0].spec is 65537 bytes"},
 		{"identity request", &driverv1alpha1.ProbeRequest{}, ""},
