@@ -1,0 +1,309 @@
+package machineset
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+)
+
+// ControllerName names the controller in logs, metrics and events.
+const ControllerName = "machineset"
+
+// Options tune the MachineSet controller.
+type Options struct {
+	// BurstReplicas caps the machines created, and separately the machines
+	// deleted, in one sync of one set (MCM: 100). Zero means the default.
+	BurstReplicas int
+
+	// ResyncPeriod is how often every set is synced even without events, as a
+	// safety net (MCM: 10 minutes). Zero means the default.
+	ResyncPeriod time.Duration
+}
+
+// DefaultOptions returns MCM's settings.
+func DefaultOptions() Options {
+	return Options{BurstReplicas: 100, ResyncPeriod: 10 * time.Minute}
+}
+
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.BurstReplicas <= 0 {
+		o.BurstReplicas = d.BurstReplicas
+	}
+	if o.ResyncPeriod <= 0 {
+		o.ResyncPeriod = d.ResyncPeriod
+	}
+	return o
+}
+
+// Reconciler keeps the machines of each MachineSet at spec.replicas, the way
+// a ReplicaSet keeps pods: it creates machines from the template, deletes the
+// surplus in priority order, replaces Failed machines, adopts and releases
+// machines through controller references, and reports the counts in status.
+type Reconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// APIReader reads straight from the API server. Before it creates or
+	// deletes machines the controller re-lists them through it, so that a
+	// cache lagging behind its own earlier writes cannot make it create twice
+	// or pick the wrong victim. SetupWithManager defaults it to the manager's
+	// API reader.
+	APIReader client.Reader
+	// Recorder records events on MachineSets.
+	Recorder record.EventRecorder
+
+	Options
+}
+
+// SetupWithManager registers the controller with the manager, with the given
+// number of concurrent workers.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorderFor(ControllerName) //nolint:staticcheck // record.EventRecorder is this package's API
+	}
+	r.Options = r.Options.withDefaults()
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&v1alpha1.MachineSet{}).
+		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.setsForMachine)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)}).
+		Complete(r)
+}
+
+var _ reconcile.Reconciler = &Reconciler{}
+
+// setsForMachine maps a machine event to the set that controls the machine
+// or, for an orphan, to every set in its namespace whose selector matches it
+// (one of them may adopt it). For updates controller-runtime calls it with
+// the old and the new machine, so a set that loses a machine hears of it too.
+func (r *Reconciler) setsForMachine(ctx context.Context, obj client.Object) []reconcile.Request {
+	if ref := metav1.GetControllerOf(obj); ref != nil {
+		if ref.Kind != "MachineSet" || ref.APIVersion != v1alpha1.GroupVersion.String() {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}}}
+	}
+	if len(obj.GetLabels()) == 0 {
+		return nil
+	}
+	sets := &v1alpha1.MachineSetList{}
+	if err := r.Client.List(ctx, sets, client.InNamespace(obj.GetNamespace())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing machine sets for an orphan machine", "machine", obj.GetName())
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range sets.Items {
+		sel, err := metav1.LabelSelectorAsSelector(sets.Items[i].Spec.Selector)
+		if err != nil || sel.Empty() || !sel.Matches(labels.Set(obj.GetLabels())) {
+			continue
+		}
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&sets.Items[i])})
+	}
+	return out
+}
+
+// Reconcile syncs one MachineSet.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ms := &v1alpha1.MachineSet{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ms); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if ms.DeletionTimestamp != nil {
+		return r.reconcileDelete(ctx, ms)
+	}
+	if err := r.ensureFinalizer(ctx, ms); err != nil {
+		return ctrl.Result{}, err
+	}
+	selector, ok := r.validSelector(ctx, ms)
+	if !ok {
+		return ctrl.Result{}, r.patchStatus(ctx, ms, observedOnly(ms))
+	}
+
+	machines, err := r.ownedMachines(ctx, ms, selector)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.syncTemplateToMachines(ctx, ms, machines); err != nil {
+		return ctrl.Result{}, err
+	}
+	machines, p, err := r.planReplicas(ctx, ms, selector, machines)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	_, manageErr := r.executePlan(ctx, ms, p)
+
+	st, untilAvailable := computeStatus(ms, without(machines, p.deletions()), manageErr, time.Now())
+	if err := r.patchStatus(ctx, ms, st); err != nil {
+		return ctrl.Result{}, err
+	}
+	if manageErr != nil {
+		return ctrl.Result{}, manageErr
+	}
+	return ctrl.Result{RequeueAfter: nextSync(untilAvailable, r.Options.withDefaults().ResyncPeriod)}, nil
+}
+
+// nextSync is when to sync the set again without an event: when a ready
+// machine becomes available, else after the resync period.
+func nextSync(untilAvailable, resync time.Duration) time.Duration {
+	if untilAvailable > 0 && untilAvailable < resync {
+		// A little slack so that the machine is surely past its minReadySeconds.
+		return untilAvailable + 100*time.Millisecond
+	}
+	return resync
+}
+
+// ensureFinalizer adds MCM's finalizer, so that a deleted set first deletes
+// its machines (the cluster may run no garbage collector, and MCM clients
+// expect the finalizer).
+func (r *Reconciler) ensureFinalizer(ctx context.Context, ms *v1alpha1.MachineSet) error {
+	if controllerutil.ContainsFinalizer(ms, FinalizerName) {
+		return nil
+	}
+	orig := ms.DeepCopy()
+	controllerutil.AddFinalizer(ms, FinalizerName)
+	if err := r.Client.Patch(ctx, ms, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("adding finalizer to machine set %s: %w", ms.Name, err)
+	}
+	return nil
+}
+
+// validSelector parses the selector and checks that it is not empty and
+// selects the template's labels; a set without a usable selector would take
+// or create machines it can never count. Problems are reported as events.
+func (r *Reconciler) validSelector(ctx context.Context, ms *v1alpha1.MachineSet) (labels.Selector, bool) {
+	sel, err := metav1.LabelSelectorAsSelector(ms.Spec.Selector)
+	var problem string
+	switch {
+	case err != nil:
+		problem = fmt.Sprintf("Invalid selector: %v", err)
+	case sel.Empty():
+		problem = "The selector is empty; a non-empty selector is required"
+	case !sel.Matches(labels.Set(ms.Spec.Template.Labels)):
+		problem = "The selector does not match the template's labels"
+	}
+	if problem != "" {
+		ctrl.LoggerFrom(ctx).Info("Not syncing machine set", "reason", problem)
+		r.Recorder.Event(ms, corev1.EventTypeWarning, "InvalidSelector", problem)
+		return nil, false
+	}
+	return sel, true
+}
+
+// observedOnly is the stored status with observedGeneration moved on, for a
+// set the controller cannot act on.
+func observedOnly(ms *v1alpha1.MachineSet) v1alpha1.MachineSetStatus {
+	st := *ms.Status.DeepCopy()
+	st.ObservedGeneration = ms.Generation
+	return st
+}
+
+// ownedMachines lists the machines of the set's namespace from the cache and
+// claims them (adoption and release).
+func (r *Reconciler) ownedMachines(ctx context.Context, ms *v1alpha1.MachineSet, selector labels.Selector) ([]*v1alpha1.Machine, error) {
+	all := &v1alpha1.MachineList{}
+	if err := r.Client.List(ctx, all, client.InNamespace(ms.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing machines: %w", err)
+	}
+	return r.claimMachines(ctx, ms, selector, all.Items)
+}
+
+// planReplicas computes the plan from the cached machines and, if the plan
+// would change anything, again from a fresh list: the cache may not yet show
+// machines this controller created or deleted a moment ago, or annotations
+// the MachineDeployment controller just set on the machines to delete.
+func (r *Reconciler) planReplicas(ctx context.Context, ms *v1alpha1.MachineSet, selector labels.Selector, cached []*v1alpha1.Machine) ([]*v1alpha1.Machine, plan, error) {
+	now := time.Now()
+	burst := r.Options.withDefaults().BurstReplicas
+	p := computePlan(ms, cached, burst, now)
+	if p.empty() {
+		return cached, p, nil
+	}
+	live := &v1alpha1.MachineList{}
+	if err := r.APIReader.List(ctx, live, client.InNamespace(ms.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		return nil, plan{}, fmt.Errorf("listing machines: %w", err)
+	}
+	var owned []*v1alpha1.Machine
+	for i := range live.Items {
+		if ref := metav1.GetControllerOf(&live.Items[i]); ref != nil && ref.UID == ms.UID {
+			owned = append(owned, &live.Items[i])
+		}
+	}
+	return owned, computePlan(ms, owned, burst, now), nil
+}
+
+// without returns machines minus the ones in drop.
+func without(machines, drop []*v1alpha1.Machine) []*v1alpha1.Machine {
+	if len(drop) == 0 {
+		return machines
+	}
+	gone := make(map[string]bool, len(drop))
+	for _, m := range drop {
+		gone[m.Name] = true
+	}
+	var out []*v1alpha1.Machine
+	for _, m := range machines {
+		if !gone[m.Name] {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// reconcileDelete deletes the machines of a set that is being deleted and
+// removes the finalizer once none is left. Owner references alone are not
+// enough: a control plane without a garbage collector would leave the
+// machines behind.
+func (r *Reconciler) reconcileDelete(ctx context.Context, ms *v1alpha1.MachineSet) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(ms, FinalizerName) {
+		return ctrl.Result{}, nil
+	}
+	live := &v1alpha1.MachineList{}
+	if err := r.APIReader.List(ctx, live, client.InNamespace(ms.Namespace)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing machines: %w", err)
+	}
+	remaining := 0
+	for i := range live.Items {
+		m := &live.Items[i]
+		if ref := metav1.GetControllerOf(m); ref == nil || ref.UID != ms.UID {
+			continue
+		}
+		remaining++
+		if m.DeletionTimestamp != nil {
+			continue
+		}
+		if err := r.deleteMachine(ctx, ms, m); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if remaining > 0 {
+		// Machine deletions wake the set up; the requeue is a safety net for
+		// machines whose deletion takes long.
+		return ctrl.Result{RequeueAfter: time.Minute}, nil
+	}
+	orig := ms.DeepCopy()
+	controllerutil.RemoveFinalizer(ms, FinalizerName)
+	if err := r.Client.Patch(ctx, ms, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("removing finalizer of machine set %s: %w", ms.Name, err)
+	}
+	return ctrl.Result{}, nil
+}

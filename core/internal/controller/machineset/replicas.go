@@ -1,0 +1,199 @@
+package machineset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+)
+
+// Event reasons, the ones a ReplicaSet uses for the same actions.
+const (
+	reasonSuccessfulCreate = "SuccessfulCreate"
+	reasonFailedCreate     = "FailedCreate"
+	reasonSuccessfulDelete = "SuccessfulDelete"
+	reasonFailedDelete     = "FailedDelete"
+	reasonFrozen           = "Frozen"
+)
+
+// plan is what one sync does to the machines of a set.
+type plan struct {
+	// replace are Failed machines to delete; replacements are created in the
+	// same sync.
+	replace []*v1alpha1.Machine
+	// scaleDown are the machines chosen to go because the set has too many.
+	scaleDown []*v1alpha1.Machine
+	// create is how many machines to create.
+	create int
+	// frozen is set when machines are missing but the set is frozen.
+	frozen bool
+}
+
+func (p plan) empty() bool { return len(p.replace) == 0 && len(p.scaleDown) == 0 && p.create == 0 }
+
+// deletions returns every machine the plan deletes.
+func (p plan) deletions() []*v1alpha1.Machine {
+	return append(append([]*v1alpha1.Machine(nil), p.replace...), p.scaleDown...)
+}
+
+// computePlan decides, from the machines the set controls, which machines to
+// delete and how many to create. Terminating machines do not count: they are
+// already going. Failed machines that are not preserved are deleted and
+// replaced. If more machines remain than wanted, the first ones in deletion
+// order go; if fewer, new ones are created unless the set is frozen. At most
+// burst deletions and burst creations happen per sync.
+func computePlan(ms *v1alpha1.MachineSet, machines []*v1alpha1.Machine, burst int, now time.Time) plan {
+	var p plan
+	var remaining []*v1alpha1.Machine
+	for _, m := range machines {
+		switch {
+		case isTerminating(m):
+		case isFailed(m) && !isPreserved(m, now):
+			p.replace = append(p.replace, m)
+		default:
+			remaining = append(remaining, m)
+		}
+	}
+	if len(p.replace) > burst {
+		p.replace = p.replace[:burst]
+	}
+	want := int(ms.Spec.Replicas)
+	switch diff := len(remaining) - want; {
+	case diff > 0:
+		p.scaleDown = pickVictims(remaining, min(diff, burst-len(p.replace)), now)
+	case diff < 0:
+		if isFrozen(ms) {
+			p.frozen = true
+			return p
+		}
+		p.create = min(-diff, burst)
+	}
+	return p
+}
+
+// isFrozen reports whether the safety controller froze the set; a set being
+// deleted is never frozen.
+func isFrozen(ms *v1alpha1.MachineSet) bool {
+	return ms.Labels[LabelFreeze] == "True" && ms.DeletionTimestamp == nil
+}
+
+// executePlan deletes and creates machines as planned. Deletions run first so
+// that a failed create does not keep a Failed machine around. The returned
+// error reports the first failure of each kind; errCreate/errDelete tell
+// which.
+func (r *Reconciler) executePlan(ctx context.Context, ms *v1alpha1.MachineSet, p plan) (created int, err error) {
+	log := ctrl.LoggerFrom(ctx)
+	var errs []error
+	for _, m := range p.replace {
+		if err := r.deleteMachine(ctx, ms, m); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		log.Info("Deleted Failed machine to replace it", "machine", m.Name)
+		r.Recorder.Eventf(ms, corev1.EventTypeNormal, reasonSuccessfulDelete, "Deleted Failed machine %s to replace it", m.Name)
+	}
+	for _, m := range p.scaleDown {
+		if err := r.deleteMachine(ctx, ms, m); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		log.Info("Deleted machine on scale-down", "machine", m.Name)
+		r.Recorder.Eventf(ms, corev1.EventTypeNormal, reasonSuccessfulDelete, "Deleted machine %s", m.Name)
+	}
+	if p.frozen {
+		log.Info("Machine set is frozen: not creating machines")
+		r.Recorder.Event(ms, corev1.EventTypeWarning, reasonFrozen, "Machine set is frozen; no machines are created until it is unfrozen")
+	}
+	if p.create > 0 {
+		n, err := slowStartBatch(p.create, func() error { return r.createMachine(ctx, ms) })
+		created = n
+		if n > 0 {
+			log.Info("Created machines", "count", n, "wanted", p.create)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return created, errors.Join(errs...)
+}
+
+// errCreate marks an error of a machine creation, errDelete of a deletion, so
+// that the ReplicaFailure condition can name the failed action.
+type (
+	errCreate struct{ error }
+	errDelete struct{ error }
+)
+
+func (e errCreate) Unwrap() error { return e.error }
+func (e errDelete) Unwrap() error { return e.error }
+
+// deleteMachine deletes one machine, with the UID as a precondition so that a
+// machine re-created under the same name is not deleted by mistake. A machine
+// already gone is fine.
+func (r *Reconciler) deleteMachine(ctx context.Context, ms *v1alpha1.MachineSet, m *v1alpha1.Machine) error {
+	err := r.Client.Delete(ctx, m, client.Preconditions{UID: &m.UID})
+	if err == nil || apierrors.IsNotFound(err) {
+		return nil
+	}
+	r.Recorder.Eventf(ms, corev1.EventTypeWarning, reasonFailedDelete, "Error deleting machine %s: %v", m.Name, err)
+	return errDelete{fmt.Errorf("deleting machine %s: %w", m.Name, err)}
+}
+
+// createMachine creates one machine from the template, controlled by the set.
+// A name collision with an existing machine is retried with a new name.
+func (r *Reconciler) createMachine(ctx context.Context, ms *v1alpha1.MachineSet) error {
+	const attempts = 3
+	var err error
+	for range attempts {
+		m := newMachine(ms)
+		if err = controllerutil.SetControllerReference(ms, m, r.Client.Scheme()); err != nil {
+			return errCreate{fmt.Errorf("creating machine for %s: %w", ms.Name, err)}
+		}
+		err = r.Client.Create(ctx, m)
+		if err == nil {
+			r.Recorder.Eventf(ms, corev1.EventTypeNormal, reasonSuccessfulCreate, "Created machine %s", m.Name)
+			return nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			break
+		}
+	}
+	r.Recorder.Eventf(ms, corev1.EventTypeWarning, reasonFailedCreate, "Error creating machine: %v", err)
+	return errCreate{fmt.Errorf("creating machine for %s: %w", ms.Name, err)}
+}
+
+// newMachine builds a machine from the set's template: the template's labels
+// and annotations, the template's spec, and the name label of the owning
+// MachineDeployment when the template does not set one (the machine
+// controller finds a machine's deployment by that label).
+func newMachine(ms *v1alpha1.MachineSet) *v1alpha1.Machine {
+	tmpl := ms.Spec.Template.DeepCopy()
+	labels := maps.Clone(tmpl.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	if _, ok := labels[LabelDeploymentName]; !ok {
+		if owner := metav1.GetControllerOf(ms); owner != nil && owner.Kind == "MachineDeployment" {
+			labels[LabelDeploymentName] = owner.Name
+		}
+	}
+	return &v1alpha1.Machine{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        newMachineName(ms.Name),
+			Namespace:   ms.Namespace,
+			Labels:      labels,
+			Annotations: maps.Clone(tmpl.Annotations),
+		},
+		Spec: tmpl.Spec,
+	}
+}

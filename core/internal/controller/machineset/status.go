@@ -1,0 +1,147 @@
+package machineset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+)
+
+// computeStatus derives the set's status from the machines it controls (those
+// deleted in this sync already left out) and the error of this sync's
+// creates and deletes. It also returns how long until a ready machine becomes
+// available, so that the set is synced again then (0: nothing pending).
+func computeStatus(ms *v1alpha1.MachineSet, machines []*v1alpha1.Machine, manageErr error, now time.Time) (v1alpha1.MachineSetStatus, time.Duration) {
+	st := *ms.Status.DeepCopy()
+	templateLabels := labels.SelectorFromSet(ms.Spec.Template.Labels)
+
+	var replicas, fullyLabeled, ready, available, preservedFailed int32
+	var failed []v1alpha1.MachineSummary
+	var nextAvailable time.Duration
+	for _, m := range machines {
+		if isTerminating(m) {
+			continue
+		}
+		replicas++
+		if templateLabels.Matches(labels.Set(m.Labels)) {
+			fullyLabeled++
+		}
+		if isReady(m) {
+			ready++
+		}
+		ok, wait := availableAt(m, ms.Spec.MinReadySeconds, now)
+		if ok {
+			available++
+		} else if wait > 0 && (nextAvailable == 0 || wait < nextAvailable) {
+			nextAvailable = wait
+		}
+		if isFailed(m) && isPreserved(m, now) {
+			preservedFailed++
+		}
+		if m.Status.LastOperation.State == v1alpha1.MachineStateFailed {
+			summary := v1alpha1.MachineSummary{
+				Name:          m.Name,
+				ProviderID:    m.Spec.ProviderID,
+				LastOperation: m.Status.LastOperation,
+			}
+			if ref := metav1.GetControllerOf(m); ref != nil {
+				summary.OwnerRef = ref.Name
+			}
+			failed = append(failed, summary)
+		}
+	}
+
+	st.Replicas = replicas
+	st.FullyLabeledReplicas = fullyLabeled
+	st.ReadyReplicas = ready
+	st.AvailableReplicas = available
+	st.PreservedFailedReplicas = preservedFailed
+	st.ObservedGeneration = ms.Generation
+	if len(failed) > 0 {
+		st.FailedMachines = &failed
+	} else {
+		st.FailedMachines = nil
+	}
+	if sel, err := metav1.LabelSelectorAsSelector(ms.Spec.Selector); err == nil {
+		st.LabelSelector = sel.String()
+	}
+	setReplicaFailure(&st, manageErr, now)
+	return st, nextAvailable
+}
+
+// setReplicaFailure sets the ReplicaFailure condition while creates or
+// deletes fail, and removes it once a sync succeeds.
+func setReplicaFailure(st *v1alpha1.MachineSetStatus, manageErr error, now time.Time) {
+	if manageErr == nil {
+		removeCondition(st, v1alpha1.MachineSetReplicaFailure)
+		return
+	}
+	reason := "FailedDelete"
+	var ce errCreate
+	if errors.As(manageErr, &ce) {
+		reason = "FailedCreate"
+	}
+	setCondition(st, v1alpha1.MachineSetCondition{
+		Type:    v1alpha1.MachineSetReplicaFailure,
+		Status:  v1alpha1.ConditionTrue,
+		Reason:  reason,
+		Message: manageErr.Error(),
+	}, now)
+}
+
+// setCondition adds or replaces a condition; lastTransitionTime moves only
+// when the status changes, so an unchanged condition causes no write.
+func setCondition(st *v1alpha1.MachineSetStatus, c v1alpha1.MachineSetCondition, now time.Time) {
+	for i := range st.Conditions {
+		cur := &st.Conditions[i]
+		if cur.Type != c.Type {
+			continue
+		}
+		if cur.Status == c.Status {
+			c.LastTransitionTime = cur.LastTransitionTime
+		} else {
+			c.LastTransitionTime = metav1.NewTime(now)
+		}
+		*cur = c
+		return
+	}
+	c.LastTransitionTime = metav1.NewTime(now)
+	st.Conditions = append(st.Conditions, c)
+}
+
+func removeCondition(st *v1alpha1.MachineSetStatus, t v1alpha1.MachineSetConditionType) {
+	out := st.Conditions[:0:0]
+	for _, c := range st.Conditions {
+		if c.Type != t {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		out = nil
+	}
+	st.Conditions = out
+}
+
+// patchStatus writes the status if it differs from the stored one. The patch
+// carries the resourceVersion: a status computed from a stale object is
+// rejected and recomputed on the next sync rather than written.
+func (r *Reconciler) patchStatus(ctx context.Context, ms *v1alpha1.MachineSet, st v1alpha1.MachineSetStatus) error {
+	if apiequality.Semantic.DeepEqual(ms.Status, st) {
+		return nil
+	}
+	patched := ms.DeepCopy()
+	patched.Status = st
+	if err := r.Client.Status().Patch(ctx, patched, client.MergeFromWithOptions(ms, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("updating status of machine set %s: %w", ms.Name, err)
+	}
+	ms.Status = patched.Status
+	ms.ResourceVersion = patched.ResourceVersion
+	return nil
+}

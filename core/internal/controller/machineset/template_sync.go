@@ -1,0 +1,75 @@
+package machineset
+
+import (
+	"context"
+	"fmt"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+)
+
+// syncTemplateToMachines copies the parts of the template that MCM applies to
+// existing machines without replacing them: the node template (labels,
+// annotations and taints for the node), the machine configuration (timeouts,
+// health settings) and the class kind. Everything else in the template only
+// affects machines created from now on; a MachineDeployment rolls machines
+// for those changes.
+func (r *Reconciler) syncTemplateToMachines(ctx context.Context, ms *v1alpha1.MachineSet, machines []*v1alpha1.Machine) error {
+	for i, m := range machines {
+		if isTerminating(m) {
+			continue
+		}
+		updated, changed := withTemplateApplied(ms, m)
+		if !changed {
+			continue
+		}
+		if err := r.Client.Patch(ctx, updated, client.MergeFrom(m)); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return fmt.Errorf("applying the template of %s to machine %s: %w", ms.Name, m.Name, err)
+		}
+		ctrl.LoggerFrom(ctx).V(1).Info("Applied node template and machine configuration", "machine", m.Name)
+		machines[i] = updated
+	}
+	return nil
+}
+
+// withTemplateApplied returns a copy of the machine with the set's node
+// template, machine configuration and class kind, and whether anything
+// differed.
+func withTemplateApplied(ms *v1alpha1.MachineSet, m *v1alpha1.Machine) (*v1alpha1.Machine, bool) {
+	want := &ms.Spec.Template.Spec
+	changed := false
+	out := m.DeepCopy()
+	if !apiequality.Semantic.DeepEqual(want.NodeTemplateSpec, m.Spec.NodeTemplateSpec) {
+		out.Spec.NodeTemplateSpec = *want.NodeTemplateSpec.DeepCopy()
+		changed = true
+	}
+	if !sameConfiguration(want.MachineConfiguration, m.Spec.MachineConfiguration) {
+		out.Spec.MachineConfiguration = want.MachineConfiguration.DeepCopy()
+		changed = true
+	}
+	if want.Class.Kind != m.Spec.Class.Kind {
+		out.Spec.Class.Kind = want.Class.Kind
+		changed = true
+	}
+	return out, changed
+}
+
+// sameConfiguration compares two inlined machine configurations, treating
+// nil and an empty configuration alike: both mean "the controller's flags".
+func sameConfiguration(a, b *v1alpha1.MachineConfiguration) bool {
+	empty := v1alpha1.MachineConfiguration{}
+	if a == nil {
+		a = &empty
+	}
+	if b == nil {
+		b = &empty
+	}
+	return apiequality.Semantic.DeepEqual(a, b)
+}
