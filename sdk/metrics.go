@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"time"
@@ -31,20 +32,37 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	m := &metrics{
-		grpc: grpcprom.NewServerMetrics(),
-		handling: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    HandlingSecondsMetric,
-			Help:    "Time the driver took to handle a Driver API call, by method and gRPC status code.",
-			Buckets: handlingBuckets,
-		}, []string{"method", "code"}),
+	grpcMetrics, err := register(reg, grpcprom.NewServerMetrics())
+	if err != nil {
+		return nil, err
 	}
-	for _, c := range []prometheus.Collector{m.grpc, m.handling} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("registering metrics: %w", err)
+	handling, err := register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    HandlingSecondsMetric,
+		Help:    "Time the driver took to handle a Driver API call, by method and gRPC status code.",
+		Buckets: handlingBuckets,
+	}, []string{"method", "code"}))
+	if err != nil {
+		return nil, err
+	}
+	return &metrics{grpc: grpcMetrics, handling: handling}, nil
+}
+
+// register registers c, or returns the identical collector registered
+// before: servers that share a registerer (e.g. one replaced by a new one
+// in the same process) share the metric families.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	err := reg.Register(c)
+	if err == nil {
+		return c, nil
+	}
+	var already prometheus.AlreadyRegisteredError
+	if errors.As(err, &already) {
+		if existing, ok := already.ExistingCollector.(C); ok {
+			return existing, nil
 		}
 	}
-	return m, nil
+	var zero C
+	return zero, fmt.Errorf("registering metrics: %w", err)
 }
 
 // observe records the handling time of one call.

@@ -334,9 +334,22 @@ func TestMetricsRecorded(t *testing.T) {
 		map[string]string{"grpc_method": "DeleteMachine", "grpc_code": "OK"}), "every method is pre-initialised")
 }
 
-func TestMetricsRegistererCollision(t *testing.T) {
+func TestServersShareARegisterer(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	newServer(t, newTestDriver(), WithMetricsRegisterer(reg))
+	first := startServer(t, newServer(t, newTestDriver(), WithMetricsRegisterer(reg)))
+	second := startServer(t, newServer(t, newTestDriver(), WithMetricsRegisterer(reg)))
+	for _, r := range []*running{first, second} {
+		_, err := r.machines().CreateMachine(callCtx(t), validCreate("m"))
+		require.NoError(t, err)
+	}
+	assert.Equal(t, uint64(2), histogramCount(t, reg, "CreateMachine", "OK"))
+}
+
+func TestMetricsNameCollisionIsAnError(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	// A different collector under the same name, e.g. from the driver's own
+	// code.
+	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: HandlingSecondsMetric, Help: "other"}))
 	_, err := NewServer(testInfo, newTestDriver(), WithMetricsRegisterer(reg))
 	require.ErrorContains(t, err, "registering metrics")
 }
