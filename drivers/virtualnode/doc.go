@@ -1,2 +1,71 @@
-// Package virtualnode is a machina driver whose VMs are Node objects it keeps Ready.
+// Package virtualnode is a machina driver whose VMs are Node objects in the
+// target cluster: CreateMachine registers a Node and a heartbeat keeps it
+// Ready, as a kubelet would. The whole machine lifecycle (create, join,
+// health, drain, delete, roll) thus runs against any API server, without a
+// cloud, for demos, end-to-end tests and scale benchmarks.
+//
+// # Target cluster
+//
+// The Nodes live in the cluster of the kubeconfig in the request's secret
+// key "kubeconfig" when it is present, else in Options.Target (the driver
+// binary fills it from --target-kubeconfig, else $KUBECONFIG, else the
+// in-cluster configuration). Clients are cached per kubeconfig.
+//
+// # Nodes
+//
+// A VM is the Node named after the machine, with spec.providerID
+// "virtualnode://<namespace>/<name>". The driver marks its Nodes with the
+// label LabelClass (the machine class name, which is how ListMachines finds
+// them) and the annotations AnnotationMachine ("<namespace>/<name>"),
+// AnnotationProviderSpecHash and AnnotationReadyAfter. A Node without these
+// marks, or with another machine, class or provider spec, is not the VM of
+// the machine: CreateMachine answers ALREADY_EXISTS for it, and
+// GetMachineStatus NOT_FOUND.
+//
+// The Node starts with the labels and taints of Machine.node_template (as a
+// kubelet registers with its configured labels and taints), the well-known
+// labels derived from MachineClass.node_template (instance type, region,
+// zone, architecture) and "kubernetes.io/hostname". Its capacity and
+// allocatable come from MachineClass.node_template.capacity, overridden per
+// resource by the provider spec's "capacity"; without either a Node has 2
+// CPUs, 4Gi of memory and 110 pods. Its addresses are a made-up InternalIP in
+// 10.0.0.0/8 and its Hostname.
+//
+// # Provider spec
+//
+// A JSON object with two optional keys, all others are ignored:
+//
+//	{"capacity": {"cpu": "2", "memory": "4Gi", "pods": "110"}, "bootDelay": "20s"}
+//
+// bootDelay (a Go duration, default "0s") is how long the Node reports
+// Ready=False with reason "Booting" after its creation.
+//
+// # Heartbeat
+//
+// Run starts one goroutine that keeps the conditions of every Node of the
+// driver current through the status subresource (Ready, MemoryPressure,
+// DiskPressure, PIDPressure and NetworkUnavailable), every
+// Options.HeartbeatInterval, and renews the Node's Lease in
+// "kube-node-lease". It patches conditions only: labels, annotations and
+// taints belong to the core. A Node with a deletion timestamp gets no more
+// heartbeats: its VM is gone.
+//
+// Failures are simulated with the annotation AnnotationSimulate on a Node,
+// a comma-separated list of:
+//
+//	NotReady          Ready=False, reason "Simulated"
+//	ReadyUnknown      Ready=Unknown and no more Lease renewals (a dead kubelet)
+//	DiskPressure      that condition True (likewise MemoryPressure,
+//	                  PIDPressure, NetworkUnavailable)
+//	<OtherType>       a condition of that type True, e.g. ReadonlyFilesystem
+//
+// Removing a value restores health on the next heartbeat. With
+// Options.WatchNodes, an informer makes the heartbeat react at once when the
+// annotation changes, instead of at the next interval.
+//
+// # Volumes
+//
+// GetVolumeIDs maps CSI volumes of the driver CSIDriverName
+// ("virtualnode.csi.machina.io") to their volume handles and leaves every
+// other volume out.
 package virtualnode

@@ -1,0 +1,191 @@
+package virtualnode
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"net/netip"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
+)
+
+// defaultCapacity is the capacity of a Node whose class states none.
+var defaultCapacity = map[string]string{"cpu": "2", "memory": "4Gi", "pods": "110"}
+
+// kubeletVersion is what the Nodes report as their kubelet version.
+const kubeletVersion = "v1.37.1-virtualnode"
+
+// providerID returns the provider ID of the VM of machine m.
+func providerID(m *driverv1alpha1.Machine) string {
+	return ProviderIDPrefix + m.GetNamespace() + "/" + m.GetName()
+}
+
+// machineKey is the value of AnnotationMachine for m.
+func machineKey(m *driverv1alpha1.Machine) string {
+	return m.GetNamespace() + "/" + m.GetName()
+}
+
+// classLabelValue returns the LabelClass value of a class: its name when
+// that is a valid label value, else a hash of it (class names may be 253
+// characters long, label values only 63).
+func classLabelValue(className string) string {
+	if len(validation.IsValidLabelValue(className)) == 0 {
+		return className
+	}
+	sum := sha256.Sum256([]byte(className))
+	return "sha256-" + hex.EncodeToString(sum[:])[:56]
+}
+
+// nodeFor builds the Node that is the VM of a create request.
+func nodeFor(req *driverv1alpha1.CreateMachineRequest, spec providerSpec, now time.Time) (*corev1.Node, error) {
+	m, class := req.GetMachine(), req.GetMachineClass()
+	capacity, err := capacityFor(class, spec)
+	if err != nil {
+		return nil, err
+	}
+
+	labels := map[string]string{
+		corev1.LabelOSStable: "linux",
+		corev1.LabelArchStable: "amd64",
+	}
+	if t := class.GetNodeTemplate(); t != nil {
+		setIf(labels, corev1.LabelInstanceTypeStable, t.GetInstanceType())
+		setIf(labels, corev1.LabelTopologyRegion, t.GetRegion())
+		setIf(labels, corev1.LabelTopologyZone, t.GetZone())
+		setIf(labels, corev1.LabelArchStable, t.GetArchitecture())
+	}
+	maps.Copy(labels, m.GetNodeTemplate().GetLabels())
+	labels[corev1.LabelHostname] = m.GetName()
+	labels[LabelClass] = classLabelValue(class.GetName())
+
+	annotations := maps.Clone(m.GetNodeTemplate().GetAnnotations())
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	readyAfter := now.Add(spec.bootDelay).UTC()
+	annotations[AnnotationMachine] = machineKey(m)
+	annotations[AnnotationClassName] = class.GetName()
+	annotations[AnnotationProviderSpecHash] = spec.hash
+	annotations[AnnotationReadyAfter] = readyAfter.Format(time.RFC3339Nano)
+
+	var taints []corev1.Taint
+	for _, t := range m.GetNodeTemplate().GetTaints() {
+		taints = append(taints, corev1.Taint{Key: t.GetKey(), Value: t.GetValue(), Effect: corev1.TaintEffect(t.GetEffect())})
+	}
+
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: m.GetName(), Labels: labels, Annotations: annotations},
+		Spec:       corev1.NodeSpec{ProviderID: providerID(m), Taints: taints},
+		Status: corev1.NodeStatus{
+			Capacity:    capacity,
+			Allocatable: capacity.DeepCopy(),
+			Addresses:   nodeAddresses(m),
+			NodeInfo: corev1.NodeSystemInfo{
+				MachineID:       machineKey(m),
+				SystemUUID:      machineKey(m),
+				KubeletVersion:  kubeletVersion,
+				OperatingSystem: "linux",
+				Architecture:    labels[corev1.LabelArchStable],
+				OSImage:         "machina virtual node",
+			},
+		},
+	}
+	node.Status.Conditions = nextConditions(node, now)
+	return node, nil
+}
+
+func setIf(m map[string]string, key, value string) {
+	if value != "" {
+		m[key] = value
+	}
+}
+
+// capacityFor merges the class's node template capacity with the provider
+// spec's, which wins per resource.
+func capacityFor(class *driverv1alpha1.MachineClass, spec providerSpec) (corev1.ResourceList, error) {
+	merged := map[string]string{}
+	maps.Copy(merged, class.GetNodeTemplate().GetCapacity())
+	maps.Copy(merged, spec.capacity)
+	if len(merged) == 0 {
+		merged = defaultCapacity
+	}
+	out := corev1.ResourceList{}
+	for name, value := range merged {
+		q, err := resource.ParseQuantity(value)
+		if err != nil {
+			return nil, invalid("capacity %s: %q is not a quantity", name, value)
+		}
+		out[corev1.ResourceName(name)] = q
+	}
+	return out, nil
+}
+
+// nodeAddresses returns a made-up InternalIP in 10.0.0.0/8, stable for the
+// machine, and the Hostname.
+func nodeAddresses(m *driverv1alpha1.Machine) []corev1.NodeAddress {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(machineKey(m)))
+	sum := h.Sum32()
+	ip := netip.AddrFrom4([4]byte{10, byte(sum >> 16), byte(sum >> 8), byte(sum)})
+	return []corev1.NodeAddress{
+		{Type: corev1.NodeInternalIP, Address: ip.String()},
+		{Type: corev1.NodeHostName, Address: m.GetName()},
+	}
+}
+
+// protoAddresses converts Node addresses for a response.
+func protoAddresses(addrs []corev1.NodeAddress) []*driverv1alpha1.NodeAddress {
+	out := make([]*driverv1alpha1.NodeAddress, 0, len(addrs))
+	for _, a := range addrs {
+		out = append(out, &driverv1alpha1.NodeAddress{Type: string(a.Type), Address: a.Address})
+	}
+	return out
+}
+
+// ownership says why node is not the VM of a create request with the given
+// machine, class and spec hash, or returns "" when it is.
+func ownership(node *corev1.Node, m *driverv1alpha1.Machine, className, specHash string) string {
+	switch got := node.Annotations[AnnotationMachine]; {
+	case got == "":
+		return "was not created by this driver"
+	case got != machineKey(m):
+		return fmt.Sprintf("belongs to machine %s", got)
+	case node.Annotations[AnnotationClassName] != className:
+		return fmt.Sprintf("has machine class %q", node.Annotations[AnnotationClassName])
+	case node.Annotations[AnnotationProviderSpecHash] != specHash:
+		return "was created with another provider spec"
+	}
+	return ""
+}
+
+// isVMOf reports whether node is the live VM of machine m: created by this
+// driver for m, not being deleted, and with m's provider ID when m has one.
+func isVMOf(node *corev1.Node, m *driverv1alpha1.Machine) bool {
+	switch {
+	case node.Annotations[AnnotationMachine] != machineKey(m):
+		return false
+	case node.DeletionTimestamp != nil:
+		return false
+	case m.GetProviderId() != "" && m.GetProviderId() != node.Spec.ProviderID:
+		return false
+	}
+	return true
+}
+
+// machineNameOf returns the machine name of one of the driver's Nodes.
+func machineNameOf(node *corev1.Node) string {
+	key := node.Annotations[AnnotationMachine]
+	if i := strings.LastIndexByte(key, '/'); i >= 0 {
+		return key[i+1:]
+	}
+	return key
+}

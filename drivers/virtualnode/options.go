@@ -1,0 +1,74 @@
+package virtualnode
+
+import (
+	"log/slog"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// Name is the plugin name the virtualnode driver reports.
+const Name = "virtualnode.driver.machina.io"
+
+// DefaultVersion is the version reported when none is given.
+const DefaultVersion = "v0.1.0-dev"
+
+// CSIDriverName is the CSI driver whose volumes GetVolumeIDs maps.
+const CSIDriverName = "virtualnode.csi.machina.io"
+
+// ProviderIDPrefix starts the provider ID of every VM of this driver.
+const ProviderIDPrefix = "virtualnode://"
+
+// SecretKubeconfig is the request secret key that may hold the kubeconfig
+// of the target cluster.
+const SecretKubeconfig = "kubeconfig"
+
+// Labels and annotations the driver puts on its Nodes.
+const (
+	// LabelClass holds the machine class of the Node's machine (or a hash
+	// of the class name when that is not a valid label value).
+	LabelClass = "virtualnode.machina.io/class"
+	// AnnotationMachine is "<namespace>/<name>" of the Node's machine.
+	AnnotationMachine = "virtualnode.machina.io/machine"
+	// AnnotationClassName is the machine class name, in full.
+	AnnotationClassName = "virtualnode.machina.io/class-name"
+	// AnnotationProviderSpecHash is the SHA-256 of the canonical provider
+	// spec the Node was created with.
+	AnnotationProviderSpecHash = "virtualnode.machina.io/provider-spec-hash"
+	// AnnotationReadyAfter is the RFC 3339 time at which the Node is done
+	// booting.
+	AnnotationReadyAfter = "virtualnode.machina.io/ready-after"
+	// AnnotationSimulate lists simulated failures (see the package
+	// documentation).
+	AnnotationSimulate = "virtualnode.machina.io/simulate"
+)
+
+// DefaultHeartbeatInterval is how often the heartbeat refreshes Nodes when
+// Options.HeartbeatInterval is zero. It is below the 40s grace period of
+// the node lifecycle controller.
+const DefaultHeartbeatInterval = 30 * time.Second
+
+// Options configure a Driver.
+type Options struct {
+	// Target is the target cluster of requests without a kubeconfig secret;
+	// when nil, such requests fail with FAILED_PRECONDITION.
+	Target *rest.Config
+	// HeartbeatInterval is how often Run refreshes every Node;
+	// DefaultHeartbeatInterval when zero.
+	HeartbeatInterval time.Duration
+	// WatchNodes makes Run watch the driver's Nodes and refresh one at once
+	// when its AnnotationSimulate changes.
+	WatchNodes bool
+	// Logger receives the driver's log lines; slog.Default() when nil.
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.HeartbeatInterval <= 0 {
+		o.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}

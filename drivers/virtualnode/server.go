@@ -1,0 +1,20 @@
+package virtualnode
+
+import "github.com/machina-io/machina/sdk"
+
+// The driver implements the required RPCs, ListMachines and GetVolumeIDs.
+// It needs no initialization step, so it is no sdk.Initializer.
+var (
+	_ sdk.Driver       = (*Driver)(nil)
+	_ sdk.Lister       = (*Driver)(nil)
+	_ sdk.VolumeMapper = (*Driver)(nil)
+)
+
+// Info returns the identity of the virtualnode driver at version
+// (DefaultVersion when empty).
+func Info(version string) sdk.Info {
+	if version == "" {
+		version = DefaultVersion
+	}
+	return sdk.Info{Name: Name, Version: version}
+}
