@@ -91,7 +91,7 @@ func ExampleServer_Serve() {
 	machines := driverv1alpha1.NewMachineServiceClient(conn)
 	created, err := machines.CreateMachine(callCtx, &driverv1alpha1.CreateMachineRequest{
 		Machine:      &driverv1alpha1.Machine{Name: "worker-1", Namespace: "default"},
-		MachineClass: &driverv1alpha1.MachineClass{Name: "small", ProviderSpec: []byte(`{"size":"small"}`)},
+		MachineClass: &driverv1alpha1.MachineClass{Name: "small", Namespace: "default", ProviderSpec: []byte(`{"size":"small"}`)},
 	})
 	if err != nil {
 		panic(err)

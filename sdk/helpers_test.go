@@ -209,7 +209,7 @@ func validMachine(name string) *driverv1alpha1.Machine {
 }
 
 func validClass() *driverv1alpha1.MachineClass {
-	return &driverv1alpha1.MachineClass{Name: "small", ProviderSpec: []byte(`{"size":"small"}`)}
+	return &driverv1alpha1.MachineClass{Name: "small", Namespace: "default", ProviderSpec: []byte(`{"size":"small"}`)}
 }
 
 func validCreate(name string) *driverv1alpha1.CreateMachineRequest {

@@ -102,11 +102,8 @@ func validateMachine(m *driverv1alpha1.Machine, needProviderID bool) error {
 	if err := validateObjectName("machine.name", m.GetName()); err != nil {
 		return err
 	}
-	switch ns := m.GetNamespace(); {
-	case ns == "":
-		return fmt.Errorf("machine.namespace is required")
-	case len(ns) > maxNamespaceLength || !dns1123LabelRE.MatchString(ns):
-		return fmt.Errorf("machine.namespace %q must be a DNS-1123 label (lower-case alphanumerics and '-', at most %d characters)", ns, maxNamespaceLength)
+	if err := validateNamespace("machine.namespace", m.GetNamespace()); err != nil {
+		return err
 	}
 	if needProviderID && m.GetProviderId() == "" {
 		return fmt.Errorf("machine.provider_id is required")
@@ -124,7 +121,20 @@ func validateMachineClass(c *driverv1alpha1.MachineClass) error {
 	if err := validateObjectName("machine_class.name", c.GetName()); err != nil {
 		return err
 	}
+	if err := validateNamespace("machine_class.namespace", c.GetNamespace()); err != nil {
+		return err
+	}
 	return validateProviderSpec(c.GetProviderSpec())
+}
+
+func validateNamespace(field, ns string) error {
+	switch {
+	case ns == "":
+		return fmt.Errorf("%s is required", field)
+	case len(ns) > maxNamespaceLength || !dns1123LabelRE.MatchString(ns):
+		return fmt.Errorf("%s %q must be a DNS-1123 label (lower-case alphanumerics and '-', at most %d characters)", field, ns, maxNamespaceLength)
+	}
+	return nil
 }
 
 func validateObjectName(field, name string) error {

@@ -52,8 +52,12 @@ func TestValidationOverTheSocket(t *testing.T) {
 			_, err := r.machines().CreateMachine(callCtx(t), mutateCreate(func(r *driverv1alpha1.CreateMachineRequest) { r.MachineClass.Name = "" }))
 			return err
 		}, "machine_class.name is required"},
+		{"class namespace missing", func() error {
+			_, err := r.machines().CreateMachine(callCtx(t), mutateCreate(func(r *driverv1alpha1.CreateMachineRequest) { r.MachineClass.Namespace = "" }))
+			return err
+		}, "machine_class.namespace is required"},
 		{"provider spec missing", func() error {
-			_, err := r.machines().ListMachines(callCtx(t), &driverv1alpha1.ListMachinesRequest{MachineClass: &driverv1alpha1.MachineClass{Name: "c"}})
+			_, err := r.machines().ListMachines(callCtx(t), &driverv1alpha1.ListMachinesRequest{MachineClass: &driverv1alpha1.MachineClass{Name: "c", Namespace: "default"}})
 			return err
 		}, "machine_class.provider_spec is required"},
 		{"provider spec not an object", func() error {
