@@ -8,8 +8,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/machina-io/machina/sdk/sanitize"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
+	"github.com/machina-io/machina/sdk/sanitize"
 )
 
 // Verbosity of the call log. A finished call is one line at logCallLevel;

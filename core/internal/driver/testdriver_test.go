@@ -37,7 +37,8 @@ type testDriver struct {
 	mu          sync.Mutex
 	probes      []probeAnswer // answered in turn; the last one repeats
 	calls       map[string]int
-	inFlight    map[string]int // by machine name
+	deadlines   map[string]time.Duration // time left of the last call, by RPC
+	inFlight    map[string]int           // by machine name
 	maxInFlight map[string]int
 	// onMachineCall, when set, runs inside every MachineService handler
 	// that is about a machine, while the call counts as in flight.
@@ -56,14 +57,19 @@ func newTestDriver(caps ...driverv1alpha1.Capability_Type) *testDriver {
 		version:     "v1.0.0",
 		caps:        caps,
 		calls:       make(map[string]int),
+		deadlines:   make(map[string]time.Duration),
 		inFlight:    make(map[string]int),
 		maxInFlight: make(map[string]int),
 	}
 }
 
 func (d *testDriver) count(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	rpc := info.FullMethod[strings.LastIndex(info.FullMethod, "/")+1:]
 	d.mu.Lock()
-	d.calls[info.FullMethod[strings.LastIndex(info.FullMethod, "/")+1:]]++
+	d.calls[rpc]++
+	if deadline, ok := ctx.Deadline(); ok {
+		d.deadlines[rpc] = time.Until(deadline)
+	}
 	d.mu.Unlock()
 	return handler(ctx, req)
 }
@@ -73,6 +79,13 @@ func (d *testDriver) callCount(rpc string) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.calls[rpc]
+}
+
+// deadlineOf returns the time the last rpc call had left when it arrived.
+func (d *testDriver) deadlineOf(rpc string) time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.deadlines[rpc]
 }
 
 func (d *testDriver) inFlightFor(machine string) int {
