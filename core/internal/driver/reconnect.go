@@ -17,10 +17,16 @@ const refreshRetryInterval = time.Second
 // When the connection is READY again after a loss, the driver may have
 // been replaced by another version with other capabilities, so its
 // identity is read again.
+//
+// Nothing is refused while the refresh runs: until it completes, calls are
+// gated by the capabilities read before the loss. A driver that dropped a
+// capability answers UNIMPLEMENTED itself in that short window.
 func (c *Client) watch(ctx context.Context, log logr.Logger) {
 	defer close(c.watchDone)
 	state := c.conn.GetState()
-	lost := false
+	// Any state but READY counts as lost: the connection may already have
+	// dropped between Connect's last call and this goroutine's start.
+	ready := state == connectivity.Ready
 	for {
 		if state == connectivity.Idle {
 			// An idle channel only redials when a call is made; redial now
@@ -31,20 +37,16 @@ func (c *Client) watch(ctx context.Context, log logr.Logger) {
 			return
 		}
 		state = c.conn.GetState()
-		switch state {
-		case connectivity.Ready:
-			if lost {
-				lost = false
-				log.Info("Reconnected to driver")
-				c.refreshIdentity(ctx, log)
-			}
-		case connectivity.Idle, connectivity.TransientFailure:
-			if !lost {
-				lost = true
-				log.Info("Lost connection to driver; calls fail with UNAVAILABLE until it is back", "state", state.String())
-			}
-		case connectivity.Shutdown:
+		switch {
+		case state == connectivity.Shutdown:
 			return
+		case state == connectivity.Ready && !ready:
+			ready = true
+			log.Info("Reconnected to driver")
+			c.refreshIdentity(ctx, log)
+		case state != connectivity.Ready && ready:
+			ready = false
+			log.Info("Lost connection to driver; calls fail with UNAVAILABLE until it is back", "state", state.String())
 		}
 	}
 }
