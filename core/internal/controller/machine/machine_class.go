@@ -1,0 +1,89 @@
+package machine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-io/machina/core/api/v1alpha1"
+)
+
+// userDataKey is the key of the class Secret that holds the user data.
+const userDataKey = "userData"
+
+// configError is a MachineClass or Secret the machine needs but cannot
+// use (not there yet, or malformed). It is the user's to fix; the machine
+// waits, and nothing is lost.
+type configError struct{ msg string }
+
+func (e *configError) Error() string { return e.msg }
+
+// loadClass reads the Machine's class and its Secrets into the scope: the
+// data of credentialsSecretRef and secretRef merged (credentialsSecretRef
+// wins on a key in both, §4.5 of the Driver API), with userData taken out.
+func (r *Reconciler) loadClass(ctx context.Context, s *scope) error {
+	if s.class != nil {
+		return nil
+	}
+	name := s.machine.Spec.Class.Name
+	if name == "" {
+		return &configError{"spec.class.name is empty"}
+	}
+	class := &v1alpha1.MachineClass{}
+	if err := r.Control.Get(ctx, client.ObjectKey{Namespace: s.machine.Namespace, Name: name}, class); err != nil {
+		if apierrors.IsNotFound(err) {
+			return &configError{fmt.Sprintf("MachineClass %s/%s not found", s.machine.Namespace, name)}
+		}
+		return fmt.Errorf("reading MachineClass %s: %w", name, err)
+	}
+	if len(class.ProviderSpec.Raw) == 0 {
+		return &configError{fmt.Sprintf("MachineClass %s has no providerSpec", name)}
+	}
+
+	data := map[string][]byte{}
+	for _, ref := range []*corev1.SecretReference{class.SecretRef, class.CredentialsSecretRef} {
+		if ref == nil || ref.Name == "" {
+			continue
+		}
+		ns := ref.Namespace
+		if ns == "" {
+			ns = class.Namespace
+		}
+		secret := &corev1.Secret{}
+		if err := r.Control.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, secret); err != nil {
+			if apierrors.IsNotFound(err) {
+				return &configError{fmt.Sprintf("Secret %s/%s of MachineClass %s not found", ns, ref.Name, name)}
+			}
+			return fmt.Errorf("reading Secret %s/%s of MachineClass %s: %w", ns, ref.Name, name, err)
+		}
+		// Later references win: credentialsSecretRef comes second.
+		maps.Copy(data, secret.Data)
+	}
+	s.userData = data[userDataKey]
+	delete(data, userDataKey)
+	s.class = class
+	s.secrets = data
+	return nil
+}
+
+// classProblem records a configError on the machine: lastOperation Failed
+// of the given operation, a Warning event, and a retry. The phase stays: a
+// missing class is not the machine's failure, and the watches on classes
+// and Secrets retry as soon as they appear.
+func (r *Reconciler) classProblem(s *scope, op v1alpha1.MachineOperationType, err error) (result, error) {
+	var ce *configError
+	if !errors.As(err, &ce) {
+		return result{}, err
+	}
+	desc := "Cannot use the machine class: " + ce.msg
+	if s.machine.Status.LastOperation.Description != desc {
+		r.warning(s, reasonClassNotReady, string(op), "%s", desc)
+	}
+	setLastOperation(s, op, v1alpha1.MachineStateFailed, "", desc)
+	return result{requeueAfter: r.Options.MediumRetry, stop: true}, nil
+}

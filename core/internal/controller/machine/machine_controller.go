@@ -1,0 +1,226 @@
+package machine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/bootstrap"
+	"github.com/machina-io/machina/core/internal/drain"
+	"github.com/machina-io/machina/core/internal/driver"
+)
+
+// ControllerName names the controller in logs, metrics and events.
+const ControllerName = "machine-controller"
+
+// Reconciler reconciles Machines. Control, Driver and Options are set by the
+// caller; SetupWithManager fills what is left unset.
+type Reconciler struct {
+	// Control reads and writes Machines, MachineClasses and Secrets in the
+	// control cluster (usually the manager's cached client).
+	Control client.Client
+	// Target reads (through its cache) and writes Nodes in the target
+	// cluster. Nil runs the controller without a target cluster: no Node is
+	// awaited, drained or deleted, and a created machine becomes Available.
+	Target client.Client
+	// Drainer drains Nodes of the target cluster; built from the target
+	// cluster's config by SetupWithManager when nil.
+	Drainer *drain.Drainer
+	// Tokens manages bootstrap tokens in the target cluster; built by
+	// SetupWithManager when nil, with a client that does not cache Secrets.
+	Tokens *bootstrap.Tokens
+	// Driver is the connected driver.
+	Driver *driver.Client
+	// Recorder emits events on Machines; the manager's recorder for
+	// ControllerName when nil.
+	Recorder events.EventRecorder
+	// Options tune the controller; zero fields take their defaults.
+	Options Options
+}
+
+// Field indexes of the controller's Machine cache. The names carry the
+// controller's name so that they cannot collide with other controllers'
+// indexes on the same manager.
+const (
+	indexNodeName  = "machine-controller.machina.io/node-name"
+	indexClassName = "machine-controller.machina.io/class-name"
+)
+
+// SetupWithManager registers the controller with mgr. target is the
+// cluster that holds the Nodes: mgr itself when Machines and Nodes live in
+// one cluster, a cluster.Cluster added to mgr (mgr.Add) when they do not,
+// or nil to run without a target cluster.
+//
+// The controller watches Machines (spec, label, annotation and deletion
+// changes, not its own status writes), MachineClasses and Secrets when they
+// appear (a machine may be waiting for them), and the target cluster's
+// Nodes (condition, label, annotation, taint and existence changes), each
+// mapped to the Machine whose label "node" names it.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster) error {
+	if r.Driver == nil {
+		return errors.New("machine controller: Driver is required")
+	}
+	r.Options = r.Options.withDefaults()
+	if r.Control == nil {
+		r.Control = mgr.GetClient()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder(ControllerName)
+	}
+	if target != nil {
+		if err := r.setupTarget(target); err != nil {
+			return err
+		}
+	}
+
+	ctx := context.Background()
+	indexer := mgr.GetFieldIndexer()
+	if err := indexer.IndexField(ctx, &v1alpha1.Machine{}, indexNodeName, func(o client.Object) []string {
+		if n := o.GetLabels()[v1alpha1.NodeLabelKey]; n != "" {
+			return []string{n}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing machines by node: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &v1alpha1.Machine{}, indexClassName, func(o client.Object) []string {
+		if n := o.(*v1alpha1.Machine).Spec.Class.Name; n != "" {
+			return []string{n}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing machines by class: %w", err)
+	}
+
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&v1alpha1.Machine{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{},
+			predicate.LabelChangedPredicate{},
+			predicate.AnnotationChangedPredicate{},
+		))).
+		Watches(&v1alpha1.MachineClass{}, handler.EnqueueRequestsFromMapFunc(r.machinesOfClass),
+			builder.WithPredicates(createdOnly())).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.machinesOfSecret),
+			builder.WithPredicates(createdOnly())).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles})
+	if target != nil {
+		b = b.WatchesRawSource(source.Kind(target.GetCache(), &corev1.Node{},
+			handler.TypedEnqueueRequestsFromMapFunc(r.machinesOfNode), nodeChanged()))
+	}
+	return b.Complete(r)
+}
+
+// setupTarget fills the target-cluster fields left unset.
+func (r *Reconciler) setupTarget(target cluster.Cluster) error {
+	if r.Target == nil {
+		r.Target = target.GetClient()
+	}
+	if r.Drainer == nil {
+		cs, err := kubernetes.NewForConfigAndClient(target.GetConfig(), target.GetHTTPClient())
+		if err != nil {
+			return fmt.Errorf("machine controller: target clientset: %w", err)
+		}
+		r.Drainer = drain.New(cs)
+	}
+	if r.Tokens == nil {
+		// Straight to the API server: a cached client would keep every
+		// Secret of kube-system in memory.
+		c, err := client.New(target.GetConfig(), client.Options{Scheme: target.GetScheme(), HTTPClient: target.GetHTTPClient()})
+		if err != nil {
+			return fmt.Errorf("machine controller: target client: %w", err)
+		}
+		r.Tokens = &bootstrap.Tokens{Client: c, ExtraGroups: r.Options.BootstrapTokenAuthExtraGroups}
+	}
+	return nil
+}
+
+// result is what a phase asks of the reconcile: run again after
+// requeueAfter (0: no timed requeue), and whether the later phases run.
+type result struct {
+	requeueAfter time.Duration
+	stop         bool
+}
+
+// requeueNow asks for the next reconcile at once, without the work queue's
+// rate limiter: the deletion flow uses it to move to its next step after
+// the current one was persisted.
+const requeueNow = time.Millisecond
+
+// merge keeps the earliest requeue of two results.
+func (a result) merge(b result) result {
+	out := result{stop: a.stop || b.stop, requeueAfter: a.requeueAfter}
+	if b.requeueAfter > 0 && (out.requeueAfter == 0 || b.requeueAfter < out.requeueAfter) {
+		out.requeueAfter = b.requeueAfter
+	}
+	return out
+}
+
+// phase is one step of a reconcile over the scope.
+type phase func(ctx context.Context, s *scope) (result, error)
+
+// Reconcile brings one Machine a step closer to what it asks for: gather,
+// run the phases, write once.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	m := &v1alpha1.Machine{}
+	if err := r.Control.Get(ctx, req.NamespacedName, m); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := &scope{machine: m.DeepCopy(), original: m, now: time.Now(), log: log}
+
+	var res result
+	var err error
+	if m.DeletionTimestamp.IsZero() {
+		res, err = r.reconcileNormal(ctx, s)
+	} else {
+		res, err = r.reconcileDelete(ctx, s)
+	}
+	if perr := r.patch(ctx, s); perr != nil {
+		err = errors.Join(err, perr)
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: res.requeueAfter}, nil
+}
+
+// reconcileNormal runs the phases of a Machine that is not being deleted.
+func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (result, error) {
+	// The finalizer is persisted before any driver call, so that no VM can
+	// be created for a Machine that could then vanish without deleting it.
+	if err := r.ensureFinalizer(ctx, s); err != nil {
+		return result{}, err
+	}
+	return runPhases(ctx, s,
+		r.reconcileCreate,
+		r.reconcileNodeTemplate,
+		r.reconcileHealth,
+	)
+}
+
+func runPhases(ctx context.Context, s *scope, phases ...phase) (result, error) {
+	var res result
+	for _, p := range phases {
+		pr, err := p(ctx, s)
+		res = res.merge(pr)
+		if err != nil || pr.stop {
+			return res, err
+		}
+	}
+	return res, nil
+}

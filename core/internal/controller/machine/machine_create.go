@@ -1,0 +1,286 @@
+package machine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/bootstrap"
+	"github.com/machina-io/machina/core/internal/driver"
+	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
+)
+
+// needsCreation tells whether the creation flow runs (Driver API §11.2): for
+// a new machine (phase empty), one in CrashLoopBackOff, or one without a
+// provider ID. A Failed machine waits for its MachineSet to replace it.
+func needsCreation(m *v1alpha1.Machine) bool {
+	switch m.Status.CurrentStatus.Phase {
+	case v1alpha1.MachineFailed:
+		return false
+	case "", v1alpha1.MachineCrashLoopBackOff:
+		return true
+	}
+	return m.Spec.ProviderID == ""
+}
+
+// reconcileCreate runs one pass of the creation flow: look the VM up, create
+// it if there is none, initialize it if the driver asks for that, and move
+// the machine to Pending. Every failure ends the pass; the next pass starts
+// again with the lookup, so a VM whose creation answer was lost is adopted,
+// never created twice.
+func (r *Reconciler) reconcileCreate(ctx context.Context, s *scope) (result, error) {
+	m := s.machine
+	if !needsCreation(m) {
+		return result{}, nil
+	}
+	if err := r.loadClass(ctx, s); err != nil {
+		return r.classProblem(s, v1alpha1.MachineOperationCreate, err)
+	}
+
+	// Step 1: look the VM up by name (and provider ID when known).
+	st, err := r.Driver.GetMachineStatus(ctx, &driverv1alpha1.GetMachineStatusRequest{
+		Machine:      machineMessage(m),
+		MachineClass: classMessage(s.class),
+		Secrets:      s.secrets,
+	})
+	code := driver.Code(err)
+	if !statusForCreateTable.react(code).proceed {
+		return r.creationFailed(s, statusForCreateTable, code, status.Convert(err).Message())
+	}
+
+	var vm vmInfo
+	var created, initialize bool
+	switch {
+	case code == codes.OK:
+		vm = vmInfo{providerID: st.GetProviderId(), nodeName: st.GetNodeName(), addresses: st.GetAddresses()}
+		if err := vm.validate(r.Target != nil); err != nil {
+			return r.invalidResponse(s, statusForCreateTable, err)
+		}
+		if m.Spec.ProviderID != "" && vm.providerID != m.Spec.ProviderID {
+			return r.invalidResponse(s, statusForCreateTable, fmt.Errorf("provider_id %q differs from the machine's %q", vm.providerID, m.Spec.ProviderID))
+		}
+		if st.GetNeedsInitialization() {
+			if r.Driver.Has(driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE) {
+				initialize = true
+			} else {
+				s.log.Info("Driver reported needs_initialization without advertising the InitializeMachine capability; ignoring it (driver bug)")
+			}
+		}
+		if m.Spec.ProviderID == "" {
+			r.normal(s, reasonAdopted, actionCreate, "Adopted existing VM %s", vm.providerID)
+		}
+
+	case m.Spec.ProviderID == "":
+		// Step 2: no VM; create one.
+		resp, code, msg, err := r.createVM(ctx, s)
+		if err != nil {
+			return result{}, err
+		}
+		if resp == nil {
+			if code == codes.OK {
+				// The bootstrap token could not be prepared; already recorded.
+				return result{requeueAfter: r.Options.ShortRetry, stop: true}, nil
+			}
+			return r.creationFailed(s, createMachineTable, code, msg)
+		}
+		vm = vmInfo{providerID: resp.GetProviderId(), nodeName: resp.GetNodeName(), addresses: resp.GetAddresses(), lastKnownState: resp.GetLastKnownState()}
+		if err := vm.validate(r.Target != nil); err != nil {
+			return r.invalidResponse(s, createMachineTable, err)
+		}
+		created = true
+		if stale, res, err := r.staleNodeGuard(ctx, s, vm); stale || err != nil {
+			return res, err
+		}
+		initialize = r.Driver.Has(driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE)
+		r.normal(s, reasonCreated, actionCreate, "Created VM %s", vm.providerID)
+
+	default:
+		// NOT_FOUND for a machine that has a provider ID: its VM vanished.
+		// Nothing is created for it; it keeps waiting for its Node and the
+		// creation timeout fails it (§6.4.4).
+		vm = vmInfo{providerID: m.Spec.ProviderID, nodeName: s.nodeName()}
+	}
+	recordVM(s, vm, r.Target != nil)
+
+	// Step 3: initialize, when the driver asks for it.
+	if initialize {
+		resp, err := r.Driver.InitializeMachine(ctx, &driverv1alpha1.InitializeMachineRequest{
+			Machine:        machineMessage(m),
+			MachineClass:   classMessage(s.class),
+			Secrets:        s.secrets,
+			LastKnownState: m.Status.LastKnownState,
+		})
+		if err != nil {
+			return r.creationFailed(s, initializeMachineTable, driver.Code(err), status.Convert(err).Message())
+		}
+		ivm := vmInfo{providerID: resp.GetProviderId(), nodeName: resp.GetNodeName(), addresses: resp.GetAddresses(), lastKnownState: resp.GetLastKnownState()}
+		if err := ivm.validate(r.Target != nil); err != nil {
+			return r.invalidResponse(s, initializeMachineTable, err)
+		}
+		if ivm.providerID != m.Spec.ProviderID {
+			return r.invalidResponse(s, initializeMachineTable, fmt.Errorf("provider_id %q differs from the machine's %q", ivm.providerID, m.Spec.ProviderID))
+		}
+		recordVM(s, ivm, r.Target != nil)
+		r.normal(s, reasonInitialized, actionCreate, "Initialized VM %s", ivm.providerID)
+	}
+
+	// Step 4: wait for the Node (or, without a target cluster, done).
+	if r.Target == nil {
+		setPhase(s, v1alpha1.MachineAvailable, false)
+		setLastOperation(s, v1alpha1.MachineOperationCreate, v1alpha1.MachineStateSuccessful, "",
+			fmt.Sprintf("VM %s is available", m.Spec.ProviderID))
+		return result{}, nil
+	}
+	setPhase(s, v1alpha1.MachinePending, true)
+	what := "Adopted"
+	if created {
+		what = "Created"
+	}
+	setLastOperation(s, v1alpha1.MachineOperationCreate, v1alpha1.MachineStateProcessing, "",
+		fmt.Sprintf("%s VM %s; waiting for node %s to register", what, m.Spec.ProviderID, s.nodeName()))
+	return result{}, nil
+}
+
+// recordVM writes what the driver said about the VM onto the Machine:
+// spec.providerID, the label "node", the default deletion priority, the
+// addresses and the driver's last_known_state.
+func recordVM(s *scope, vm vmInfo, withTarget bool) {
+	m := s.machine
+	m.Spec.ProviderID = vm.providerID
+	if withTarget && vm.nodeName != "" {
+		if m.Labels == nil {
+			m.Labels = map[string]string{}
+		}
+		m.Labels[v1alpha1.NodeLabelKey] = vm.nodeName
+	}
+	if _, ok := m.Annotations[v1alpha1.MachinePriorityAnnotation]; !ok {
+		if m.Annotations == nil {
+			m.Annotations = map[string]string{}
+		}
+		m.Annotations[v1alpha1.MachinePriorityAnnotation] = v1alpha1.DefaultMachinePriority
+	}
+	if addrs := nodeAddresses(vm.addresses); len(addrs) > 0 {
+		m.Status.Addresses = addrs
+	}
+	if vm.lastKnownState != "" {
+		m.Status.LastKnownState = vm.lastKnownState
+	}
+}
+
+// createVM calls CreateMachine with the user data's placeholders filled.
+// It returns the response, or the code and message of the failure. A nil
+// response with code OK means the bootstrap token could not be prepared
+// (recorded on the machine); an error is a failure to talk to Kubernetes.
+func (r *Reconciler) createVM(ctx context.Context, s *scope) (*driverv1alpha1.CreateMachineResponse, codes.Code, string, error) {
+	m := s.machine
+	userData := s.userData
+	if len(userData) > 0 {
+		token := ""
+		if bootstrap.NeedsToken(userData) && r.Tokens != nil {
+			var err error
+			token, err = r.Tokens.Ensure(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, r.creationTimeout(s))
+			if err != nil {
+				desc := fmt.Sprintf("Cannot prepare the bootstrap token: %v", err)
+				r.warning(s, reasonTokenFailed, actionCreate, "%s", desc)
+				setLastOperation(s, v1alpha1.MachineOperationCreate, v1alpha1.MachineStateFailed, "", desc)
+				return nil, codes.OK, "", nil
+			}
+		}
+		userData = bootstrap.Render(userData, m.Name, token)
+	}
+	resp, err := r.Driver.CreateMachine(ctx, &driverv1alpha1.CreateMachineRequest{
+		Machine:        machineMessage(m),
+		MachineClass:   classMessage(s.class),
+		Secrets:        s.secrets,
+		UserData:       userData,
+		LastKnownState: m.Status.LastKnownState,
+	})
+	if err != nil {
+		return nil, driver.Code(err), status.Convert(err).Message(), nil
+	}
+	return resp, codes.OK, "", nil
+}
+
+// staleNodeGuard (§11.4): providers reuse host names and addresses, so a
+// new VM's node name can be that of a Node left over from an older VM. If a
+// Node of that name was created before this Machine, the new VM would take
+// it over: delete the new VM and fail the machine, so that its MachineSet
+// replaces it. The label "node" is not set: the old Node is not this
+// machine's to drain or delete.
+func (r *Reconciler) staleNodeGuard(ctx context.Context, s *scope, vm vmInfo) (bool, result, error) {
+	if r.Target == nil {
+		return false, result{}, nil
+	}
+	node := &corev1.Node{}
+	if err := r.Target.Get(ctx, client.ObjectKey{Name: vm.nodeName}, node); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, result{}, nil
+		}
+		return false, result{}, fmt.Errorf("reading node %s: %w", vm.nodeName, err)
+	}
+	if !node.CreationTimestamp.Before(&s.machine.CreationTimestamp) {
+		return false, result{}, nil
+	}
+
+	m := s.machine
+	desc := fmt.Sprintf("The new VM %s would register as node %s, but a Node of that name exists since %s, before this machine; deleted the new VM",
+		vm.providerID, vm.nodeName, node.CreationTimestamp.UTC().Format(time.RFC3339))
+	req := &driverv1alpha1.DeleteMachineRequest{
+		Machine:        machineMessage(m),
+		MachineClass:   classMessage(s.class),
+		Secrets:        s.secrets,
+		LastKnownState: vm.lastKnownState,
+	}
+	req.Machine.ProviderId = vm.providerID
+	if _, err := r.Driver.DeleteMachine(ctx, req); err != nil && !deleteMachineTable.react(driver.Code(err)).proceed {
+		// The machine's own deletion deletes the VM later, by provider ID.
+		m.Spec.ProviderID = vm.providerID
+		desc = fmt.Sprintf("The new VM %s would register as node %s, but a Node of that name exists since %s, before this machine; deleting the new VM failed (%s: %s), the machine's deletion retries it",
+			vm.providerID, vm.nodeName, node.CreationTimestamp.UTC().Format(time.RFC3339), driver.Code(err), status.Convert(err).Message())
+	}
+	setPhase(s, v1alpha1.MachineFailed, false)
+	setLastOperation(s, v1alpha1.MachineOperationCreate, v1alpha1.MachineStateFailed, "", desc)
+	r.warning(s, reasonStaleNode, actionCreate, "%s", desc)
+	return true, result{stop: true}, nil
+}
+
+// creationFailed records a creation failure (§7.3): phase CrashLoopBackOff,
+// or Failed once the creation timeout has passed; lastOperation {Create,
+// Failed, errorCode}; a Warning event; the next pass after the table's
+// retry period.
+func (r *Reconciler) creationFailed(s *scope, t callTable, code codes.Code, msg string) (result, error) {
+	rc := t.react(code)
+	desc := fmt.Sprintf("%s failed: %s", t.rpc, msg)
+	if rc.brokenDriver {
+		desc = fmt.Sprintf("Broken driver: it answered UNIMPLEMENTED to %s, which it must serve: %s", t.rpc, msg)
+		s.log.Error(nil, "Broken driver: UNIMPLEMENTED from an RPC it must serve", "rpc", t.rpc)
+	}
+	r.failCreation(s, errorCodeName(code), desc)
+	return result{requeueAfter: r.Options.after(rc.retry), stop: true}, nil
+}
+
+// invalidResponse treats a response that breaks the Driver API's rules as
+// an INTERNAL failure of the call (§4.10).
+func (r *Reconciler) invalidResponse(s *scope, t callTable, err error) (result, error) {
+	return r.creationFailed(s, t, codes.Internal, "driver returned an invalid response: "+err.Error())
+}
+
+// failCreation sets the phase and lastOperation of a failed creation pass.
+func (r *Reconciler) failCreation(s *scope, errorCode, desc string) {
+	phase := v1alpha1.MachineCrashLoopBackOff
+	if r.creationTimedOut(s) {
+		phase = v1alpha1.MachineFailed
+		desc = fmt.Sprintf("%s; the creation timeout of %s has passed", desc, r.creationTimeout(s))
+	}
+	setPhase(s, phase, phase != v1alpha1.MachineFailed)
+	setLastOperation(s, v1alpha1.MachineOperationCreate, v1alpha1.MachineStateFailed, errorCode, desc)
+	r.warning(s, reasonCreateFailed, actionCreate, "%s", desc)
+}

@@ -1,0 +1,345 @@
+package machine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/drain"
+	"github.com/machina-io/machina/core/internal/driver"
+	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
+)
+
+// deletionStep runs one step of the deletion flow. It returns the step to
+// go to (the same one to stay), and when to run again.
+type deletionStep func(ctx context.Context, s *scope) (v1alpha1.DeletionStep, result, error)
+
+// deletionSteps is the deletion flow (Driver API §11.6), in order. The
+// current step is read from status.deletionStep, never from a description.
+func (r *Reconciler) deletionSteps() map[v1alpha1.DeletionStep]deletionStep {
+	return map[v1alpha1.DeletionStep]deletionStep{
+		v1alpha1.DeletionStepTerminating:             r.stepTerminating,
+		v1alpha1.DeletionStepGetVMStatus:             r.stepGetVMStatus,
+		v1alpha1.DeletionStepDrain:                   r.stepDrain,
+		v1alpha1.DeletionStepDeleteVolumeAttachments: r.stepDeleteVolumeAttachments,
+		v1alpha1.DeletionStepDeleteVM:                r.stepDeleteVM,
+		v1alpha1.DeletionStepDeleteNode:              r.stepDeleteNode,
+		v1alpha1.DeletionStepRemoveFinalizer:         r.stepRemoveFinalizer,
+	}
+}
+
+// reconcileDelete runs the current deletion step. A reconcile runs one
+// step; when the step is done, the next step is written to the status
+// (with the rest of the reconcile's changes, in its one status patch) and
+// the next reconcile, requeued at once, runs it. So each step is persisted
+// before the next begins, and a restarted manager resumes at the stored
+// step without doing an earlier one again.
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (result, error) {
+	if !controllerutil.ContainsFinalizer(s.machine, v1alpha1.MachineFinalizer) {
+		// Not ours (any more): nothing to clean up.
+		return result{}, nil
+	}
+	current := s.machine.Status.DeletionStep
+	if current == "" {
+		current = v1alpha1.DeletionStepTerminating
+	}
+	step, ok := r.deletionSteps()[current]
+	if !ok {
+		// A step this version does not know (written by a newer one):
+		// start over; every step is safe to repeat.
+		s.log.Info("Unknown deletion step, starting the deletion over", "step", current)
+		current = v1alpha1.DeletionStepTerminating
+		step = r.stepTerminating
+	}
+	s.log = s.log.WithValues("deletionStep", current)
+
+	next, res, err := step(ctx, s)
+	if err != nil || s.released {
+		return res, err
+	}
+	if next != s.machine.Status.DeletionStep {
+		s.machine.Status.DeletionStep = next
+		t := metav1.NewTime(s.now)
+		s.machine.Status.DeletionStepStartTime = &t
+		if next != current {
+			res = res.merge(result{requeueAfter: requeueNow})
+		}
+	}
+	return res, nil
+}
+
+// stepTerminating marks the machine as being deleted.
+func (r *Reconciler) stepTerminating(_ context.Context, s *scope) (v1alpha1.DeletionStep, result, error) {
+	setPhase(s, v1alpha1.MachineTerminating, false)
+	s.machine.Status.CurrentStatus.PreserveExpiryTime = nil
+	setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "",
+		"Machine is being deleted; looking up its VM and node")
+	r.normal(s, reasonDeleting, actionDelete, "Deleting the machine")
+	return v1alpha1.DeletionStepGetVMStatus, result{}, nil
+}
+
+// stepGetVMStatus learns the machine's node name when it has none yet: from
+// a Node labelled with the machine's name, or else from the driver.
+func (r *Reconciler) stepGetVMStatus(ctx context.Context, s *scope) (v1alpha1.DeletionStep, result, error) {
+	if r.Target == nil {
+		return v1alpha1.DeletionStepDeleteVM, result{}, nil
+	}
+	if s.nodeName() != "" {
+		return v1alpha1.DeletionStepDrain, result{}, nil
+	}
+	nodes := &corev1.NodeList{}
+	if err := r.Target.List(ctx, nodes, client.MatchingLabels{v1alpha1.NodeMachineNameLabel: s.machine.Name}); err != nil {
+		return v1alpha1.DeletionStepGetVMStatus, result{}, fmt.Errorf("listing nodes of machine: %w", err)
+	}
+	if len(nodes.Items) == 1 {
+		setNodeLabel(s, nodes.Items[0].Name)
+		return v1alpha1.DeletionStepDrain, result{}, nil
+	}
+
+	if err := r.loadClass(ctx, s); err != nil {
+		res, err := r.classProblem(s, v1alpha1.MachineOperationDelete, err)
+		return v1alpha1.DeletionStepGetVMStatus, res, err
+	}
+	resp, err := r.Driver.GetMachineStatus(ctx, &driverv1alpha1.GetMachineStatusRequest{
+		Machine:      machineMessage(s.machine),
+		MachineClass: classMessage(s.class),
+		Secrets:      s.secrets,
+	})
+	code := driver.Code(err)
+	if !statusForDeleteTable.react(code).proceed {
+		return v1alpha1.DeletionStepGetVMStatus, r.deletionFailed(s, statusForDeleteTable, code, status.Convert(err).Message()), nil
+	}
+	if code == codes.OK && resp.GetNodeName() != "" {
+		setNodeLabel(s, resp.GetNodeName())
+		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "",
+			fmt.Sprintf("Found node %s of the machine; draining it", resp.GetNodeName()))
+	} else {
+		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "",
+			"The VM was not found at the provider and no node is known; continuing the deletion")
+	}
+	return v1alpha1.DeletionStepDrain, result{}, nil
+}
+
+func setNodeLabel(s *scope, name string) {
+	if s.machine.Labels == nil {
+		s.machine.Labels = map[string]string{}
+	}
+	s.machine.Labels[v1alpha1.NodeLabelKey] = name
+}
+
+// stepDrain runs one drain pass over the Node and comes back after
+// Options.DrainPollInterval while pods remain. The drain is forced (pods
+// deleted without eviction, then the VolumeAttachments removed) once the
+// drain timeout has passed since the deletionTimestamp, when the Node has
+// been unreachable for Options.UnreachableThreshold, or when the Machine
+// carries the label force-deletion=True.
+func (r *Reconciler) stepDrain(ctx context.Context, s *scope) (v1alpha1.DeletionStep, result, error) {
+	node, err := r.loadNode(ctx, s)
+	if err != nil {
+		return v1alpha1.DeletionStepDrain, result{}, err
+	}
+	if node == nil {
+		setMachineCondition(s, v1alpha1.MachineConditionDrained, metav1.ConditionTrue, "NoNode", "The machine has no node to drain")
+		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "",
+			"No node to drain; deleting the VM")
+		return v1alpha1.DeletionStepDeleteVM, result{}, nil
+	}
+
+	forceReason := r.forceDrainReason(s, node)
+	res, err := r.Drainer.Pass(ctx, node.Name, drain.Options{Force: forceReason != ""})
+	if err != nil {
+		desc := fmt.Sprintf("Draining node %s failed: %v", node.Name, err)
+		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateFailed, "", desc)
+		r.warning(s, reasonDrainFailed, actionDrain, "%s", desc)
+		return v1alpha1.DeletionStepDrain, result{requeueAfter: r.Options.ShortRetry}, nil
+	}
+
+	if forceReason != "" {
+		if len(res.Failed) > 0 {
+			desc := fmt.Sprintf("Forced drain of node %s (%s): %s", node.Name, forceReason, res.Summary())
+			setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateFailed, "", desc)
+			setMachineCondition(s, v1alpha1.MachineConditionDrained, metav1.ConditionFalse, "ForceDraining", desc)
+			return v1alpha1.DeletionStepDrain, result{requeueAfter: r.Options.ShortRetry}, nil
+		}
+		desc := fmt.Sprintf("Forced drain of node %s (%s): deleted %d pods without eviction; deleting its VolumeAttachments", node.Name, forceReason, res.Evicted)
+		setMachineCondition(s, v1alpha1.MachineConditionDrained, metav1.ConditionTrue, "ForceDrained", desc)
+		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "", desc)
+		r.warning(s, reasonForceDrain, actionDrain, "%s", desc)
+		return v1alpha1.DeletionStepDeleteVolumeAttachments, result{}, nil
+	}
+
+	if res.Drained() {
+		desc := fmt.Sprintf("Node %s drained; deleting the VM", node.Name)
+		setMachineCondition(s, v1alpha1.MachineConditionDrained, metav1.ConditionTrue, "Drained", fmt.Sprintf("Node %s drained", node.Name))
+		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "", desc)
+		r.normal(s, reasonDrained, actionDrain, "Node %s drained", node.Name)
+		return v1alpha1.DeletionStepDeleteVM, result{}, nil
+	}
+
+	msg := fmt.Sprintf("Draining node %s: %s", node.Name, res.Summary())
+	prev := s.machine.Status.LastOperation.Description
+	setMachineCondition(s, v1alpha1.MachineConditionDrained, metav1.ConditionFalse, "Draining", msg)
+	setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "", msg)
+	if prev != msg {
+		r.normal(s, reasonDraining, actionDrain, "%s", msg)
+	}
+	// Come back for the next pass, and no later than the drain timeout, when
+	// the drain turns into a forced one.
+	next := r.Options.DrainPollInterval
+	if until := s.machine.DeletionTimestamp.Add(r.drainTimeout(s)).Sub(s.now); until > 0 && until < next {
+		next = until
+	}
+	return v1alpha1.DeletionStepDrain, result{requeueAfter: next}, nil
+}
+
+// forceDrainReason says why the drain must be forced, or "" when it is a
+// graceful one.
+func (r *Reconciler) forceDrainReason(s *scope, node *corev1.Node) string {
+	m := s.machine
+	if m.Labels[v1alpha1.ForceDeletionLabel] == v1alpha1.ForceDeletionValue {
+		return fmt.Sprintf("the machine has the label %s=%s", v1alpha1.ForceDeletionLabel, v1alpha1.ForceDeletionValue)
+	}
+	if timeout := r.drainTimeout(s); !s.now.Before(m.DeletionTimestamp.Add(timeout)) {
+		return fmt.Sprintf("the drain timeout of %s has passed since the deletion at %s", timeout, m.DeletionTimestamp.UTC().Format(time.RFC3339))
+	}
+	if why, unreachable := drain.Unreachable(node, s.now, r.Options.UnreachableThreshold); unreachable {
+		return why
+	}
+	return ""
+}
+
+// stepDeleteVolumeAttachments deletes the VolumeAttachments of the Node
+// after a forced drain, and waits until they are gone: no kubelet unmounted
+// the volumes, so nobody else would release them.
+func (r *Reconciler) stepDeleteVolumeAttachments(ctx context.Context, s *scope) (v1alpha1.DeletionStep, result, error) {
+	name := s.nodeName()
+	if name == "" {
+		return v1alpha1.DeletionStepDeleteVM, result{}, nil
+	}
+	remaining, err := r.Drainer.DeleteVolumeAttachments(ctx, name)
+	if err != nil {
+		desc := fmt.Sprintf("Deleting the VolumeAttachments of node %s failed: %v", name, err)
+		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateFailed, "", desc)
+		r.warning(s, reasonDrainFailed, actionDrain, "%s", desc)
+		return v1alpha1.DeletionStepDeleteVolumeAttachments, result{requeueAfter: r.Options.ShortRetry}, nil
+	}
+	if remaining > 0 {
+		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "",
+			fmt.Sprintf("Waiting for %d VolumeAttachments of node %s to be deleted", remaining, name))
+		return v1alpha1.DeletionStepDeleteVolumeAttachments, result{requeueAfter: r.Options.ShortRetry}, nil
+	}
+	setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "",
+		fmt.Sprintf("VolumeAttachments of node %s deleted; deleting the VM", name))
+	r.normal(s, reasonVolumesDetached, actionDrain, "VolumeAttachments of node %s deleted", name)
+	return v1alpha1.DeletionStepDeleteVM, result{}, nil
+}
+
+// stepDeleteVM deletes the VM through the driver, by provider ID when the
+// machine has one and by name otherwise. The VM goes before its Node, so
+// that a kubelet still running cannot register the Node again.
+func (r *Reconciler) stepDeleteVM(ctx context.Context, s *scope) (v1alpha1.DeletionStep, result, error) {
+	if err := r.loadClass(ctx, s); err != nil {
+		res, err := r.classProblem(s, v1alpha1.MachineOperationDelete, err)
+		return v1alpha1.DeletionStepDeleteVM, res, err
+	}
+	m := s.machine
+	resp, err := r.Driver.DeleteMachine(ctx, &driverv1alpha1.DeleteMachineRequest{
+		Machine:        machineMessage(m),
+		MachineClass:   classMessage(s.class),
+		Secrets:        s.secrets,
+		LastKnownState: m.Status.LastKnownState,
+	})
+	code := driver.Code(err)
+	if !deleteMachineTable.react(code).proceed {
+		return v1alpha1.DeletionStepDeleteVM, r.deletionFailed(s, deleteMachineTable, code, status.Convert(err).Message()), nil
+	}
+	if lks := resp.GetLastKnownState(); lks != "" && len(lks) <= maxLastKnownStateLength {
+		m.Status.LastKnownState = lks
+	}
+	what := "VM deleted"
+	if m.Spec.ProviderID != "" {
+		what = fmt.Sprintf("VM %s deleted", m.Spec.ProviderID)
+	}
+	setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "", what+"; deleting the node")
+	r.normal(s, reasonVMDeleted, actionDelete, "%s", what)
+	return v1alpha1.DeletionStepDeleteNode, result{}, nil
+}
+
+// stepDeleteNode deletes the Node object (first removing the Node
+// finalizer the Node controller put there to see the deletion coming) and
+// the machine's bootstrap token, if any is left.
+func (r *Reconciler) stepDeleteNode(ctx context.Context, s *scope) (v1alpha1.DeletionStep, result, error) {
+	if r.Target == nil {
+		return v1alpha1.DeletionStepRemoveFinalizer, result{}, nil
+	}
+	if name := s.nodeName(); name != "" {
+		if err := r.deleteNode(ctx, name); err != nil {
+			desc := fmt.Sprintf("Deleting node %s failed: %v", name, err)
+			setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateFailed, "", desc)
+			r.warning(s, reasonDeleteFailed, actionDelete, "%s", desc)
+			return v1alpha1.DeletionStepDeleteNode, result{requeueAfter: r.Options.ShortRetry}, nil
+		}
+		r.normal(s, reasonNodeDeleted, actionDelete, "Node %s deleted", name)
+	}
+	if r.Tokens != nil {
+		if err := r.Tokens.Delete(ctx, types.NamespacedName{Namespace: s.machine.Namespace, Name: s.machine.Name}); err != nil {
+			return v1alpha1.DeletionStepDeleteNode, result{requeueAfter: r.Options.ShortRetry}, nil
+		}
+	}
+	setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "",
+		"VM and node deleted; removing the machine's finalizer")
+	return v1alpha1.DeletionStepRemoveFinalizer, result{}, nil
+}
+
+func (r *Reconciler) deleteNode(ctx context.Context, name string) error {
+	node := &corev1.Node{}
+	if err := r.Target.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if controllerutil.ContainsFinalizer(node, v1alpha1.NodeFinalizer) {
+		updated := node.DeepCopy()
+		controllerutil.RemoveFinalizer(updated, v1alpha1.NodeFinalizer)
+		if err := r.Target.Patch(ctx, updated, client.MergeFromWithOptions(node, client.MergeFromWithOptimisticLock{})); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+	}
+	if err := r.Target.Delete(ctx, node, client.Preconditions{UID: &node.UID}); err != nil &&
+		!apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return err
+	}
+	return nil
+}
+
+// stepRemoveFinalizer releases the Machine; the API server then removes it.
+func (r *Reconciler) stepRemoveFinalizer(ctx context.Context, s *scope) (v1alpha1.DeletionStep, result, error) {
+	if err := r.removeFinalizer(ctx, s); err != nil {
+		return v1alpha1.DeletionStepRemoveFinalizer, result{}, err
+	}
+	r.normal(s, reasonReleased, actionDelete, "Machine deleted")
+	return v1alpha1.DeletionStepRemoveFinalizer, result{}, nil
+}
+
+// deletionFailed records a deletion failure (§7.3): the machine stays at its
+// step with lastOperation {Delete, Failed, errorCode}, a Warning event, and
+// the step runs again after the table's retry period.
+func (r *Reconciler) deletionFailed(s *scope, t callTable, code codes.Code, msg string) result {
+	rc := t.react(code)
+	desc := fmt.Sprintf("%s failed: %s", t.rpc, msg)
+	if rc.brokenDriver {
+		desc = fmt.Sprintf("Broken driver: it answered UNIMPLEMENTED to %s, which it must serve: %s", t.rpc, msg)
+		s.log.Error(nil, "Broken driver: UNIMPLEMENTED from an RPC it must serve", "rpc", t.rpc)
+	}
+	setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateFailed, errorCodeName(code), desc)
+	r.warning(s, reasonDeleteFailed, actionDelete, "%s", desc)
+	return result{requeueAfter: r.Options.after(rc.retry)}
+}

@@ -1,0 +1,165 @@
+package machine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/machina-io/machina/core/api/v1alpha1"
+)
+
+// reconcileHealth follows the machine's Node (Driver API §11.5): a Pending
+// machine becomes Running once its Node is healthy, or Failed when the
+// creation timeout passes first; a Running machine whose Node turns
+// unhealthy (or disappears) becomes Unknown, and Failed once it has been
+// unhealthy for the health timeout; an Unknown machine whose Node recovers
+// is Running again. The Node's conditions are mirrored into
+// status.conditions.
+func (r *Reconciler) reconcileHealth(ctx context.Context, s *scope) (result, error) {
+	m := s.machine
+	phase := m.Status.CurrentStatus.Phase
+	if r.Target == nil || s.nodeName() == "" {
+		return result{}, nil
+	}
+	switch phase {
+	case v1alpha1.MachinePending, v1alpha1.MachineRunning, v1alpha1.MachineUnknown:
+	default:
+		return result{}, nil
+	}
+
+	node, err := r.loadNode(ctx, s)
+	if err != nil {
+		return result{}, err
+	}
+	if node != nil {
+		copyNodeConditions(s, node)
+	}
+	healthy, why := r.nodeHealthy(s, node)
+
+	if phase == v1alpha1.MachinePending {
+		return r.reconcileJoin(ctx, s, node, healthy, why)
+	}
+
+	if healthy {
+		m.Status.UnhealthySince = nil
+		if phase == v1alpha1.MachineUnknown {
+			setPhase(s, v1alpha1.MachineRunning, false)
+			setLastOperation(s, v1alpha1.MachineOperationHealthCheck, v1alpha1.MachineStateSuccessful, "",
+				fmt.Sprintf("Node %s is healthy again", s.nodeName()))
+			r.normal(s, reasonHealthy, actionHealthCheck, "Node %s is healthy again", s.nodeName())
+		}
+		return result{}, nil
+	}
+
+	// Unhealthy. The health timeout counts from the first unhealthy
+	// observation, stored on the Machine so that neither a restart nor a
+	// status write resets it.
+	if m.Status.UnhealthySince == nil {
+		t := metav1.NewTime(s.now)
+		m.Status.UnhealthySince = &t
+	}
+	if phase == v1alpha1.MachineRunning {
+		setPhase(s, v1alpha1.MachineUnknown, true)
+		setLastOperation(s, v1alpha1.MachineOperationHealthCheck, v1alpha1.MachineStateProcessing, "",
+			fmt.Sprintf("Machine is unhealthy: %s", why))
+		r.warning(s, reasonUnhealthy, actionHealthCheck, "Machine is unhealthy: %s", why)
+	}
+	if r.healthTimeoutDisabled(s) {
+		return result{}, nil
+	}
+	deadline := m.Status.UnhealthySince.Add(r.healthTimeout(s))
+	if s.now.Before(deadline) {
+		return result{requeueAfter: deadline.Sub(s.now)}, nil
+	}
+	desc := fmt.Sprintf("Machine has been unhealthy since %s, longer than the health timeout of %s: %s",
+		m.Status.UnhealthySince.UTC().Format(time.RFC3339), r.healthTimeout(s), why)
+	setPhase(s, v1alpha1.MachineFailed, false)
+	setLastOperation(s, v1alpha1.MachineOperationHealthCheck, v1alpha1.MachineStateFailed, "", desc)
+	r.warning(s, reasonFailed, actionHealthCheck, "%s", desc)
+	return result{}, nil
+}
+
+// reconcileJoin handles a Pending machine: Running once the Node is
+// healthy and free of the critical-components taint, Failed once the
+// creation timeout (from creationTimestamp) has passed.
+func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, node *corev1.Node, healthy bool, why string) (result, error) {
+	m := s.machine
+	if healthy && hasCriticalComponentsTaint(node) {
+		healthy, why = false, fmt.Sprintf("node %s has the taint %s", node.Name, v1alpha1.CriticalComponentsNotReadyTaintKey)
+	}
+	if healthy {
+		joinedIn := s.now.Sub(m.CreationTimestamp.Time).Round(time.Second)
+		setPhase(s, v1alpha1.MachineRunning, false)
+		m.Status.UnhealthySince = nil
+		setLastOperation(s, v1alpha1.MachineOperationCreate, v1alpha1.MachineStateSuccessful, "",
+			fmt.Sprintf("Machine joined the cluster as node %s in %s", node.Name, joinedIn))
+		if m.Annotations == nil {
+			m.Annotations = map[string]string{}
+		}
+		m.Annotations[v1alpha1.MachineJoinDurationAnnotation] = joinedIn.String()
+		r.normal(s, reasonJoined, actionCreate, "Joined the cluster as node %s in %s", node.Name, joinedIn)
+		// The bootstrap token has done its job.
+		if r.Tokens != nil {
+			if err := r.Tokens.Delete(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}); err != nil {
+				s.log.Error(err, "Deleting the bootstrap token of a joined machine; it expires by itself")
+			}
+		}
+		return result{}, nil
+	}
+
+	deadline := r.creationDeadline(s)
+	if s.now.Before(deadline) {
+		return result{requeueAfter: deadline.Sub(s.now)}, nil
+	}
+	desc := fmt.Sprintf("Machine did not join the cluster within the creation timeout of %s: %s", r.creationTimeout(s), why)
+	setPhase(s, v1alpha1.MachineFailed, false)
+	setLastOperation(s, v1alpha1.MachineOperationCreate, v1alpha1.MachineStateFailed, "", desc)
+	r.warning(s, reasonFailed, actionCreate, "%s", desc)
+	return result{}, nil
+}
+
+// nodeHealthy tells whether the Node is healthy: it exists, is Ready, and
+// none of the machine's node conditions is True. why says what is wrong.
+func (r *Reconciler) nodeHealthy(s *scope, node *corev1.Node) (bool, string) {
+	if node == nil {
+		return false, fmt.Sprintf("node %s not found", s.nodeName())
+	}
+	var problems []string
+	ready := false
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			ready = c.Status == corev1.ConditionTrue
+			if !ready {
+				problems = append(problems, fmt.Sprintf("Ready=%s", c.Status))
+			}
+		}
+	}
+	if !ready && len(problems) == 0 {
+		problems = append(problems, "no Ready condition")
+	}
+	bad := r.nodeConditions(s)
+	for _, c := range node.Status.Conditions {
+		if c.Status == corev1.ConditionTrue && slices.Contains(bad, string(c.Type)) {
+			problems = append(problems, fmt.Sprintf("%s=True", c.Type))
+		}
+	}
+	if len(problems) > 0 {
+		return false, fmt.Sprintf("node %s: %s", node.Name, strings.Join(problems, ", "))
+	}
+	return true, ""
+}
+
+func hasCriticalComponentsTaint(node *corev1.Node) bool {
+	for _, t := range node.Spec.Taints {
+		if t.Key == v1alpha1.CriticalComponentsNotReadyTaintKey && t.Effect == corev1.TaintEffectNoSchedule {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,155 @@
+package machine
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/machina-io/machina/core/api/v1alpha1"
+)
+
+// setPhase sets the machine's phase. currentStatus.lastUpdateTime moves only
+// when the phase changes, so that re-setting the same phase writes nothing.
+func setPhase(s *scope, phase v1alpha1.MachinePhase, timeoutActive bool) {
+	cs := &s.machine.Status.CurrentStatus
+	if cs.Phase == phase && cs.TimeoutActive == timeoutActive {
+		return
+	}
+	if cs.Phase != phase {
+		cs.LastUpdateTime = metav1.NewTime(s.now)
+	}
+	cs.Phase = phase
+	cs.TimeoutActive = timeoutActive
+}
+
+// setLastOperation records what the controller last did. Its
+// lastUpdateTime moves only when something else in it changes, so that a
+// retry that fails the same way writes nothing.
+func setLastOperation(s *scope, typ v1alpha1.MachineOperationType, state v1alpha1.MachineState, errorCode, description string) {
+	lo := &s.machine.Status.LastOperation
+	if lo.Type == typ && lo.State == state && lo.ErrorCode == errorCode && lo.Description == description {
+		return
+	}
+	*lo = v1alpha1.LastOperation{
+		Type:           typ,
+		State:          state,
+		ErrorCode:      errorCode,
+		Description:    description,
+		LastUpdateTime: metav1.NewTime(s.now),
+	}
+}
+
+// setMachineCondition sets one of machina's own conditions; its transition
+// time moves only when its status does.
+func setMachineCondition(s *scope, typ string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&s.machine.Status.MachineConditions, metav1.Condition{
+		Type:               typ,
+		Status:             status,
+		Reason:             reason,
+		Message:            message,
+		ObservedGeneration: s.machine.Generation,
+		LastTransitionTime: metav1.NewTime(s.now),
+	})
+}
+
+// copyNodeConditions mirrors the Node's conditions into status.conditions,
+// as MCM does. A condition whose status, reason, message and transition time
+// are unchanged keeps the heartbeat time already stored: kubelet heartbeats
+// alone must not cause a status write per machine every few minutes.
+func copyNodeConditions(s *scope, node *corev1.Node) {
+	old := s.machine.Status.Conditions
+	out := make([]corev1.NodeCondition, 0, len(node.Status.Conditions))
+	for _, c := range node.Status.Conditions {
+		for _, o := range old {
+			if o.Type == c.Type && o.Status == c.Status && o.Reason == c.Reason && o.Message == c.Message &&
+				o.LastTransitionTime.Equal(&c.LastTransitionTime) {
+				c.LastHeartbeatTime = o.LastHeartbeatTime
+				break
+			}
+		}
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		out = nil
+	}
+	s.machine.Status.Conditions = out
+}
+
+// ensureFinalizer adds the Machine finalizer and persists it at once.
+func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) error {
+	if controllerutil.ContainsFinalizer(s.machine, v1alpha1.MachineFinalizer) {
+		return nil
+	}
+	obj := s.original.DeepCopy()
+	controllerutil.AddFinalizer(obj, v1alpha1.MachineFinalizer)
+	if err := r.Control.Patch(ctx, obj, client.MergeFromWithOptions(s.original, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("adding finalizer: %w", err)
+	}
+	// Both copies now start from the persisted object.
+	status := s.machine.Status
+	s.original = obj.DeepCopy()
+	s.machine = obj.DeepCopy()
+	s.machine.Status = status
+	return nil
+}
+
+// removeFinalizer releases the Machine: once the finalizer is gone the API
+// server deletes it, so nothing is written after this.
+func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) error {
+	if !controllerutil.ContainsFinalizer(s.original, v1alpha1.MachineFinalizer) {
+		s.released = true
+		return nil
+	}
+	obj := s.original.DeepCopy()
+	controllerutil.RemoveFinalizer(obj, v1alpha1.MachineFinalizer)
+	if err := r.Control.Patch(ctx, obj, client.MergeFromWithOptions(s.original, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("removing finalizer: %w", err)
+	}
+	s.released = true
+	return nil
+}
+
+// patch writes the Machine once at the end of a reconcile: its metadata and
+// spec (labels, annotations, spec.providerID) if they changed, then its
+// status if it changed. Nothing changed, nothing written.
+func (r *Reconciler) patch(ctx context.Context, s *scope) error {
+	if s.released {
+		return nil
+	}
+	desired := s.machine
+	base := s.original
+
+	objectChanged := !equality.Semantic.DeepEqual(base.Labels, desired.Labels) ||
+		!equality.Semantic.DeepEqual(base.Annotations, desired.Annotations) ||
+		!equality.Semantic.DeepEqual(base.Finalizers, desired.Finalizers) ||
+		!equality.Semantic.DeepEqual(base.Spec, desired.Spec)
+	if objectChanged {
+		obj := desired.DeepCopy()
+		// Optimistic locking: a MachineSet may change the labels meanwhile;
+		// a conflict retries the reconcile rather than dropping its change.
+		if err := r.Control.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			return fmt.Errorf("patching machine: %w", err)
+		}
+		// The patch answered with the stored object, whose status is still
+		// the old one: continue from it with the status computed here.
+		b := obj.DeepCopy()
+		b.Status = base.Status
+		base = b
+		desired = obj
+		desired.Status = s.machine.Status
+	}
+
+	if equality.Semantic.DeepEqual(base.Status, desired.Status) {
+		return nil
+	}
+	if err := r.Control.Status().Patch(ctx, desired.DeepCopy(), client.MergeFrom(base)); err != nil {
+		return fmt.Errorf("patching machine status: %w", err)
+	}
+	return nil
+}

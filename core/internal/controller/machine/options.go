@@ -1,0 +1,91 @@
+package machine
+
+import (
+	"time"
+)
+
+// Defaults of Options, the values MCM ships (reference: MCM's
+// machine-controller flags), so that operators can carry settings over.
+const (
+	DefaultCreationTimeout         = 20 * time.Minute
+	DefaultHealthTimeout           = 10 * time.Minute
+	DefaultDrainTimeout            = 2 * time.Hour
+	DefaultShortRetry              = 5 * time.Second
+	DefaultMediumRetry             = 3 * time.Minute
+	DefaultLongRetry               = 10 * time.Minute
+	DefaultResourceExhaustedRetry  = DefaultLongRetry
+	DefaultDrainPollInterval       = 5 * time.Second
+	DefaultUnreachableThreshold    = 5 * time.Minute
+	DefaultMaxConcurrentReconciles = 50
+)
+
+// DefaultNodeConditions are the node conditions that make a machine
+// unhealthy when True (--node-conditions).
+var DefaultNodeConditions = []string{"KernelDeadlock", "ReadonlyFilesystem", "DiskPressure", "NetworkUnavailable"}
+
+// Options are the controller's knobs. A zero field takes its default;
+// the per-machine fields of spec (creationTimeout, healthTimeout,
+// drainTimeout, disableHealthTimeout, nodeConditions) override the
+// corresponding option for one machine.
+type Options struct {
+	// CreationTimeout (--machine-creation-timeout) bounds the time from a
+	// Machine's creationTimestamp until its Node has joined; past it a
+	// machine still being created becomes Failed.
+	CreationTimeout time.Duration
+	// HealthTimeout (--machine-health-timeout) is how long a joined machine
+	// may stay unhealthy (phase Unknown) before it becomes Failed.
+	HealthTimeout time.Duration
+	// DrainTimeout (--machine-drain-timeout) is how long, from the Machine's
+	// deletionTimestamp, the Node is drained gracefully before the drain is
+	// forced.
+	DrainTimeout time.Duration
+	// NodeConditions (--node-conditions) are the node condition types that
+	// make a machine unhealthy when True.
+	NodeConditions []string
+	// BootstrapTokenAuthExtraGroups (--bootstrap-token-auth-extra-groups)
+	// are added to the groups of the bootstrap tokens the controller creates.
+	BootstrapTokenAuthExtraGroups []string
+
+	// ShortRetry, MediumRetry and LongRetry are the retry periods of the
+	// Driver API's error tables (5s, 3m, 10m).
+	ShortRetry  time.Duration
+	MediumRetry time.Duration
+	LongRetry   time.Duration
+	// ResourceExhaustedRetry (--resource-exhausted-retry) is the retry after
+	// a RESOURCE_EXHAUSTED from CreateMachine or InitializeMachine.
+	ResourceExhaustedRetry time.Duration
+	// DrainPollInterval is how often a drain runs its next pass while pods
+	// remain on the Node.
+	DrainPollInterval time.Duration
+	// UnreachableThreshold is how long a Node may be NotReady (or report a
+	// read-only filesystem) before its drain is forced (MCM: fixed 5m).
+	UnreachableThreshold time.Duration
+
+	// MaxConcurrentReconciles (--concurrent-syncs) is the number of workers.
+	MaxConcurrentReconciles int
+}
+
+// withDefaults returns o with every zero field set to its default.
+func (o Options) withDefaults() Options {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.CreationTimeout, DefaultCreationTimeout)
+	def(&o.HealthTimeout, DefaultHealthTimeout)
+	def(&o.DrainTimeout, DefaultDrainTimeout)
+	def(&o.ShortRetry, DefaultShortRetry)
+	def(&o.MediumRetry, DefaultMediumRetry)
+	def(&o.LongRetry, DefaultLongRetry)
+	def(&o.ResourceExhaustedRetry, DefaultResourceExhaustedRetry)
+	def(&o.DrainPollInterval, DefaultDrainPollInterval)
+	def(&o.UnreachableThreshold, DefaultUnreachableThreshold)
+	if o.NodeConditions == nil {
+		o.NodeConditions = DefaultNodeConditions
+	}
+	if o.MaxConcurrentReconciles <= 0 {
+		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
+	}
+	return o
+}

@@ -1,0 +1,15 @@
+// Package drain empties a Node of its pods before its machine's VM is
+// deleted, one non-blocking pass at a time.
+//
+// A pass cordons the Node, lists its pods (with the pod filters of
+// k8s.io/kubectl/pkg/drain: DaemonSet pods are left alone, mirror pods are
+// skipped, pods with local storage are removed), asks the Eviction API to
+// evict every pod that is not already terminating, and returns how many pods
+// are still on the Node. The caller requeues and runs the next pass later, so
+// a drain that waits for a PodDisruptionBudget never holds a worker.
+//
+// A forced pass deletes the pods with a grace period of zero instead, for
+// Nodes that are gone or whose drain took too long; the caller then removes
+// the Node's VolumeAttachments (DeleteVolumeAttachments) because nobody is
+// left to detach the volumes gracefully.
+package drain

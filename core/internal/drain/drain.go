@@ -1,0 +1,255 @@
+package drain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	kubedrain "k8s.io/kubectl/pkg/drain"
+)
+
+// Drainer runs drain passes against the cluster that holds the Nodes.
+// It is safe for concurrent use by many reconciles.
+type Drainer struct {
+	client kubernetes.Interface
+
+	// The Eviction API version is discovered on first use (and again after
+	// a failed discovery), so a Drainer can be built before the API server
+	// answers.
+	mu         sync.Mutex
+	evictionGV schema.GroupVersion
+}
+
+// New returns a Drainer that talks to the target cluster through client.
+func New(client kubernetes.Interface) *Drainer {
+	return &Drainer{client: client}
+}
+
+// Options tune one drain pass.
+type Options struct {
+	// Force deletes the pods with a grace period of zero instead of evicting
+	// them, bypassing PodDisruptionBudgets. Pods already terminating are
+	// deleted again with a zero grace period so that a Node with no kubelet
+	// left does not keep them forever.
+	Force bool
+}
+
+// Result tells what one pass saw and did.
+type Result struct {
+	// NodeFound is false when the Node does not exist; there is nothing to
+	// drain then.
+	NodeFound bool
+	// Remaining is the number of pods the drain still waits for: pods it
+	// evicts (or deletes) and pods already terminating. Zero means drained.
+	Remaining int
+	// Evicted is the number of evictions (deletions when forced) the API
+	// server accepted in this pass.
+	Evicted int
+	// Terminating is the number of remaining pods that were already being
+	// deleted when the pass listed them.
+	Terminating int
+	// Blocked lists the pods ("namespace/name") whose eviction a
+	// PodDisruptionBudget refused in this pass; they are retried next pass.
+	Blocked []string
+	// Failed maps pods ("namespace/name") to the error their eviction
+	// returned, for errors other than a PodDisruptionBudget refusal.
+	Failed map[string]string
+}
+
+// Drained tells whether the Node has no pod left that the drain waits for.
+func (r Result) Drained() bool { return r.Remaining == 0 }
+
+// Summary is a one-line, human-readable account of the pass, for events,
+// conditions and lastOperation.
+func (r Result) Summary() string {
+	if !r.NodeFound {
+		return "node not found, nothing to drain"
+	}
+	if r.Drained() {
+		return "node drained"
+	}
+	parts := []string{fmt.Sprintf("%d pods remaining", r.Remaining)}
+	if r.Terminating > 0 {
+		parts = append(parts, fmt.Sprintf("%d terminating", r.Terminating))
+	}
+	if r.Evicted > 0 {
+		parts = append(parts, fmt.Sprintf("%d evicted in this pass", r.Evicted))
+	}
+	if len(r.Blocked) > 0 {
+		parts = append(parts, fmt.Sprintf("%d blocked by a PodDisruptionBudget (%s)", len(r.Blocked), abbreviate(r.Blocked, 5)))
+	}
+	if len(r.Failed) > 0 {
+		keys := make([]string, 0, len(r.Failed))
+		for k := range r.Failed {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts = append(parts, fmt.Sprintf("%d evictions failed (%s: %s)", len(r.Failed), keys[0], r.Failed[keys[0]]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Pass runs one drain pass over the Node named nodeName: it cordons the Node,
+// then evicts (or, with opts.Force, deletes) every pod the drain has to
+// remove that is not terminating yet, and returns without waiting for any
+// pod to go. Call it again later until Result.Drained.
+//
+// An error means the pass could not see the Node or its pods (or could not
+// cordon it); per-pod eviction failures are reported in Result instead.
+func (d *Drainer) Pass(ctx context.Context, nodeName string, opts Options) (Result, error) {
+	res := Result{}
+	node, err := d.client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return res, nil
+	}
+	if err != nil {
+		return res, fmt.Errorf("reading node %s: %w", nodeName, err)
+	}
+	res.NodeFound = true
+
+	if err := d.cordon(ctx, node); err != nil {
+		return res, err
+	}
+
+	helper := d.helper(ctx, opts)
+	list, errs := helper.GetPodsForDeletion(nodeName)
+	if len(errs) > 0 {
+		return res, fmt.Errorf("listing pods of node %s: %w", nodeName, errors.Join(errs...))
+	}
+
+	var evictionGV schema.GroupVersion
+	if !opts.Force {
+		if evictionGV, err = d.evictionGroupVersion(); err != nil {
+			return res, err
+		}
+	}
+
+	for _, pod := range list.Pods() {
+		key := pod.Namespace + "/" + pod.Name
+		terminating := pod.DeletionTimestamp != nil
+		if terminating && !opts.Force {
+			// The eviction already happened; wait for the pod to go.
+			res.Remaining++
+			res.Terminating++
+			continue
+		}
+
+		err := d.remove(helper, pod, evictionGV, opts.Force)
+		switch {
+		case err == nil:
+			res.Evicted++
+			res.Remaining++
+			if terminating {
+				res.Terminating++
+			}
+		case apierrors.IsNotFound(err):
+			// Gone between the list and the eviction: nothing to wait for.
+		case apierrors.IsTooManyRequests(err):
+			// 429 is how the Eviction API says a PodDisruptionBudget does
+			// not allow the disruption now; the next pass asks again.
+			res.Remaining++
+			res.Blocked = append(res.Blocked, key)
+		default:
+			res.Remaining++
+			if res.Failed == nil {
+				res.Failed = map[string]string{}
+			}
+			res.Failed[key] = err.Error()
+		}
+	}
+	return res, nil
+}
+
+// remove evicts the pod or, when forced, deletes it with a zero grace
+// period. A pod in a namespace that is being deleted cannot be evicted; it is
+// deleted with its own grace period instead, because the namespace's deletion
+// removes it anyway and a PodDisruptionBudget no longer protects anything.
+func (d *Drainer) remove(helper *kubedrain.Helper, pod corev1.Pod, evictionGV schema.GroupVersion, force bool) error {
+	if force {
+		return helper.DeletePod(pod)
+	}
+	err := helper.EvictPod(pod, evictionGV)
+	if apierrors.IsForbidden(err) && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		return helper.DeletePod(pod)
+	}
+	return err
+}
+
+// helper configures kubectl's drain helper for its pod filters and its
+// eviction and deletion calls; its blocking RunNodeDrain is never used.
+func (d *Drainer) helper(ctx context.Context, opts Options) *kubedrain.Helper {
+	h := &kubedrain.Helper{
+		Ctx:    ctx,
+		Client: d.client,
+		// Pods that declare no controller are removed too: the machine is
+		// going away and they would die with it.
+		Force: true,
+		// DaemonSet pods stay; the DaemonSet controller would recreate them
+		// on the cordoned Node anyway.
+		IgnoreAllDaemonSets: true,
+		// Local storage (emptyDir) dies with the VM; do not let it block.
+		DeleteEmptyDirData: true,
+		// A negative value keeps each pod's own terminationGracePeriodSeconds.
+		GracePeriodSeconds: -1,
+		ChunkSize:          500,
+		Out:                io.Discard,
+		ErrOut:             io.Discard,
+	}
+	if opts.Force {
+		h.GracePeriodSeconds = 0
+		h.DisableEviction = true
+	}
+	return h
+}
+
+// cordon marks the Node unschedulable so that evicted pods are not placed
+// back on it.
+func (d *Drainer) cordon(ctx context.Context, node *corev1.Node) error {
+	ch := kubedrain.NewCordonHelper(node)
+	if !ch.UpdateIfRequired(true) {
+		return nil
+	}
+	err, patchErr := ch.PatchOrReplaceWithContext(ctx, d.client, false)
+	if err != nil {
+		return fmt.Errorf("cordoning node %s: %w", node.Name, err)
+	}
+	if patchErr != nil {
+		return fmt.Errorf("cordoning node %s: building patch: %w", node.Name, patchErr)
+	}
+	return nil
+}
+
+func (d *Drainer) evictionGroupVersion() (schema.GroupVersion, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.evictionGV.Empty() {
+		return d.evictionGV, nil
+	}
+	gv, err := kubedrain.CheckEvictionSupport(d.client)
+	if err != nil {
+		// Not cached: discovery may fail transiently and the next pass
+		// tries again.
+		return schema.GroupVersion{}, fmt.Errorf("discovering the Eviction API: %w", err)
+	}
+	if gv.Empty() {
+		return schema.GroupVersion{}, errors.New("the target cluster does not serve the pods/eviction subresource")
+	}
+	d.evictionGV = gv
+	return gv, nil
+}
+
+func abbreviate(items []string, max int) string {
+	if len(items) <= max {
+		return strings.Join(items, ", ")
+	}
+	return strings.Join(items[:max], ", ") + fmt.Sprintf(" and %d more", len(items)-max)
+}
