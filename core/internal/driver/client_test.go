@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -315,4 +316,45 @@ func TestListAndVolumeCallsAreNotSerialisedWithMachineCalls(t *testing.T) {
 
 	release <- struct{}{}
 	require.NoError(t, <-done)
+}
+
+func TestMessageSizeLimits(t *testing.T) {
+	path := socketPath(t)
+	d := newTestDriver(driverv1alpha1.Capability_TYPE_LIST_MACHINES)
+	serve(t, path, d)
+	c := connect(t, path, testOptions(&logBuffer{}))
+	ctx := context.Background()
+
+	// Requests are capped at 4 MiB, refused before they are sent.
+	_, err := c.CreateMachine(ctx, &driverv1alpha1.CreateMachineRequest{
+		Machine: testMachine("m1"), MachineClass: testClass(), UserData: make([]byte, maxSendMessageSize+1),
+	})
+	assert.Equal(t, codes.ResourceExhausted, Code(err))
+	assert.Zero(t, d.callCount("CreateMachine"))
+
+	// Responses up to 16 MiB are accepted: here about 8 MiB.
+	listed := listedMachines(8 << 20)
+	d.mu.Lock()
+	d.listResponse = listed
+	d.mu.Unlock()
+	resp, err := c.ListMachines(ctx, &driverv1alpha1.ListMachinesRequest{MachineClass: testClass()})
+	require.NoError(t, err)
+	assert.Len(t, resp.GetMachines(), len(listed.GetMachines()))
+
+	// Beyond 16 MiB the client refuses the response.
+	d.mu.Lock()
+	d.listResponse = listedMachines(maxReceiveMessageSize + 1)
+	d.mu.Unlock()
+	_, err = c.ListMachines(ctx, &driverv1alpha1.ListMachinesRequest{MachineClass: testClass()})
+	assert.Equal(t, codes.ResourceExhausted, Code(err))
+}
+
+// listedMachines returns a ListMachines answer of at least size bytes.
+func listedMachines(size int) *driverv1alpha1.ListMachinesResponse {
+	resp := &driverv1alpha1.ListMachinesResponse{}
+	id := strings.Repeat("x", 1000)
+	for n := 0; n < size; n += len(id) {
+		resp.Machines = append(resp.Machines, &driverv1alpha1.ListedMachine{ProviderId: id, MachineName: "m"})
+	}
+	return resp
 }

@@ -40,6 +40,8 @@ type testDriver struct {
 	deadlines   map[string]time.Duration // time left of the last call, by RPC
 	inFlight    map[string]int           // by machine name
 	maxInFlight map[string]int
+	// listResponse, when set, is the answer to ListMachines.
+	listResponse *driverv1alpha1.ListMachinesResponse
 	// onMachineCall, when set, runs inside every MachineService handler
 	// that is about a machine, while the call counts as in flight.
 	onMachineCall func(ctx context.Context, rpc string, m *driverv1alpha1.Machine) error
@@ -186,6 +188,11 @@ func (d *testDriver) GetMachineStatus(ctx context.Context, req *driverv1alpha1.G
 }
 
 func (d *testDriver) ListMachines(context.Context, *driverv1alpha1.ListMachinesRequest) (*driverv1alpha1.ListMachinesResponse, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.listResponse != nil {
+		return d.listResponse, nil
+	}
 	return &driverv1alpha1.ListMachinesResponse{}, nil
 }
 
