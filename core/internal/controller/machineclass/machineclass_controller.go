@@ -1,0 +1,166 @@
+package machineclass
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/machina-io/machina/core/api/v1alpha1"
+)
+
+// ControllerName names the controller in logs, metrics and events.
+const ControllerName = "machineclass"
+
+// Event reasons on MachineClasses.
+const (
+	// ReasonDeletionBlocked: the class is being deleted but objects still
+	// refer to it.
+	ReasonDeletionBlocked = "DeletionBlocked"
+	// ReasonReleased: the last reference is gone and the finalizer was removed.
+	ReasonReleased = "Released"
+)
+
+// conflictRetry is how soon a write that lost an optimistic-lock race is
+// retried (MCM's ConflictRetry): the next read sees the winner's version.
+const conflictRetry = 200 * time.Millisecond
+
+// blockedRecheck is how often a class whose deletion is blocked is looked at
+// again even without events. Every change of a referrer already triggers a
+// reconcile; this is only a safety net, so it is long (MCM's LongRetry).
+const blockedRecheck = 10 * time.Minute
+
+// Reconciler keeps the finalizer on MachineClasses and releases a deleted
+// class once nothing refers to it.
+type Reconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// Recorder records events on MachineClasses.
+	Recorder events.EventRecorder
+}
+
+// SetupWithManager registers the controller, and the cache indexes it
+// reads referrers through, with the manager, with the given number of
+// concurrent workers.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder(ControllerName)
+	}
+	for _, obj := range []client.Object{&v1alpha1.Machine{}, &v1alpha1.MachineSet{}, &v1alpha1.MachineDeployment{}} {
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, classRefIndex, indexClassRef); err != nil {
+			return fmt.Errorf("indexing %T by class: %w", obj, err)
+		}
+	}
+	// A referrer matters when it appears, disappears or changes its class;
+	// status updates (most of a Machine's updates) do not.
+	referrerChanged := predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return classNameOf(e.ObjectOld) != classNameOf(e.ObjectNew)
+		},
+	}
+	toClass := handler.EnqueueRequestsFromMapFunc(classOfReferrer)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&v1alpha1.MachineClass{}).
+		Watches(&v1alpha1.Machine{}, toClass, builder.WithPredicates(referrerChanged)).
+		Watches(&v1alpha1.MachineSet{}, toClass, builder.WithPredicates(referrerChanged)).
+		Watches(&v1alpha1.MachineDeployment{}, toClass, builder.WithPredicates(referrerChanged)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)}).
+		Complete(r)
+}
+
+var _ reconcile.Reconciler = &Reconciler{}
+
+// classOfReferrer maps a Machine, MachineSet or MachineDeployment to the
+// class it refers to. For updates controller-runtime calls it with the old
+// and the new object, so a class that loses a referrer hears of it.
+func classOfReferrer(_ context.Context, obj client.Object) []reconcile.Request {
+	name := classNameOf(obj)
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
+}
+
+// Reconcile adds the finalizer to a live class, and removes it from a class
+// being deleted once nothing refers to it.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	class := &v1alpha1.MachineClass{}
+	if err := r.Client.Get(ctx, req.NamespacedName, class); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if class.DeletionTimestamp.IsZero() {
+		return r.ensureFinalizer(ctx, class)
+	}
+	return r.reconcileDelete(ctx, class)
+}
+
+// ensureFinalizer puts the finalizer on a live class.
+func (r *Reconciler) ensureFinalizer(ctx context.Context, class *v1alpha1.MachineClass) (ctrl.Result, error) {
+	if controllerutil.ContainsFinalizer(class, v1alpha1.MachineFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	patch := client.MergeFromWithOptions(class.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(class, v1alpha1.MachineFinalizer)
+	if err := r.Client.Patch(ctx, class, patch); err != nil {
+		return writeResult(err, "adding finalizer to machine class")
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Added finalizer to machine class")
+	return ctrl.Result{}, nil
+}
+
+// reconcileDelete releases a class being deleted once nothing refers to it,
+// and otherwise says who holds it.
+func (r *Reconciler) reconcileDelete(ctx context.Context, class *v1alpha1.MachineClass) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(class, v1alpha1.MachineFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	refs, err := referrers(ctx, r.Client, class)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(refs) > 0 {
+		who := describeReferrers(refs)
+		ctrl.LoggerFrom(ctx).Info("Machine class deletion blocked: still referenced", "referrers", len(refs), "referencedBy", who)
+		r.Recorder.Eventf(class, nil, corev1.EventTypeWarning, ReasonDeletionBlocked, "Delete",
+			"Deletion waits until nothing refers to the class; still referenced by %s", who)
+		return ctrl.Result{RequeueAfter: blockedRecheck}, nil
+	}
+	patch := client.MergeFromWithOptions(class.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(class, v1alpha1.MachineFinalizer)
+	if err := r.Client.Patch(ctx, class, patch); err != nil {
+		return writeResult(client.IgnoreNotFound(err), "removing finalizer from machine class")
+	}
+	ctrl.LoggerFrom(ctx).Info("Released machine class: nothing refers to it any more")
+	r.Recorder.Eventf(class, nil, corev1.EventTypeNormal, ReasonReleased, "Delete",
+		"No machine, machine set or machine deployment refers to the class any more; finalizer removed")
+	return ctrl.Result{}, nil
+}
+
+// writeResult turns the error of a write into the reconcile result: a lost
+// optimistic-lock race is retried soon and quietly, anything else is an
+// error (retried with the controller's backoff).
+func writeResult(err error, what string) (ctrl.Result, error) {
+	switch {
+	case err == nil:
+		return ctrl.Result{}, nil
+	case apierrors.IsConflict(err):
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return ctrl.Result{}, fmt.Errorf("%s: %w", what, err)
+}
