@@ -34,13 +34,15 @@ type rpcFunc[Req, Resp proto.Message] func(context.Context, Req, ...grpc.CallOpt
 
 // call makes one RPC with the configured timeout and applies the checks
 // every answer must pass, whatever the test expects: an error is a gRPC
-// status (§7) and does not carry the canary secret (§8).
+// status (§7.1), and neither an error nor a response carries the canary
+// secret (§8.3).
 func call[Req, Resp proto.Message](s *suite, t T, rpc string, timeout time.Duration, f rpcFunc[Req, Resp], req Req) (Resp, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	resp, err := f(ctx, req)
 	if err == nil {
+		s.checkResponseCanary(t, rpc, resp)
 		return resp, nil
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) && status.Code(err) == codes.DeadlineExceeded {
@@ -56,18 +58,39 @@ func call[Req, Resp proto.Message](s *suite, t T, rpc string, timeout time.Durat
 }
 
 // checkCanary fails t when the status message or any status detail carries
-// the canary secret.
+// the canary secret. It reports once per test, RPC and code: a driver that
+// echoes its request does it on every call.
 func (s *suite) checkCanary(t T, rpc string, st *status.Status) {
 	t.Helper()
+	where := ""
 	if strings.Contains(st.Message(), s.canary) {
-		ruleNoSecretEcho.errorf(t, "the %s error message %s contains the canary secret sent in secrets or user_data", rpc, codeName(st.Code()))
-		return
+		where = "message"
 	}
 	for _, d := range st.Proto().GetDetails() {
-		if bytes.Contains(d.GetValue(), []byte(s.canary)) {
-			ruleNoSecretEcho.errorf(t, "a detail (%s) of the %s error %s contains the canary secret", d.GetTypeUrl(), rpc, codeName(st.Code()))
-			return
+		if where == "" && bytes.Contains(d.GetValue(), []byte(s.canary)) {
+			where = "detail " + d.GetTypeUrl()
 		}
+	}
+	if where == "" {
+		return
+	}
+	key := t.Name() + "\x00" + rpc + "\x00" + st.Code().String()
+	s.mu.Lock()
+	seen := s.echoReported[key]
+	s.echoReported[key] = true
+	s.mu.Unlock()
+	if !seen {
+		ruleNoSecretEcho.errorf(t, "the %s error %s %s contains the canary secret sent in secrets or user_data", rpc, where, codeName(st.Code()))
+	}
+}
+
+// checkResponseCanary fails t when any field of a response carries the
+// canary secret (last_known_state, provider_id, addresses...).
+func (s *suite) checkResponseCanary(t T, rpc string, resp proto.Message) {
+	t.Helper()
+	b, err := proto.Marshal(resp)
+	if err == nil && bytes.Contains(b, []byte(s.canary)) {
+		ruleNoSecretEcho.errorf(t, "the %s response contains the canary secret sent in secrets or user_data", rpc)
 	}
 }
 

@@ -4,23 +4,25 @@ import (
 	"fmt"
 
 	"google.golang.org/grpc/codes"
-
-	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 )
 
-// testDeleteRemoves deletes a VM and checks it is gone for GetMachineStatus
-// and ListMachines (§6.3).
+// testDeleteRemoves deletes a VM with the request the orphan collector
+// sends (machine name, namespace and provider ID only, §11.7) and checks
+// that GetMachineStatus no longer finds it (§6.3.3). ListMachines may still
+// list a VM the provider is terminating, so it is not consulted.
 func testDeleteRemoves(s *suite, t T) {
 	v := s.createVM(t, "delete")
-	if _, err := s.deleteMachine(t, s.deleteRequest(v)); err != nil {
-		ruleDeleteOK.fatalf(t, "DeleteMachine of %s answered %s, want OK", v.name, describe(err))
+	req := s.deleteRequest(v)
+	req.Machine = s.minimalMachine(v.name, v.providerID)
+	if _, err := s.deleteMachine(t, req); err != nil {
+		ruleDeleteOK.fatalf(t, "DeleteMachine of %s with only name, namespace and provider_id answered %s, want OK", v.name, describe(err))
 	}
 	s.markDeleted(v)
 	s.checkGone(t, ruleDeleteRemoves, v)
 }
 
-// checkGone checks that v's VM is gone: GetMachineStatus by name and by
-// provider ID answers NOT_FOUND and ListMachines does not list it.
+// checkGone checks that GetMachineStatus, by name and by name and provider
+// ID, answers NOT_FOUND for v.
 func (s *suite) checkGone(t T, r rule, v *vm) {
 	t.Helper()
 	for _, lookup := range []struct{ how, providerID string }{
@@ -35,20 +37,9 @@ func (s *suite) checkGone(t T, r rule, v *vm) {
 			r.errorf(t, "after DeleteMachine answered OK, GetMachineStatus of %s %s answered %s, want NOT_FOUND", v.name, lookup.how, describe(err))
 		}
 	}
-	if !s.caps[driverv1alpha1.Capability_TYPE_LIST_MACHINES] {
-		return
-	}
-	listed, err := s.listOwn(t)
-	if err != nil {
-		ruleListContains.errorf(t, "ListMachines answered %s", describe(err))
-		return
-	}
-	if ids := listed[v.name]; len(ids) > 0 {
-		r.errorf(t, "after DeleteMachine answered OK, ListMachines still lists %s (%v)", v.name, ids)
-	}
 }
 
-// testDeleteIdempotent deletes a VM and then repeats the call (§6.3).
+// testDeleteIdempotent deletes a VM and then repeats the call (§6.3.3).
 func testDeleteIdempotent(s *suite, t T) {
 	v := s.createVM(t, "delete-again")
 	if _, err := s.deleteMachine(t, s.deleteRequest(v)); err != nil {
@@ -62,18 +53,57 @@ func testDeleteIdempotent(s *suite, t T) {
 }
 
 // testDeleteByName deletes a VM with an empty provider_id and no
-// last_known_state, as the core does when a create answered nothing (§6.3).
+// last_known_state, as the core does when a create never answered (§6.3.3).
 func testDeleteByName(s *suite, t T) {
 	v := s.createVM(t, "delete-by-name")
-	byName := &vm{name: v.name}
-	if _, err := s.deleteMachine(t, s.deleteRequest(byName)); err != nil {
+	if _, err := s.deleteMachine(t, s.deleteRequest(&vm{name: v.name})); err != nil {
 		ruleDeleteByName.fatalf(t, "DeleteMachine of %s without provider_id answered %s, want OK", v.name, describe(err))
 	}
 	s.markDeleted(v)
 	s.checkGone(t, ruleDeleteByName, v)
 }
 
-// testDeleteUnknown deletes machines that never existed (§6.3).
+// testDeleteOtherProviderID deletes a machine name with a provider ID its
+// VM does not have: the VM may belong to a newer Machine of the same name
+// and must stay (§6.3.3).
+func testDeleteOtherProviderID(s *suite, t T) {
+	v := s.createVM(t, "delete-other-id")
+	other := "conformance:///" + randomID(12)
+	_, err := s.deleteMachine(t, s.deleteRequest(&vm{name: v.name, providerID: other}))
+	if !expectOK(t, ruleDeleteOnlyID, "DeleteMachine of "+v.name+" with provider_id "+other+" (a VM that is gone)", err) {
+		return
+	}
+	resp, err := s.getMachineStatus(t, s.statusRequest(v.name, v.providerID))
+	switch {
+	case err != nil:
+		ruleDeleteOnlyID.errorf(t, "after DeleteMachine of %s with provider_id %s, GetMachineStatus of its VM %s answered %s, want OK: the driver deleted the wrong VM", v.name, other, v.providerID, describe(err))
+	case resp.GetProviderId() != v.providerID:
+		ruleDeleteOnlyID.errorf(t, "after DeleteMachine of %s with provider_id %s, its VM has provider ID %q, want %q", v.name, other, resp.GetProviderId(), v.providerID)
+	}
+}
+
+// testRecreateAfterDelete creates a machine name again after its VM was
+// deleted: a new VM with a new provider ID, never the deleted one (§6.3.3,
+// §4.8: provider IDs are not reused).
+func testRecreateAfterDelete(s *suite, t T) {
+	v := s.createVM(t, "recreate")
+	old := v.providerID
+	if _, err := s.deleteMachine(t, s.deleteRequest(v)); err != nil {
+		ruleDeleteOK.fatalf(t, "DeleteMachine of %s answered %s, want OK", v.name, describe(err))
+	}
+	s.markDeleted(v)
+	resp, err := s.createMachine(t, s.createRequest(v.name))
+	if err != nil {
+		ruleRecreate.fatalf(t, "CreateMachine of %s after its VM %s was deleted answered %s, want OK", v.name, old, describe(err))
+	}
+	s.checkCreateResponse(t, v.name, resp)
+	s.record(v, resp.GetProviderId(), resp.GetNodeName(), resp.GetLastKnownState())
+	if resp.GetProviderId() == old {
+		ruleRecreate.errorf(t, "CreateMachine of %s after DeleteMachine returned the deleted VM's provider ID %q", v.name, old)
+	}
+}
+
+// testDeleteUnknown deletes machines that never existed (§6.3.3).
 func testDeleteUnknown(s *suite, t T) {
 	name := s.name("never-created")
 	_, err := s.deleteMachine(t, s.deleteRequest(&vm{name: name}))
@@ -83,7 +113,7 @@ func testDeleteUnknown(s *suite, t T) {
 }
 
 // testDeleteInvalidArguments sends DeleteMachine requests with a missing
-// REQUIRED field (§4).
+// REQUIRED field (§4.1).
 func testDeleteInvalidArguments(s *suite, t T) {
 	for _, c := range machineCases {
 		t.Run(c.name, func(t T) {

@@ -1,9 +1,13 @@
 package conformance
 
 import (
+	"fmt"
+	"maps"
 	"regexp"
+	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
 
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 )
@@ -43,7 +47,10 @@ func testVendorVersion(s *suite, t T) {
 	if !expectOK(t, ruleIdentityOK, "GetPluginInfo", err) {
 		return
 	}
-	if v := resp.GetVendorVersion(); !semver.MatchString(v) {
+	switch v := resp.GetVendorVersion(); {
+	case len(v) > maxVersionLen:
+		ruleVendorVersion.errorf(t, "the vendor_version has %d bytes", len(v))
+	case !semver.MatchString(v):
 		ruleVendorVersion.errorf(t, "the vendor_version %q is not a semantic version", v)
 	}
 }
@@ -80,22 +87,62 @@ func testKnownCapabilities(s *suite, t T) {
 		return
 	}
 	for i, c := range resp.GetCapabilities() {
-		if !knownCapabilities[c.GetType()] {
-			ruleKnownCapabilities.errorf(t, "capabilities[%d] is %s (%d), not a capability of machina.driver.v1alpha1", i, c.GetType(), int32(c.GetType()))
+		switch {
+		case c.GetType() == driverv1alpha1.Capability_TYPE_UNSPECIFIED:
+			ruleKnownCapabilities.errorf(t, "capabilities[%d] is TYPE_UNSPECIFIED, which a driver never sends", i)
+		case !knownCapabilities[c.GetType()]:
+			// A value added to v1alpha1 after this suite was built
+			// lands here too: run a suite built from the driver's proto.
+			ruleKnownCapabilities.errorf(t, "capabilities[%d] is %d, not a Capability.Type of machina.driver.v1alpha1 as this suite knows it", i, int32(c.GetType()))
 		}
 	}
 }
 
-// testProbe checks that Probe answers OK and, when the driver says it is
-// not ready, that it becomes ready (§5). The preflight has already waited
-// for readiness; this checks the answer once more.
+// probeLimit is how long Probe may take (§5.3): the core's deadline.
+const probeLimit = 5 * time.Second
+
+// testProbe checks that Probe answers OK within 5 seconds (§5.3), several
+// times, as the core's readiness check calls it. The preflight has already
+// waited until the driver reported ready.
 func testProbe(s *suite, t T) {
-	resp, err := s.probe(t)
-	if !expectOK(t, ruleProbe, "Probe", err) {
-		return
+	for i := 1; i <= s.cfg.IdempotentCount; i++ {
+		start := time.Now()
+		resp, err := s.probe(t)
+		elapsed := time.Since(start)
+		if !expectOK(t, ruleProbe, fmt.Sprintf("Probe #%d", i), err) {
+			return
+		}
+		if elapsed > probeLimit {
+			ruleProbe.errorf(t, "Probe #%d took %v", i, elapsed.Round(time.Millisecond))
+		}
+		if r := resp.GetReady(); r != nil && !r.GetValue() {
+			t.Logf("Probe #%d answered ready=false after the driver had reported ready", i)
+		}
 	}
-	if r := resp.GetReady(); r != nil && !r.GetValue() {
-		ruleProbe.errorf(t, "Probe answered ready=false after the driver had reported ready")
+}
+
+// testStableIdentity asks for the driver's identity and capabilities again
+// and compares them with the answers at the start of the run (§2.7).
+func testStableIdentity(s *suite, t T) {
+	for i := 1; i <= s.cfg.IdempotentCount; i++ {
+		info, err := s.getPluginInfo(t)
+		if !expectOK(t, ruleIdentityOK, "GetPluginInfo", err) {
+			return
+		}
+		if !proto.Equal(info, s.info) {
+			ruleStableAnswer.errorf(t, "GetPluginInfo answered %v, at the start of the run %v", info, s.info)
+		}
+		caps, err := s.getPluginCapabilities(t)
+		if !expectOK(t, ruleIdentityOK, "GetPluginCapabilities", err) {
+			return
+		}
+		now := map[driverv1alpha1.Capability_Type]bool{}
+		for _, c := range caps.GetCapabilities() {
+			now[c.GetType()] = true
+		}
+		if !maps.Equal(now, s.caps) {
+			ruleStableAnswer.errorf(t, "GetPluginCapabilities answered %v, at the start of the run %v", capNames(now), capNames(s.caps))
+		}
 	}
 }
 

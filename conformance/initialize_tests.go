@@ -17,7 +17,7 @@ func (s *suite) initializeRequest(v *vm) *driverv1alpha1.InitializeMachineReques
 }
 
 // testInitialize initializes a new VM, repeats the call, and checks that the
-// VM no longer needs initialization (§6.2).
+// VM no longer needs initialization (§6.2.3).
 func testInitialize(s *suite, t T) {
 	v := s.createVM(t, "initialize")
 	for i := 1; i <= s.cfg.IdempotentCount; i++ {
@@ -43,15 +43,22 @@ func testInitialize(s *suite, t T) {
 	}
 }
 
-// testInitializeUnknown initializes a machine that never existed (§6.2).
+// testInitializeUnknown initializes VMs that do not exist: for a machine
+// that never existed, and for the shared machine with a provider ID its VM
+// does not have, which the driver must not initialize instead (§6.2.3,
+// §6.2.4).
 func testInitializeUnknown(s *suite, t T) {
 	v := &vm{name: s.name("never-created"), providerID: "conformance:///" + randomID(12)}
 	_, err := s.initializeMachine(t, s.initializeRequest(v))
-	expectCode(t, ruleInitialize, "InitializeMachine of the unknown machine "+v.name, err, codes.NotFound)
+	expectCode(t, ruleInitNotFnd, "InitializeMachine of the unknown machine "+v.name, err, codes.NotFound)
+	shared := s.fixture(t)
+	other := &vm{name: shared.name, providerID: "conformance:///" + randomID(12)}
+	_, err = s.initializeMachine(t, s.initializeRequest(other))
+	expectCode(t, ruleInitNotFnd, "InitializeMachine of "+shared.name+" with provider_id "+other.providerID+" (its VM has "+shared.providerID+")", err, codes.NotFound)
 }
 
 // testInitializeInvalidArguments sends InitializeMachine requests with a
-// missing REQUIRED field (§4), including the provider ID it requires.
+// missing REQUIRED field (§4.1), including the provider ID it requires.
 func testInitializeInvalidArguments(s *suite, t T) {
 	cases := append([]machineCase{{
 		"machine.provider_id_missing", "machine.provider_id",

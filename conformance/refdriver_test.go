@@ -9,15 +9,16 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -36,15 +37,19 @@ type refDriver struct {
 	caps   []driverv1alpha1.Capability_Type
 	break_ breakage
 
-	mu       sync.Mutex
-	vms      []*refVM // in creation order
-	inflight map[string]bool
-	nextID   int
-	busy     bool // for breakage.abortsParallel
+	mu        sync.Mutex
+	vms       []*refVM // in creation order
+	inflight  map[string]bool
+	nextID    int
+	busy      bool // for breakage.abortsParallel
+	infoCalls int  // for breakage.unstableIdentity
 }
 
 // breakage lists the deliberate contract violations of refDriver.
 type breakage struct {
+	socketOpenToAll            bool // socket mode 0666
+	connectionState            bool // VMs are kept per client connection
+	unstableIdentity           bool // the manifest changes with every call
 	badPluginName              bool // GetPluginInfo.name with upper case and '_'
 	badVersion                 bool // vendor_version is not semver
 	unknownCapability          bool // advertises Capability.Type 42
@@ -52,19 +57,24 @@ type breakage struct {
 	unadvertisedImplemented    bool // serves GetVolumeIDs without advertising it
 	internalForMissingName     bool // machine.name missing → INTERNAL
 	fieldNotNamed              bool // INVALID_ARGUMENT messages do not name the field
-	vmOnRejectedSpec           bool // creates the VM before it validates provider_spec
+	classNamespaceIgnored      bool // accepts a class without namespace
 	newProviderIDEachCreate    bool // a repeated create returns a new provider ID
 	secondVMOnRepeat           bool // a repeated create makes a second VM (same ID returned)
+	userDataCompared           bool // a repeat with other user_data answers ALREADY_EXISTS
 	incompatibleAccepted       bool // a different provider_spec answers OK
 	lastKnownStateRejected     bool // last_known_state sent back answers INVALID_ARGUMENT
-	lastKnownStateDropped      bool // a repeated create returns no last_known_state
+	dependsOnLastKnownState    bool // a repeat without last_known_state creates a new VM
+	secretInState              bool // last_known_state carries a secret
 	statusIgnoresProviderID    bool // status ignores a mismatching provider_id
 	statusUnknownInternal      bool // status of an unknown machine → INTERNAL
 	statusAfterDeleteOK        bool // delete hides the VM from list only; status still OK
 	deleteUnknownNotFound      bool // delete of an unknown machine → NOT_FOUND
 	deleteByIDOnly             bool // delete without provider_id does nothing and answers OK
+	deleteIgnoresProviderID    bool // delete with a provider_id deletes the name's VM anyway
+	resurrectsDeleted          bool // a create after delete brings the deleted VM back
 	listMissesLatest           bool // list leaves out the most recently created VM
 	listDuplicates             bool // list names every VM twice
+	listIgnoresClass           bool // list returns the VMs of every class
 	claimsForeignVolumes       bool // maps every CSI volume, whatever its driver
 	secretEchoed               bool // error messages quote the request
 	deadlineIgnored            bool // create sleeps past a short deadline
@@ -73,17 +83,14 @@ type breakage struct {
 }
 
 type refVM struct {
-	name, class, providerID string
-	spec                    []byte // canonical JSON
-	initialized, deleted    bool
+	name, namespace, class, providerID string
+	spec                               []byte // canonical JSON
+	userData                           []byte // only compared with breakage.userDataCompared
+	initialized, deleted               bool
+	conn                               int64 // the connection that created it
 }
 
-const (
-	refCSIDriver = "disk.reference.conformance.example"
-	refMaxVols   = 1024
-)
-
-var refDNS = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+const refCSIDriver = "disk.reference.conformance.example"
 
 // allCaps are the optional capabilities; refDriver advertises those given.
 var allCaps = []driverv1alpha1.Capability_Type{
@@ -131,6 +138,12 @@ func (d *refDriver) GetPluginInfo(context.Context, *driverv1alpha1.GetPluginInfo
 	if d.break_.badVersion {
 		resp.VendorVersion = "latest"
 	}
+	if d.break_.unstableIdentity {
+		d.mu.Lock()
+		d.infoCalls++
+		resp.Manifest["calls"] = fmt.Sprint(d.infoCalls)
+		d.mu.Unlock()
+	}
 	return resp, nil
 }
 
@@ -160,8 +173,6 @@ func (d *refDriver) checkMachine(req any, m *driverv1alpha1.Machine) error {
 			return status.Error(codes.Internal, "nil pointer dereference")
 		}
 		return d.invalid(req, "machine.name is required")
-	case len(m.GetName()) > 253 || !refDNS.MatchString(m.GetName()):
-		return d.invalid(req, "machine.name %q is not a DNS-1123 subdomain", m.GetName())
 	case m.GetNamespace() == "":
 		return d.invalid(req, "machine.namespace is required")
 	}
@@ -174,6 +185,8 @@ func (d *refDriver) checkClass(req any, c *driverv1alpha1.MachineClass) error {
 		return d.invalid(req, "machine_class is required")
 	case c.GetName() == "":
 		return d.invalid(req, "machine_class.name is required")
+	case c.GetNamespace() == "" && !d.break_.classNamespaceIgnored:
+		return d.invalid(req, "machine_class.namespace is required")
 	}
 	return nil
 }
@@ -181,32 +194,11 @@ func (d *refDriver) checkClass(req any, c *driverv1alpha1.MachineClass) error {
 // canonicalSpec validates a provider spec and returns it re-encoded, so
 // that two encodings of one object compare equal.
 func (d *refDriver) canonicalSpec(req any, raw []byte) ([]byte, error) {
-	const path = "machine_class.provider_spec"
-	if len(raw) == 0 {
-		return nil, d.invalid(req, "%s is required", path)
-	}
-	if len(raw) > 256<<10 {
-		return nil, d.invalid(req, "%s has %d bytes, more than 256 KiB", path, len(raw))
-	}
 	var obj map[string]any
 	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
-		return nil, d.invalid(req, "%s must be a JSON object", path)
+		return nil, d.invalid(req, "machine_class.provider_spec must be a JSON object")
 	}
 	return json.Marshal(obj)
-}
-
-func (d *refDriver) checkSecrets(req any, secrets map[string][]byte) error {
-	if len(secrets) > 64 {
-		return d.invalid(req, "secrets has %d entries, more than 64", len(secrets))
-	}
-	total := 0
-	for k, v := range secrets {
-		total += len(k) + len(v)
-	}
-	if total > 1<<20 {
-		return d.invalid(req, "secrets hold %d bytes, more than 1 MiB", total)
-	}
-	return nil
 }
 
 // checkState accepts only a last_known_state this driver returned.
@@ -239,24 +231,38 @@ func (d *refDriver) begin(name string) (func(), error) {
 }
 
 // find returns the live VMs of a machine. Caller holds d.mu.
-func (d *refDriver) find(name string) []*refVM {
+func (d *refDriver) find(ctx context.Context, name string) []*refVM {
 	var out []*refVM
 	for _, v := range d.vms {
-		if v.name == name && !v.deleted {
+		if v.name == name && !v.deleted && d.visible(ctx, v) {
 			out = append(out, v)
 		}
 	}
 	return out
 }
 
-func (d *refDriver) newVM(name, class string, spec []byte) *refVM {
+// visible is false only for breakage.connectionState: a VM created on
+// another connection.
+func (d *refDriver) visible(ctx context.Context, v *refVM) bool {
+	return !d.break_.connectionState || v.conn == connID(ctx)
+}
+
+func (d *refDriver) newVM(ctx context.Context, req *driverv1alpha1.CreateMachineRequest, spec []byte) *refVM {
 	d.nextID++
-	v := &refVM{name: name, class: class, spec: spec, providerID: fmt.Sprintf("reference:///vm-%d", d.nextID)}
+	v := &refVM{
+		name: req.GetMachine().GetName(), namespace: req.GetMachineClass().GetNamespace(), class: req.GetMachineClass().GetName(),
+		spec: spec, userData: req.GetUserData(), providerID: fmt.Sprintf("reference:///vm-%d", d.nextID), conn: connID(ctx),
+	}
 	d.vms = append(d.vms, v)
 	return v
 }
 
-func state(v *refVM) string { return fmt.Sprintf(`{"VM":%q}`, v.providerID) }
+func (d *refDriver) state(v *refVM, req *driverv1alpha1.CreateMachineRequest) string {
+	if d.break_.secretInState {
+		return fmt.Sprintf(`{"VM":%q,"token":%q}`, v.providerID, req.GetSecrets()["machina-conformance-canary"])
+	}
+	return fmt.Sprintf(`{"VM":%q}`, v.providerID)
+}
 
 // --- MachineService ---
 
@@ -267,27 +273,14 @@ func (d *refDriver) CreateMachine(ctx context.Context, req *driverv1alpha1.Creat
 	if err := d.checkClass(req, req.GetMachineClass()); err != nil {
 		return nil, err
 	}
-	name := req.GetMachine().GetName()
-	if d.break_.vmOnRejectedSpec {
-		d.mu.Lock()
-		if len(d.find(name)) == 0 {
-			d.newVM(name, req.GetMachineClass().GetName(), req.GetMachineClass().GetProviderSpec())
-		}
-		d.mu.Unlock()
-	}
 	spec, err := d.canonicalSpec(req, req.GetMachineClass().GetProviderSpec())
 	if err != nil {
 		return nil, err
 	}
-	if err := d.checkSecrets(req, req.GetSecrets()); err != nil {
-		return nil, err
-	}
-	if n := len(req.GetUserData()); n > 1<<20 {
-		return nil, d.invalid(req, "user_data has %d bytes, more than 1 MiB", n)
-	}
 	if err := d.checkState(req, req.GetLastKnownState()); err != nil {
 		return nil, err
 	}
+	name := req.GetMachine().GetName()
 	done, err := d.begin(name)
 	if err != nil {
 		return nil, err
@@ -311,30 +304,37 @@ func (d *refDriver) CreateMachine(ctx context.Context, req *driverv1alpha1.Creat
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	existing := d.find(name)
-	if len(existing) > 0 {
+	existing := d.find(ctx, name)
+	if len(existing) > 0 && !(d.break_.dependsOnLastKnownState && req.GetLastKnownState() == "") {
 		v := existing[0]
 		if !bytes.Equal(v.spec, spec) && !d.break_.incompatibleAccepted {
 			return nil, status.Errorf(codes.AlreadyExists, "machine %s has a VM with a different provider_spec", name)
+		}
+		if d.break_.userDataCompared && !bytes.Equal(v.userData, req.GetUserData()) {
+			return nil, status.Errorf(codes.AlreadyExists, "machine %s has a VM with other user data", name)
 		}
 		switch {
 		case d.break_.newProviderIDEachCreate:
 			d.nextID++
 			v.providerID = fmt.Sprintf("reference:///vm-%d", d.nextID)
 		case d.break_.secondVMOnRepeat:
-			d.newVM(name, req.GetMachineClass().GetName(), spec)
+			d.newVM(ctx, req, spec)
 		}
-		resp := &driverv1alpha1.CreateMachineResponse{ProviderId: v.providerID, NodeName: name, LastKnownState: state(v)}
-		if d.break_.lastKnownStateDropped {
-			resp.LastKnownState = ""
-		}
-		return resp, nil
+		return &driverv1alpha1.CreateMachineResponse{ProviderId: v.providerID, NodeName: name, LastKnownState: d.state(v, req)}, nil
 	}
-	v := d.newVM(name, req.GetMachineClass().GetName(), spec)
-	return &driverv1alpha1.CreateMachineResponse{ProviderId: v.providerID, NodeName: name, LastKnownState: state(v)}, nil
+	if d.break_.resurrectsDeleted {
+		for _, v := range d.vms {
+			if v.name == name && v.deleted {
+				v.deleted = false
+				return &driverv1alpha1.CreateMachineResponse{ProviderId: v.providerID, NodeName: name, LastKnownState: d.state(v, req)}, nil
+			}
+		}
+	}
+	v := d.newVM(ctx, req, spec)
+	return &driverv1alpha1.CreateMachineResponse{ProviderId: v.providerID, NodeName: name, LastKnownState: d.state(v, req)}, nil
 }
 
-func (d *refDriver) InitializeMachine(_ context.Context, req *driverv1alpha1.InitializeMachineRequest) (*driverv1alpha1.InitializeMachineResponse, error) {
+func (d *refDriver) InitializeMachine(ctx context.Context, req *driverv1alpha1.InitializeMachineRequest) (*driverv1alpha1.InitializeMachineResponse, error) {
 	if !d.has(driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE) {
 		return nil, status.Error(codes.Unimplemented, "InitializeMachine is not supported")
 	}
@@ -358,17 +358,19 @@ func (d *refDriver) InitializeMachine(_ context.Context, req *driverv1alpha1.Ini
 	defer done()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	vms := d.find(name)
-	if len(vms) == 0 || vms[0].providerID != req.GetMachine().GetProviderId() {
-		return nil, status.Errorf(codes.NotFound, "machine %s has no VM %s", name, req.GetMachine().GetProviderId())
+	for _, v := range d.find(ctx, name) {
+		if v.providerID != req.GetMachine().GetProviderId() {
+			continue
+		}
+		if !d.break_.initializeNoop {
+			v.initialized = true
+		}
+		return &driverv1alpha1.InitializeMachineResponse{ProviderId: v.providerID, NodeName: name}, nil
 	}
-	if !d.break_.initializeNoop {
-		vms[0].initialized = true
-	}
-	return &driverv1alpha1.InitializeMachineResponse{ProviderId: vms[0].providerID, NodeName: name, LastKnownState: state(vms[0])}, nil
+	return nil, status.Errorf(codes.NotFound, "machine %s has no VM %s", name, req.GetMachine().GetProviderId())
 }
 
-func (d *refDriver) DeleteMachine(_ context.Context, req *driverv1alpha1.DeleteMachineRequest) (*driverv1alpha1.DeleteMachineResponse, error) {
+func (d *refDriver) DeleteMachine(ctx context.Context, req *driverv1alpha1.DeleteMachineRequest) (*driverv1alpha1.DeleteMachineResponse, error) {
 	if err := d.checkMachine(req, req.GetMachine()); err != nil {
 		return nil, err
 	}
@@ -386,7 +388,7 @@ func (d *refDriver) DeleteMachine(_ context.Context, req *driverv1alpha1.DeleteM
 	defer done()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	vms := d.find(name)
+	vms := d.find(ctx, name)
 	if len(vms) == 0 && d.break_.deleteUnknownNotFound {
 		return nil, status.Errorf(codes.NotFound, "machine %s not found", name)
 	}
@@ -394,16 +396,16 @@ func (d *refDriver) DeleteMachine(_ context.Context, req *driverv1alpha1.DeleteM
 		return &driverv1alpha1.DeleteMachineResponse{}, nil
 	}
 	for _, v := range vms {
-		// A provider ID that does not match means the VM the core
-		// recorded is gone: OK, and the other VM stays.
-		if id == "" || v.providerID == id {
+		// With a provider ID, only that VM: another VM of the name may
+		// belong to a newer Machine (§6.3.3).
+		if id == "" || v.providerID == id || d.break_.deleteIgnoresProviderID {
 			v.deleted = true
 		}
 	}
 	return &driverv1alpha1.DeleteMachineResponse{}, nil
 }
 
-func (d *refDriver) GetMachineStatus(_ context.Context, req *driverv1alpha1.GetMachineStatusRequest) (*driverv1alpha1.GetMachineStatusResponse, error) {
+func (d *refDriver) GetMachineStatus(ctx context.Context, req *driverv1alpha1.GetMachineStatusRequest) (*driverv1alpha1.GetMachineStatusResponse, error) {
 	if err := d.checkMachine(req, req.GetMachine()); err != nil {
 		return nil, err
 	}
@@ -413,51 +415,62 @@ func (d *refDriver) GetMachineStatus(_ context.Context, req *driverv1alpha1.GetM
 	name, id := req.GetMachine().GetName(), req.GetMachine().GetProviderId()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var found *refVM
+	var found []*refVM
 	for _, v := range d.vms {
-		if v.name != name || (v.deleted && !d.break_.statusAfterDeleteOK) {
+		if v.name != name || !d.visible(ctx, v) || (v.deleted && !d.break_.statusAfterDeleteOK) {
 			continue
 		}
 		if id == "" || v.providerID == id || d.break_.statusIgnoresProviderID {
-			found = v
-			break
+			found = append(found, v)
 		}
 	}
-	if found == nil {
-		if d.break_.statusUnknownInternal {
-			return nil, status.Errorf(codes.Internal, "lookup of %s failed", name)
-		}
+	switch {
+	case len(found) == 0 && d.break_.statusUnknownInternal:
+		return nil, status.Errorf(codes.Internal, "lookup of %s failed", name)
+	case len(found) == 0:
 		msg := fmt.Sprintf("machine %s has no VM", name)
 		if d.break_.secretEchoed {
 			msg += fmt.Sprintf(" (secrets %q)", req.GetSecrets())
 		}
 		return nil, status.Error(codes.NotFound, msg)
+	case len(found) > 1 && !d.break_.statusAfterDeleteOK:
+		var ids []string
+		for _, v := range found {
+			ids = append(ids, v.providerID)
+		}
+		return nil, status.Errorf(codes.FailedPrecondition, "machine %s has several VMs: %v", name, ids)
 	}
+	v := found[len(found)-1]
 	return &driverv1alpha1.GetMachineStatusResponse{
-		ProviderId:          found.providerID,
+		ProviderId:          v.providerID,
 		NodeName:            name,
-		NeedsInitialization: d.has(driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE) && !found.initialized,
+		NeedsInitialization: d.has(driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE) && !v.initialized,
 	}, nil
 }
 
-func (d *refDriver) ListMachines(_ context.Context, req *driverv1alpha1.ListMachinesRequest) (*driverv1alpha1.ListMachinesResponse, error) {
+func (d *refDriver) ListMachines(ctx context.Context, req *driverv1alpha1.ListMachinesRequest) (*driverv1alpha1.ListMachinesResponse, error) {
 	if !d.has(driverv1alpha1.Capability_TYPE_LIST_MACHINES) || d.break_.advertisedButUnimplemented {
 		return nil, status.Error(codes.Unimplemented, "ListMachines is not supported")
 	}
 	if err := d.checkClass(req, req.GetMachineClass()); err != nil {
 		return nil, err
 	}
+	c := req.GetMachineClass()
+	inClass := func(v *refVM) bool {
+		return !v.deleted && d.visible(ctx, v) &&
+			(d.break_.listIgnoresClass || (v.class == c.GetName() && v.namespace == c.GetNamespace()))
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	resp := &driverv1alpha1.ListMachinesResponse{}
 	var latest *refVM
 	for _, v := range d.vms {
-		if !v.deleted && v.class == req.GetMachineClass().GetName() {
+		if inClass(v) {
 			latest = v
 		}
 	}
 	for _, v := range d.vms {
-		if v.deleted || v.class != req.GetMachineClass().GetName() || (d.break_.listMissesLatest && v == latest) {
+		if !inClass(v) || (d.break_.listMissesLatest && v == latest) {
 			continue
 		}
 		entry := &driverv1alpha1.ListedMachine{ProviderId: v.providerID, MachineName: v.name}
@@ -473,16 +486,18 @@ func (d *refDriver) GetVolumeIDs(_ context.Context, req *driverv1alpha1.GetVolum
 	if !d.has(driverv1alpha1.Capability_TYPE_GET_VOLUME_IDS) && !d.break_.unadvertisedImplemented {
 		return nil, status.Error(codes.Unimplemented, "GetVolumeIDs is not supported")
 	}
-	switch n := len(req.GetVolumes()); {
-	case n == 0:
+	if len(req.GetVolumes()) == 0 {
 		return nil, d.invalid(req, "volumes is required")
-	case n > refMaxVols:
-		return nil, d.invalid(req, "volumes has %d entries, at most %d", n, refMaxVols)
 	}
 	resp := &driverv1alpha1.GetVolumeIDsResponse{}
 	for i, pv := range req.GetVolumes() {
-		if pv.GetName() == "" {
+		switch {
+		case pv.GetName() == "":
 			return nil, d.invalid(req, "volumes[%d].name is required", i)
+		case len(pv.GetSpec()) == 0:
+			return nil, d.invalid(req, "volumes[%d].spec is required", i)
+		case !json.Valid(pv.GetSpec()):
+			return nil, d.invalid(req, "volumes[%d].spec is not valid JSON", i)
 		}
 		if id := refVolumeID(pv, d.break_.claimsForeignVolumes); id != "" {
 			resp.VolumeIds = append(resp.VolumeIds, &driverv1alpha1.VolumeID{PersistentVolumeName: pv.GetName(), VolumeId: id})
@@ -530,7 +545,12 @@ func serveRef(t *testing.T, d *refDriver) string {
 	sock := filepath.Join(dir, "driver.sock")
 	lis, err := net.Listen("unix", sock)
 	require.NoError(t, err)
-	srv := grpc.NewServer()
+	mode := os.FileMode(0o600)
+	if d.break_.socketOpenToAll {
+		mode = 0o666
+	}
+	require.NoError(t, os.Chmod(sock, mode))
+	srv := grpc.NewServer(grpc.StatsHandler(connTagger{}))
 	driverv1alpha1.RegisterIdentityServiceServer(srv, d)
 	driverv1alpha1.RegisterMachineServiceServer(srv, d)
 	served := make(chan struct{})
@@ -557,6 +577,29 @@ func serveRef(t *testing.T, d *refDriver) string {
 		_ = os.RemoveAll(dir)
 	})
 	return "unix://" + sock
+}
+
+// connTagger numbers the server's connections, for
+// breakage.connectionState: a gRPC stats handler's TagConn context is the
+// parent of every call context of the connection.
+type connTagger struct{}
+
+type connKey struct{}
+
+var connCounter atomic.Int64
+
+func (connTagger) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
+	return context.WithValue(ctx, connKey{}, connCounter.Add(1))
+}
+func (connTagger) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+func (connTagger) HandleRPC(context.Context, stats.RPCStats)                       {}
+func (connTagger) HandleConn(context.Context, stats.ConnStats)                     {}
+
+// connID is the number of the connection a call came on (0 when served
+// through net/http, which has no stats handler).
+func connID(ctx context.Context) int64 {
+	id, _ := ctx.Value(connKey{}).(int64)
+	return id
 }
 
 // liveVMs counts the VMs the driver holds, for checks that the suite cleaned

@@ -246,7 +246,7 @@ func (r *Report) WriteSummary(w io.Writer) {
 		if caps == "" {
 			caps = "none"
 		}
-		fmt.Fprintf(w, "  driver:       %s %s\n  capabilities: %s\n", d.Name, d.Version, caps)
+		fmt.Fprintf(w, "  %-25s %s %s\n  %-25s %s\n", "driver:", d.Name, d.Version, "capabilities:", caps)
 	}
 	byCap := r.ByCapability()
 	keys := make([]string, 0, len(byCap))
@@ -262,10 +262,10 @@ func (r *Report) WriteSummary(w io.Writer) {
 	})
 	for _, k := range keys {
 		c := byCap[k]
-		fmt.Fprintf(w, "  %-22s %3d passed, %3d failed, %3d skipped\n", k+":", c.Passed, c.Failed, c.Skipped)
+		fmt.Fprintf(w, "  %-25s %3d passed, %3d failed, %3d skipped\n", k+":", c.Passed, c.Failed, c.Skipped)
 	}
 	c := r.Counts()
-	fmt.Fprintf(w, "  %-22s %3d passed, %3d failed, %3d skipped", "total:", c.Passed, c.Failed, c.Skipped)
+	fmt.Fprintf(w, "  %-25s %3d passed, %3d failed, %3d skipped", "total:", c.Passed, c.Failed, c.Skipped)
 	if r.Filtered > 0 {
 		fmt.Fprintf(w, " (%d not selected)", r.Filtered)
 	}

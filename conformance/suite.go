@@ -60,8 +60,9 @@ type suite struct {
 	info *driverv1alpha1.GetPluginInfoResponse
 	caps map[driverv1alpha1.Capability_Type]bool
 
-	mu  sync.Mutex
-	vms map[string]*vm // every machine the suite may have created, by name
+	mu           sync.Mutex
+	vms          map[string]*vm  // every machine the suite may have created, by name
+	echoReported map[string]bool // see checkCanary
 
 	fixtureOnce sync.Once
 	fixtureVM   *vm
@@ -92,6 +93,8 @@ func newSuite(cfg Config) (*suite, error) {
 		prefix:   cfg.NamePrefix + runID + "-",
 		canary:   "machina-canary-" + randomID(20),
 		vms:      map[string]*vm{},
+
+		echoReported: map[string]bool{},
 	}, nil
 }
 
@@ -152,14 +155,10 @@ func (s *suite) preflight(t T) {
 		ruleIdentityOK.fatalf(t, "GetPluginCapabilities answered %s", describe(err))
 	}
 	s.caps = map[driverv1alpha1.Capability_Type]bool{}
-	var names []string
 	for _, c := range capsResp.GetCapabilities() {
 		s.caps[c.GetType()] = true
 	}
-	for c := range s.caps {
-		names = append(names, c.String())
-	}
-	sort.Strings(names)
+	names := capNames(s.caps)
 	t.Logf("driver %q version %q, capabilities [%s], machine names start with %q",
 		s.info.GetName(), s.info.GetVendorVersion(), strings.Join(names, " "), s.prefix)
 	if r, ok := t.(driverRecorder); ok {
@@ -170,6 +169,16 @@ func (s *suite) preflight(t T) {
 			Capabilities: names,
 		})
 	}
+}
+
+// capNames returns the sorted names of a set of capabilities.
+func capNames(caps map[driverv1alpha1.Capability_Type]bool) []string {
+	names := make([]string, 0, len(caps))
+	for c := range caps {
+		names = append(names, c.String())
+	}
+	sort.Strings(names)
+	return names
 }
 
 // name returns the machine name for a purpose, within the run's prefix.
@@ -194,7 +203,9 @@ func (s *suite) machine(name string) *driverv1alpha1.Machine {
 // class returns the configured MachineClass message.
 func (s *suite) class() *driverv1alpha1.MachineClass {
 	c := &driverv1alpha1.MachineClass{
-		Name:         s.cfg.MachineClass.Name,
+		Name: s.cfg.MachineClass.Name,
+		// A class is in the namespace of its Machines (§4.9).
+		Namespace:    s.cfg.Namespace,
 		Provider:     s.cfg.MachineClass.Provider,
 		ProviderSpec: append([]byte(nil), s.cfg.MachineClass.ProviderSpec...),
 	}
@@ -227,6 +238,12 @@ func (s *suite) statusRequest(name, providerID string) *driverv1alpha1.GetMachin
 	m := s.machine(name)
 	m.ProviderId = providerID
 	return &driverv1alpha1.GetMachineStatusRequest{Machine: m, MachineClass: s.class(), Secrets: s.secrets()}
+}
+
+// minimalMachine is the Machine the orphan collector sends (§11.7): name,
+// namespace and provider ID only. A driver must not require more (§4.1).
+func (s *suite) minimalMachine(name, providerID string) *driverv1alpha1.Machine {
+	return &driverv1alpha1.Machine{Name: name, Namespace: s.cfg.Namespace, ProviderId: providerID}
 }
 
 func (s *suite) deleteRequest(v *vm) *driverv1alpha1.DeleteMachineRequest {

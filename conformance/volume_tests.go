@@ -9,9 +9,6 @@ import (
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 )
 
-// maxVolumes is the most volumes one GetVolumeIDs request may carry (§6.6).
-const maxVolumes = 1024
-
 // persistentVolume builds the request message for a fixture the way the
 // core does: the spec as JSON plus the CSI driver and handle extracted.
 func persistentVolume(name string, spec json.RawMessage) *driverv1alpha1.PersistentVolume {
@@ -48,7 +45,7 @@ func (s *suite) fixtureVolumes() []*driverv1alpha1.PersistentVolume {
 }
 
 // testVolumeFixtures sends every configured fixture in one call and checks
-// the mapping of each (§6.6).
+// the mapping of each (§6.6.3).
 func testVolumeFixtures(s *suite, t T) {
 	if len(s.cfg.Volumes) == 0 {
 		t.Skipf("no volume fixtures configured (Config.Volumes, --volumes)")
@@ -76,7 +73,7 @@ func testVolumeFixtures(s *suite, t T) {
 }
 
 // testVolumeResponseShape checks that GetVolumeIDs answers only for the
-// volumes of the request, at most once each, with a volume ID (§6.6).
+// volumes of the request, at most once each, with a volume ID (§6.6.2).
 func testVolumeResponseShape(s *suite, t T) {
 	vols := append(s.fixtureVolumes(), s.sampleVolumes()...)
 	resp, err := s.getVolumeIDs(t, &driverv1alpha1.GetVolumeIDsRequest{Volumes: vols})
@@ -96,6 +93,8 @@ func testVolumeResponseShape(s *suite, t T) {
 			ruleVolumeResponse.errorf(t, "GetVolumeIDs answered for %q, which is not in the request", name)
 		case v.GetVolumeId() == "":
 			ruleVolumeResponse.errorf(t, "GetVolumeIDs answered an empty volume_id for %s", name)
+		case len(v.GetVolumeId()) > maxVolumeIDLen:
+			ruleVolumeResponse.errorf(t, "GetVolumeIDs answered a volume_id of %d bytes for %s", len(v.GetVolumeId()), name)
 		}
 	}
 	var dups []string
@@ -116,26 +115,26 @@ func testVolumeResponseShape(s *suite, t T) {
 }
 
 // testVolumeInvalidArguments sends GetVolumeIDs requests that break its
-// REQUIRED fields and limits (§4, §6.6).
+// REQUIRED fields (§4.1, §6.6.4). The broken volume follows a valid one, so
+// that the message must name the right index.
 func testVolumeInvalidArguments(s *suite, t T) {
-	sample := s.sampleVolumes()[0]
+	valid := s.sampleVolumes()[0]
 	cases := []struct {
 		name, field string
-		volumes     []*driverv1alpha1.PersistentVolume
+		broken      *driverv1alpha1.PersistentVolume // nil: no volumes at all
 	}{
 		{"volumes_missing", "volumes", nil},
-		{"volumes[0].name_missing", "volumes[0].name", []*driverv1alpha1.PersistentVolume{{Spec: sample.GetSpec()}}},
-		{"volumes_too_many", "volumes", func() []*driverv1alpha1.PersistentVolume {
-			out := make([]*driverv1alpha1.PersistentVolume, maxVolumes+1)
-			for i := range out {
-				out[i] = &driverv1alpha1.PersistentVolume{Name: fmt.Sprintf("%s-%d", sample.GetName(), i), Spec: sample.GetSpec()}
-			}
-			return out
-		}()},
+		{"volumes[1].name_missing", "volumes[1].name", &driverv1alpha1.PersistentVolume{Spec: valid.GetSpec()}},
+		{"volumes[1].spec_missing", "volumes[1].spec", &driverv1alpha1.PersistentVolume{Name: s.name("pv-no-spec")}},
+		{"volumes[1].spec_not_json", "volumes[1].spec", &driverv1alpha1.PersistentVolume{Name: s.name("pv-bad-spec"), Spec: []byte("{not json")}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t T) {
-			_, err := s.getVolumeIDs(t, &driverv1alpha1.GetVolumeIDsRequest{Volumes: c.volumes})
+			req := &driverv1alpha1.GetVolumeIDsRequest{}
+			if c.broken != nil {
+				req.Volumes = []*driverv1alpha1.PersistentVolume{valid, c.broken}
+			}
+			_, err := s.getVolumeIDs(t, req)
 			expectInvalidArgument(t, "GetVolumeIDs with "+strings.ReplaceAll(c.name, "_", " "), err, c.field)
 		})
 	}
