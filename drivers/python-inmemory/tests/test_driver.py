@@ -1,0 +1,173 @@
+"""Tests of machina_inmemory.driver and .validate."""
+
+import json
+import threading
+import time
+import unittest
+
+import grpc
+
+from machina.driver.v1alpha1 import machine_pb2
+from machina_inmemory.driver import CSI_DRIVER, PROVIDER_ID_PREFIX, InMemoryDriver
+from machina_inmemory.errors import DriverError
+
+
+def machine(name="m1", namespace="ns", provider_id=""):
+    return machine_pb2.Machine(name=name, namespace=namespace, provider_id=provider_id)
+
+
+def klass(name="c1", namespace="ns", spec=b'{"size":"small","zone":"a"}'):
+    return machine_pb2.MachineClass(name=name, namespace=namespace, provider_spec=spec)
+
+
+def create(machine_name="m1", machine_namespace="ns", **class_args):
+    return machine_pb2.CreateMachineRequest(machine=machine(machine_name, machine_namespace), machine_class=klass(**class_args))
+
+
+class DriverTestCase(unittest.TestCase):
+    def setUp(self) -> None:
+        self.driver = InMemoryDriver()
+
+    def assertCode(self, code, call, *args, contains=""):
+        with self.assertRaises(DriverError) as caught:
+            call(*args)
+        self.assertEqual(caught.exception.code, code, caught.exception.message)
+        self.assertIn(contains, caught.exception.message)
+        return caught.exception
+
+
+class CreateTest(DriverTestCase):
+    def test_idempotent_on_name(self) -> None:
+        first = self.driver.create_machine(create())
+        self.assertTrue(first.provider_id.startswith(PROVIDER_ID_PREFIX + "ns/m1/"), first.provider_id)
+        self.assertEqual(first.node_name, "m1")
+        again = create(spec=b'{ "zone": "a", "size": "small" }')  # same JSON, other bytes
+        again.machine.uid = "another-uid"
+        again.user_data = b"renewed token"
+        again.secrets["token"] = b"other"
+        self.assertEqual(self.driver.create_machine(again).provider_id, first.provider_id)
+        self.assertEqual(len(self.driver.vms()), 1)
+
+    def test_incompatible_spec_is_already_exists_and_keeps_the_vm(self) -> None:
+        first = self.driver.create_machine(create())
+        err = self.assertCode(grpc.StatusCode.ALREADY_EXISTS, self.driver.create_machine,
+                              create(spec=b'{"size":"large","zone":"a"}'), contains="size")
+        self.assertNotIn("large", err.message, "values are not quoted")
+        self.assertCode(grpc.StatusCode.ALREADY_EXISTS, self.driver.create_machine, create(machine_namespace="other"))
+        self.assertCode(grpc.StatusCode.ALREADY_EXISTS, self.driver.create_machine, create(name="c2"), contains="machine class")
+        self.assertEqual([vm.provider_id for vm in self.driver.vms()], [first.provider_id])
+
+    def test_recreate_after_delete_gets_a_new_provider_id(self) -> None:
+        first = self.driver.create_machine(create())
+        self.driver.delete_machine(machine_pb2.DeleteMachineRequest(machine=machine(), machine_class=klass()))
+        second = self.driver.create_machine(create())
+        self.assertNotEqual(first.provider_id, second.provider_id)
+
+    def test_invalid_arguments_name_the_field(self) -> None:
+        cases = {
+            "machine is required": machine_pb2.CreateMachineRequest(machine_class=klass()),
+            "machine.name is required": machine_pb2.CreateMachineRequest(machine=machine(name=""), machine_class=klass()),
+            "machine.namespace is required": machine_pb2.CreateMachineRequest(machine=machine(namespace=""), machine_class=klass()),
+            "machine_class is required": machine_pb2.CreateMachineRequest(machine=machine()),
+            "machine_class.namespace is required": create(namespace=""),
+            "machine_class.provider_spec is required": create(spec=b""),
+            "machine_class.provider_spec is not valid JSON": create(spec=b"{nope"),
+            "machine_class.provider_spec must be a JSON object": create(spec=b"[1]"),
+            "machine_class.provider_spec.createDelay": create(spec=b'{"createDelay":"soon"}'),
+        }
+        for message, request in cases.items():
+            with self.subTest(message):
+                self.assertCode(grpc.StatusCode.INVALID_ARGUMENT, self.driver.create_machine, request, contains=message)
+        self.assertEqual(self.driver.vms(), [])
+
+    def test_slow_create_claims_the_machine(self) -> None:
+        request = create(spec=b'{"createDelay": 0.5}')
+        results = []
+        worker = threading.Thread(target=lambda: results.append(self.driver.create_machine(request)))
+        worker.start()
+        status = machine_pb2.GetMachineStatusRequest(machine=machine(), machine_class=klass(spec=b'{"createDelay": 0.5}'))
+        # Until the creation is done, calls for the machine answer ABORTED,
+        # and a second create must not start another VM.
+        deadline = time.monotonic() + 5
+        seen_aborted = False
+        while time.monotonic() < deadline and not seen_aborted:
+            try:
+                self.driver.create_machine(request)
+            except DriverError as err:
+                seen_aborted = err.code == grpc.StatusCode.ABORTED
+        self.assertTrue(seen_aborted, "a create for a machine whose creation is in flight answers ABORTED")
+        self.assertCode(grpc.StatusCode.ABORTED, self.driver.get_machine_status, status)
+        worker.join(5)
+        self.assertEqual(len(results), 1)
+        self.assertEqual(self.driver.get_machine_status(status).provider_id, results[0].provider_id)
+        self.assertEqual(len(self.driver.vms()), 1)
+
+
+class DeleteAndStatusTest(DriverTestCase):
+    def test_delete_with_another_provider_id_keeps_the_vm(self) -> None:
+        vm = self.driver.create_machine(create())
+        other = machine(provider_id=PROVIDER_ID_PREFIX + "ns/m1/old")
+        self.driver.delete_machine(machine_pb2.DeleteMachineRequest(machine=other, machine_class=klass()))
+        status = machine_pb2.GetMachineStatusRequest(machine=machine(provider_id=vm.provider_id), machine_class=klass())
+        self.assertEqual(self.driver.get_machine_status(status).provider_id, vm.provider_id)
+
+    def test_delete_is_idempotent_and_status_then_not_found(self) -> None:
+        vm = self.driver.create_machine(create())
+        delete = machine_pb2.DeleteMachineRequest(machine=machine(provider_id=vm.provider_id), machine_class=klass())
+        for _ in range(3):
+            self.driver.delete_machine(delete)
+        for provider_id in ("", vm.provider_id):
+            status = machine_pb2.GetMachineStatusRequest(machine=machine(provider_id=provider_id), machine_class=klass())
+            self.assertCode(grpc.StatusCode.NOT_FOUND, self.driver.get_machine_status, status)
+
+    def test_status_with_another_provider_id_is_not_found(self) -> None:
+        self.driver.create_machine(create())
+        status = machine_pb2.GetMachineStatusRequest(machine=machine(provider_id="x:///y"), machine_class=klass())
+        self.assertCode(grpc.StatusCode.NOT_FOUND, self.driver.get_machine_status, status)
+
+
+class ListTest(DriverTestCase):
+    def test_lists_only_the_class_in_its_namespace(self) -> None:
+        mine = self.driver.create_machine(create("m1"))
+        self.driver.create_machine(create("m2", name="other-class"))
+        other_ns = machine_pb2.CreateMachineRequest(machine=machine("m3", namespace="ns2"), machine_class=klass(namespace="ns2"))
+        self.driver.create_machine(other_ns)
+        listed = self.driver.list_machines(machine_pb2.ListMachinesRequest(machine_class=klass()))
+        self.assertEqual([(m.machine_name, m.provider_id) for m in listed.machines], [("m1", mine.provider_id)])
+        self.assertCode(grpc.StatusCode.INVALID_ARGUMENT, self.driver.list_machines,
+                        machine_pb2.ListMachinesRequest(), contains="machine_class is required")
+
+
+class VolumeTest(DriverTestCase):
+    def test_maps_own_csi_and_host_path_volumes(self) -> None:
+        def pv(name, spec, csi_driver="", handle=""):
+            return machine_pb2.PersistentVolume(name=name, spec=json.dumps(spec).encode(), csi_driver=csi_driver,
+                                                csi_volume_handle=handle)
+
+        request = machine_pb2.GetVolumeIDsRequest(volumes=[
+            pv("csi-mine", {"csi": {"driver": CSI_DRIVER, "volumeHandle": "vol-1"}}, CSI_DRIVER, "vol-1"),
+            pv("csi-in-spec-only", {"csi": {"driver": CSI_DRIVER, "volumeHandle": "vol-2"}}),
+            pv("csi-other", {"csi": {"driver": "other.csi", "volumeHandle": "vol-3"}}, "other.csi", "vol-3"),
+            pv("host-mine", {"hostPath": {"path": "/python-inmemory/disk-1"}}),
+            pv("host-other", {"hostPath": {"path": "/var/lib/x"}}),
+            pv("nfs", {"nfs": {"server": "s", "path": "/"}}),
+        ])
+        got = {v.persistent_volume_name: v.volume_id for v in self.driver.get_volume_ids(request).volume_ids}
+        self.assertEqual(got, {"csi-mine": "vol-1", "csi-in-spec-only": "vol-2", "host-mine": "/python-inmemory/disk-1"})
+
+    def test_invalid_volumes(self) -> None:
+        cases = {
+            "volumes is required": [],
+            "volumes[0].name is required": [machine_pb2.PersistentVolume(spec=b"{}")],
+            "volumes[1].spec is not valid JSON": [machine_pb2.PersistentVolume(name="a", spec=b"{}"),
+                                                  machine_pb2.PersistentVolume(name="b", spec=b"{")],
+            "volumes has 1025 entries": [machine_pb2.PersistentVolume(name=f"v{i}", spec=b"{}") for i in range(1025)],
+        }
+        for message, volumes in cases.items():
+            with self.subTest(message):
+                self.assertCode(grpc.StatusCode.INVALID_ARGUMENT, self.driver.get_volume_ids,
+                                machine_pb2.GetVolumeIDsRequest(volumes=volumes), contains=message)
+
+
+if __name__ == "__main__":
+    unittest.main()
