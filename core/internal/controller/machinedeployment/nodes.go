@@ -1,0 +1,153 @@
+package machinedeployment
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+)
+
+// preferNoScheduleTaint is the taint on the nodes of old machine sets during
+// a rolling update.
+var preferNoScheduleTaint = corev1.Taint{Key: TaintPreferNoSchedule, Value: "True", Effect: corev1.TaintEffectPreferNoSchedule}
+
+// syncRolloutNodes keeps the nodes of a rolling deployment (in the target
+// cluster) marked for the rollout:
+//   - nodes of old machine sets carry a PreferNoSchedule taint, so that
+//     workloads move to new nodes rather than to nodes about to be drained;
+//     nodes of the new set never carry it (it is removed if a rollback made an
+//     old set new again);
+//   - while old machines exist, every node of the deployment carries the
+//     cluster-autoscaler's scale-down-disabled annotation (if enabled), so the
+//     autoscaler does not remove nodes in the middle of a rollout; once no old
+//     machine is left, the annotation is removed from the nodes where this
+//     controller set it.
+//
+// Without a target cluster there are no nodes and nothing to do.
+func (r *Reconciler) syncRolloutNodes(ctx context.Context, s *scope) error {
+	if r.Target == nil {
+		return nil
+	}
+	rollingOut := s.oldMachinesLeft()
+	for _, ms := range s.sets {
+		isNew := s.new != nil && ms.UID == s.new.UID
+		for _, m := range s.machines[ms.UID] {
+			node := m.Labels[LabelNode]
+			if node == "" {
+				continue
+			}
+			err := r.updateNode(ctx, node, func(n *corev1.Node) bool {
+				changed := false
+				if isNew {
+					changed = removeTaint(n, preferNoScheduleTaint) || changed
+				} else if m.DeletionTimestamp == nil {
+					changed = addTaint(n, preferNoScheduleTaint) || changed
+				}
+				if rollingOut && r.Options.AutoscalerScaleDownAnnotationDuringRollout {
+					changed = setScaleDownDisabled(n) || changed
+				} else {
+					changed = clearScaleDownDisabled(n) || changed
+				}
+				return changed
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// updateNode reads a node, applies change, and patches the node if change
+// reports a difference. The patch carries the resourceVersion, so a
+// concurrent change of the taints (by the kubelet or the node controller) is
+// not overwritten; the sync is retried instead. A missing node is skipped.
+func (r *Reconciler) updateNode(ctx context.Context, name string, change func(*corev1.Node) bool) error {
+	n := &corev1.Node{}
+	if err := r.Target.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("reading node %s: %w", name, err)
+	}
+	orig := n.DeepCopy()
+	if !change(n) {
+		return nil
+	}
+	if err := r.Target.Patch(ctx, n, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("updating node %s: %w", name, err)
+	}
+	return nil
+}
+
+func addTaint(n *corev1.Node, t corev1.Taint) bool {
+	for i := range n.Spec.Taints {
+		cur := &n.Spec.Taints[i]
+		if cur.Key == t.Key && cur.Effect == t.Effect {
+			if cur.Value == t.Value {
+				return false
+			}
+			cur.Value = t.Value
+			return true
+		}
+	}
+	n.Spec.Taints = append(n.Spec.Taints, t)
+	return true
+}
+
+func removeTaint(n *corev1.Node, t corev1.Taint) bool {
+	var out []corev1.Taint
+	for _, cur := range n.Spec.Taints {
+		if cur.Key == t.Key && cur.Effect == t.Effect {
+			continue
+		}
+		out = append(out, cur)
+	}
+	if len(out) == len(n.Spec.Taints) {
+		return false
+	}
+	n.Spec.Taints = out
+	return true
+}
+
+// setScaleDownDisabled adds the autoscaler annotation and our marker. A
+// user's own scale-down-disabled annotation is left as it is and not marked,
+// so that it survives the end of the rollout.
+func setScaleDownDisabled(n *corev1.Node) bool {
+	if _, userSet := n.Annotations[AnnotationScaleDownDisabled]; userSet && n.Annotations[AnnotationScaleDownDisabledByMCM] != "true" {
+		return false
+	}
+	if n.Annotations[AnnotationScaleDownDisabled] == "true" && n.Annotations[AnnotationScaleDownDisabledByMCM] == "true" {
+		return false
+	}
+	if n.Annotations == nil {
+		n.Annotations = map[string]string{}
+	}
+	n.Annotations[AnnotationScaleDownDisabled] = "true"
+	n.Annotations[AnnotationScaleDownDisabledByMCM] = "true"
+	return true
+}
+
+// clearScaleDownDisabled removes the autoscaler annotation where we set it.
+func clearScaleDownDisabled(n *corev1.Node) bool {
+	if n.Annotations[AnnotationScaleDownDisabledByMCM] != "true" {
+		return false
+	}
+	delete(n.Annotations, AnnotationScaleDownDisabled)
+	delete(n.Annotations, AnnotationScaleDownDisabledByMCM)
+	return true
+}
+
+// scopeMachineCount is the number of machines of the given sets known to the
+// scope, terminating ones included.
+func scopeMachineCount(s *scope, sets []*v1alpha1.MachineSet) int {
+	n := 0
+	for _, ms := range sets {
+		n += len(s.machines[ms.UID])
+	}
+	return n
+}

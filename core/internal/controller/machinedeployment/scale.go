@@ -1,0 +1,223 @@
+package machinedeployment
+
+import (
+	"context"
+	"math"
+	"sort"
+
+	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+)
+
+// machinesOf is the number of machines a set may have right now: its
+// replicas, or more while a scale-down has not happened yet (status.replicas
+// still counts the machines the set is about to delete). Surge checks count
+// this rather than replicas alone, so that new machines are not created
+// before the old ones they replace are gone.
+func machinesOf(ms *v1alpha1.MachineSet) int32 {
+	return max(ms.Spec.Replicas, ms.Status.Replicas)
+}
+
+// availableOf is the number of available machines of a set that will still
+// be there once the set reaches its replicas: a set scaled down a moment ago
+// may still report machines it is about to delete as available.
+func availableOf(ms *v1alpha1.MachineSet) int32 {
+	return min(ms.Status.AvailableReplicas, ms.Spec.Replicas)
+}
+
+func sumReplicas(sets []*v1alpha1.MachineSet) (n int32) {
+	for _, ms := range sets {
+		if ms != nil {
+			n += ms.Spec.Replicas
+		}
+	}
+	return n
+}
+
+func sumMachines(sets []*v1alpha1.MachineSet) (n int32) {
+	for _, ms := range sets {
+		if ms != nil {
+			n += machinesOf(ms)
+		}
+	}
+	return n
+}
+
+func sumAvailable(sets []*v1alpha1.MachineSet) (n int32) {
+	for _, ms := range sets {
+		if ms != nil {
+			n += availableOf(ms)
+		}
+	}
+	return n
+}
+
+// newMachineSetReplicas is the size the new machine set may grow to now.
+// RollingUpdate: up to replicas+maxSurge machines in all sets together, never
+// more than replicas in the new set. Recreate: replicas (the old sets are
+// already empty when it is called).
+func newMachineSetReplicas(d *v1alpha1.MachineDeployment, all []*v1alpha1.MachineSet, newMS *v1alpha1.MachineSet) int32 {
+	if !isRollingUpdate(d) {
+		return d.Spec.Replicas
+	}
+	maxTotal := d.Spec.Replicas + maxSurge(d)
+	current := sumMachines(all)
+	if current >= maxTotal {
+		return newMS.Spec.Replicas
+	}
+	grow := min(maxTotal-current, d.Spec.Replicas-newMS.Spec.Replicas)
+	return newMS.Spec.Replicas + max(grow, 0)
+}
+
+// isScalingEvent reports whether the deployment's replicas changed since its
+// active machine sets were last scaled (their desired-replicas annotation).
+// A scaling event is handled by proportional scaling, not as a rollout step.
+func isScalingEvent(d *v1alpha1.MachineDeployment, sets []*v1alpha1.MachineSet) bool {
+	for _, ms := range active(sets) {
+		if desired, ok := annotationInt(ms, AnnotationDesiredReplicas); ok && desired != d.Spec.Replicas {
+			return true
+		}
+	}
+	return false
+}
+
+// isSaturated reports whether the new set alone serves the deployment: it
+// has all replicas, was scaled for this replica count, and all its machines
+// are available.
+func isSaturated(d *v1alpha1.MachineDeployment, ms *v1alpha1.MachineSet) bool {
+	if ms == nil {
+		return false
+	}
+	desired, ok := annotationInt(ms, AnnotationDesiredReplicas)
+	return ok && ms.Spec.Replicas == d.Spec.Replicas && desired == d.Spec.Replicas && ms.Status.AvailableReplicas == d.Spec.Replicas
+}
+
+// activeOrLatest returns the only active set, or the newest set if none is
+// active; nil when several are active (they are scaled proportionally).
+func activeOrLatest(newMS *v1alpha1.MachineSet, old []*v1alpha1.MachineSet) *v1alpha1.MachineSet {
+	all := append(append([]*v1alpha1.MachineSet(nil), old...), newMS)
+	act := active(all)
+	switch len(act) {
+	case 0:
+		if newMS != nil {
+			return newMS
+		}
+		var newest *v1alpha1.MachineSet
+		for _, ms := range old {
+			if newest == nil || olderThan(newest, ms) {
+				newest = ms
+			}
+		}
+		return newest
+	case 1:
+		return act[0]
+	default:
+		return nil
+	}
+}
+
+// proportionalSizes spreads a change of the deployment's replicas over its
+// active machine sets in proportion to their sizes, so that a scaling event
+// during a rollout neither speeds it up nor hides a bad template. The total
+// moves to replicas+maxSurge (0 when scaling to zero). Each set's share is
+// size*newMax/oldMax rounded, with oldMax from the set's max-replicas
+// annotation; what rounding leaves over goes to the first set in the order:
+// largest first, and among equal sizes the newest first when growing and the
+// oldest first when shrinking.
+func proportionalSizes(d *v1alpha1.MachineDeployment, sets []*v1alpha1.MachineSet) map[string]int32 {
+	act := active(sets)
+	allowed := int32(0)
+	if d.Spec.Replicas > 0 {
+		allowed = d.Spec.Replicas + maxSurge(d)
+	}
+	toAdd := allowed - sumReplicas(act)
+	sort.SliceStable(act, func(i, j int) bool {
+		a, b := act[i], act[j]
+		if a.Spec.Replicas != b.Spec.Replicas {
+			return a.Spec.Replicas > b.Spec.Replicas
+		}
+		if toAdd > 0 {
+			return olderThan(b, a)
+		}
+		return olderThan(a, b)
+	})
+
+	sizes := make(map[string]int32, len(act))
+	added := int32(0)
+	for _, ms := range act {
+		p := int32(0)
+		if toAdd != 0 {
+			p = proportion(d, ms, toAdd, added)
+		}
+		sizes[ms.Name] = ms.Spec.Replicas + p
+		added += p
+	}
+	if len(act) > 0 && toAdd != 0 {
+		first := act[0].Name
+		sizes[first] = max(sizes[first]+toAdd-added, 0)
+	}
+	return sizes
+}
+
+// proportion is one set's share of toAdd, bounded so that the shares never
+// exceed what is left to add (or remove).
+func proportion(d *v1alpha1.MachineDeployment, ms *v1alpha1.MachineSet, toAdd, added int32) int32 {
+	if ms.Spec.Replicas == 0 || toAdd == 0 || toAdd == added {
+		return 0
+	}
+	frac := fraction(d, ms)
+	left := toAdd - added
+	if toAdd > 0 {
+		return min(frac, left)
+	}
+	return max(frac, left)
+}
+
+// fraction is how much a set should grow (or shrink, negative) for the
+// deployment's new size.
+func fraction(d *v1alpha1.MachineDeployment, ms *v1alpha1.MachineSet) int32 {
+	if d.Spec.Replicas == 0 {
+		return -ms.Spec.Replicas
+	}
+	newMax := d.Spec.Replicas + maxSurge(d)
+	oldMax, ok := annotationInt(ms, AnnotationMaxReplicas)
+	if !ok || oldMax == 0 {
+		// Without the annotation, the deployment's last observed size is the
+		// best guess; the bounds in proportion keep the result in range.
+		oldMax = d.Status.Replicas
+		if oldMax == 0 {
+			return 0
+		}
+	}
+	size := float64(ms.Spec.Replicas) * float64(newMax) / float64(oldMax)
+	return int32(math.Round(size)) - ms.Spec.Replicas
+}
+
+// scale handles a scaling event, or a paused deployment: the only active set
+// takes all replicas; a saturated new set lets the old ones go to zero;
+// otherwise a rolling deployment's active sets are scaled proportionally.
+func (r *Reconciler) scale(ctx context.Context, s *scope) error {
+	d := s.d
+	if only := activeOrLatest(s.new, s.old); only != nil {
+		_, err := r.scaleMachineSet(ctx, s, only, d.Spec.Replicas)
+		return err
+	}
+	if isSaturated(d, s.new) {
+		for _, ms := range active(s.old) {
+			if _, err := r.scaleMachineSet(ctx, s, ms, 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if !isRollingUpdate(d) {
+		return nil
+	}
+	all := append(append([]*v1alpha1.MachineSet(nil), s.old...), s.new)
+	sizes := proportionalSizes(d, all)
+	for _, ms := range active(all) {
+		if _, err := r.scaleMachineSet(ctx, s, ms, sizes[ms.Name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
