@@ -10,9 +10,12 @@
 // VM. Its provider ID is "inmemory:///<namespace>/<name>/<incarnation>",
 // where the incarnation is random per VM, so a VM deleted and created again
 // under the same name gets a new provider ID. The Node name of a VM is the
-// machine name. A repeated CreateMachine with the same namespace, class name
-// and provider spec (compared as JSON, so key order and spacing do not matter)
-// answers OK with the same provider ID; any difference answers ALREADY_EXISTS.
+// machine name. A repeated CreateMachine with the same namespace, class
+// (namespace and name) and provider spec (compared as JSON, so key order and
+// spacing do not matter) answers OK with the same provider ID; any difference
+// answers ALREADY_EXISTS. Secrets, user data, the machine's UID, labels and
+// annotations are never compared. ListMachines lists the VMs of one class,
+// by class namespace and name.
 // With Options.RequireInitialization, a new VM reports needs_initialization
 // until InitializeMachine has run for it.
 //
@@ -39,7 +42,8 @@
 //
 // The CSI driver and handle are taken from the request's csi_driver and
 // csi_volume_handle fields, or from spec.csi when those are empty. Every
-// other volume is left out of the answer.
+// other volume is left out of the answer. A volume without a spec is an
+// INVALID_ARGUMENT, as the Driver API requires one.
 //
 // # Faults
 //

@@ -40,8 +40,10 @@ type VM struct {
 	Namespace string `json:"namespace"`
 	// ProviderID is "inmemory:///<namespace>/<name>/<incarnation>".
 	ProviderID string `json:"providerID"`
-	// ClassName is the name of the MachineClass the VM was created with.
-	ClassName string `json:"className"`
+	// ClassName and ClassNamespace name the MachineClass the VM was created
+	// with; ListMachines lists by both.
+	ClassName      string `json:"className"`
+	ClassNamespace string `json:"classNamespace"`
 	// ProviderSpec is the class's provider spec as canonical JSON.
 	ProviderSpec []byte `json:"providerSpec"`
 	// NodeName is the name of the VM's Node: the machine name.

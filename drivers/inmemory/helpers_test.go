@@ -17,7 +17,7 @@ func machine(name string) *driverv1alpha1.Machine {
 
 // class returns a machine class with the given provider spec.
 func class(name, spec string) *driverv1alpha1.MachineClass {
-	return &driverv1alpha1.MachineClass{Name: name, ProviderSpec: []byte(spec)}
+	return &driverv1alpha1.MachineClass{Name: name, Namespace: "default", ProviderSpec: []byte(spec)}
 }
 
 func createReq(name, className, spec string) *driverv1alpha1.CreateMachineRequest {

@@ -64,6 +64,7 @@ func (d *Driver) createMachine(req *driverv1alpha1.CreateMachineRequest) (*drive
 		Namespace:           m.GetNamespace(),
 		ProviderID:          fmt.Sprintf("inmemory:///%s/%s/%s", m.GetNamespace(), m.GetName(), incarnation()),
 		ClassName:           class.GetName(),
+		ClassNamespace:      class.GetNamespace(),
 		ProviderSpec:        spec.canonical,
 		NodeName:            m.GetName(),
 		NeedsInitialization: d.opts.RequireInitialization && d.opts.capabilityEnabled(driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE),
@@ -86,8 +87,8 @@ func incompatibility(vm *VM, m *driverv1alpha1.Machine, class *driverv1alpha1.Ma
 	switch {
 	case vm.Namespace != m.GetNamespace():
 		return fmt.Sprintf("namespace %q", vm.Namespace)
-	case vm.ClassName != class.GetName():
-		return fmt.Sprintf("machine class %q", vm.ClassName)
+	case vm.ClassName != class.GetName() || vm.ClassNamespace != class.GetNamespace():
+		return fmt.Sprintf("machine class %s/%s", vm.ClassNamespace, vm.ClassName)
 	case string(vm.ProviderSpec) != string(spec.canonical):
 		return "another provider spec"
 	}
@@ -240,20 +241,22 @@ func (d *Driver) InitializeMachine(ctx context.Context, req *driverv1alpha1.Init
 	return resp, nil
 }
 
-// ListMachines lists the VMs created with a machine class, by machine name.
+// ListMachines lists the VMs created with a machine class (by namespace and
+// name), ordered by machine name.
 func (d *Driver) ListMachines(ctx context.Context, req *driverv1alpha1.ListMachinesRequest) (*driverv1alpha1.ListMachinesResponse, error) {
 	if err := d.unlessDisabled(driverv1alpha1.Capability_TYPE_LIST_MACHINES, MethodListMachines); err != nil {
 		return nil, err
 	}
 	resp := &driverv1alpha1.ListMachinesResponse{}
 	err := d.serve(ctx, MethodListMachines, "", func() error {
-		if err := checkClass(req.GetMachineClass(), "machine_class"); err != nil {
+		class := req.GetMachineClass()
+		if err := checkClass(class, "machine_class"); err != nil {
 			return err
 		}
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		for _, name := range slices.Sorted(maps.Keys(d.vms)) {
-			if vm := d.vms[name]; vm.ClassName == req.GetMachineClass().GetName() {
+			if vm := d.vms[name]; vm.ClassName == class.GetName() && vm.ClassNamespace == class.GetNamespace() {
 				resp.Machines = append(resp.Machines, &driverv1alpha1.ListedMachine{
 					ProviderId: vm.ProviderID, MachineName: vm.Name,
 				})

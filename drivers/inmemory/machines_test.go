@@ -47,6 +47,10 @@ func TestCreateMachineWithIncompatibleRequestIsAlreadyExists(t *testing.T) {
 			Machine:      &driverv1alpha1.Machine{Name: "m1", Namespace: "other"},
 			MachineClass: class("small", `{"capacity":{"cpu":"2"}}`),
 		},
+		"other class namespace": {
+			Machine:      machine("m1"),
+			MachineClass: &driverv1alpha1.MachineClass{Name: "small", Namespace: "other", ProviderSpec: []byte(`{"capacity":{"cpu":"2"}}`)},
+		},
 	}
 	for name, req := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -202,8 +206,26 @@ func TestListMachinesByClass(t *testing.T) {
 	}
 	assert.Equal(t, []string{"a", "c"}, got)
 
+	// A class of the same name in another namespace is another class.
+	other := &driverv1alpha1.CreateMachineRequest{
+		Machine:      &driverv1alpha1.Machine{Name: "d", Namespace: "other"},
+		MachineClass: &driverv1alpha1.MachineClass{Name: "small", Namespace: "other", ProviderSpec: []byte("{}")},
+	}
+	_, err = d.CreateMachine(ctx, other)
+	require.NoError(t, err)
+	list, err = d.ListMachines(ctx, &driverv1alpha1.ListMachinesRequest{MachineClass: other.GetMachineClass()})
+	require.NoError(t, err)
+	require.Len(t, list.GetMachines(), 1)
+	assert.Equal(t, "d", list.GetMachines()[0].GetMachineName())
+	list, err = d.ListMachines(ctx, &driverv1alpha1.ListMachinesRequest{MachineClass: class("small", "{}")})
+	require.NoError(t, err)
+	assert.Len(t, list.GetMachines(), 2)
+
 	_, err = d.ListMachines(ctx, &driverv1alpha1.ListMachinesRequest{})
 	requireCode(t, codes.InvalidArgument, err)
+	_, err = d.ListMachines(ctx, &driverv1alpha1.ListMachinesRequest{MachineClass: &driverv1alpha1.MachineClass{Name: "small"}})
+	requireCode(t, codes.InvalidArgument, err)
+	assert.Contains(t, err.Error(), "machine_class.namespace is required")
 }
 
 func TestDisabledCapabilitiesAnswerUnimplemented(t *testing.T) {
@@ -230,12 +252,14 @@ func TestInvalidRequestsNameTheField(t *testing.T) {
 		req  *driverv1alpha1.CreateMachineRequest
 		want string
 	}{
-		"no machine":        {&driverv1alpha1.CreateMachineRequest{MachineClass: class("c", "{}")}, "machine is required"},
-		"no name":           {&driverv1alpha1.CreateMachineRequest{Machine: &driverv1alpha1.Machine{Namespace: "ns"}, MachineClass: class("c", "{}")}, "machine.name is required"},
-		"bad name":          {createReq("Not_A_Name", "c", "{}"), "machine.name"},
-		"no namespace":      {&driverv1alpha1.CreateMachineRequest{Machine: &driverv1alpha1.Machine{Name: "m"}, MachineClass: class("c", "{}")}, "machine.namespace is required"},
-		"no class":          {&driverv1alpha1.CreateMachineRequest{Machine: machine("m")}, "machine_class is required"},
-		"no class name":     {createReq("m", "", "{}"), "machine_class.name is required"},
+		"no machine":    {&driverv1alpha1.CreateMachineRequest{MachineClass: class("c", "{}")}, "machine is required"},
+		"no name":       {&driverv1alpha1.CreateMachineRequest{Machine: &driverv1alpha1.Machine{Namespace: "ns"}, MachineClass: class("c", "{}")}, "machine.name is required"},
+		"bad name":      {createReq("Not_A_Name", "c", "{}"), "machine.name"},
+		"no namespace":  {&driverv1alpha1.CreateMachineRequest{Machine: &driverv1alpha1.Machine{Name: "m"}, MachineClass: class("c", "{}")}, "machine.namespace is required"},
+		"no class":      {&driverv1alpha1.CreateMachineRequest{Machine: machine("m")}, "machine_class is required"},
+		"no class name": {createReq("m", "", "{}"), "machine_class.name is required"},
+		"no class namespace": {&driverv1alpha1.CreateMachineRequest{Machine: machine("m"),
+			MachineClass: &driverv1alpha1.MachineClass{Name: "c", ProviderSpec: []byte("{}")}}, "machine_class.namespace is required"},
 		"no provider spec":  {createReq("m", "c", ""), "machine_class.provider_spec is required"},
 		"array spec":        {createReq("m", "c", "[1,2]"), "machine_class.provider_spec must be a JSON object"},
 		"null spec":         {createReq("m", "c", "null"), "machine_class.provider_spec must be a JSON object"},

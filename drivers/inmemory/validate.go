@@ -39,6 +39,8 @@ func checkClass(c *driverv1alpha1.MachineClass, path string) error {
 		return invalid("%s is required", path)
 	case c.GetName() == "":
 		return invalid("%s.name is required", path)
+	case c.GetNamespace() == "":
+		return invalid("%s.namespace is required", path)
 	}
 	return nil
 }

@@ -67,11 +67,12 @@ func (d *Driver) volumeID(v *driverv1alpha1.PersistentVolume) (string, error) {
 		return "", errors.New("name is required")
 	}
 	csiDriver, handle := v.GetCsiDriver(), v.GetCsiVolumeHandle()
+	if len(v.GetSpec()) == 0 {
+		return "", errors.New("spec is required")
+	}
 	var spec volumeSpec
-	if len(v.GetSpec()) > 0 {
-		if err := json.Unmarshal(v.GetSpec(), &spec); err != nil {
-			return "", errors.New("spec is not a JSON PersistentVolumeSpec")
-		}
+	if err := json.Unmarshal(v.GetSpec(), &spec); err != nil {
+		return "", errors.New("spec is not valid JSON")
 	}
 	if csiDriver == "" && spec.CSI != nil {
 		csiDriver, handle = spec.CSI.Driver, spec.CSI.VolumeHandle

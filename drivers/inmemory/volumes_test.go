@@ -17,7 +17,8 @@ func TestGetVolumeIDs(t *testing.T) {
 		{Name: "csi-ours", CsiDriver: DefaultCSIDriverName, CsiVolumeHandle: "vol-1",
 			Spec: []byte(`{"csi":{"driver":"inmemory.csi.machina.io","volumeHandle":"vol-1"}}`)},
 		{Name: "csi-ours-from-spec", Spec: []byte(`{"csi":{"driver":"inmemory.csi.machina.io","volumeHandle":"vol-2"}}`)},
-		{Name: "csi-theirs", CsiDriver: "ebs.csi.aws.com", CsiVolumeHandle: "vol-3"},
+		{Name: "csi-theirs", CsiDriver: "ebs.csi.aws.com", CsiVolumeHandle: "vol-3",
+			Spec: []byte(`{"csi":{"driver":"ebs.csi.aws.com","volumeHandle":"vol-3"}}`)},
 		{Name: "hostpath-ours", Spec: []byte(`{"hostPath":{"path":"/inmemory/disk-4"}}`)},
 		{Name: "hostpath-theirs", Spec: []byte(`{"hostPath":{"path":"/var/lib/disk-5"}}`)},
 		{Name: "nfs", Spec: []byte(`{"nfs":{"server":"x","path":"/inmemory/not-a-hostpath"}}`)},
@@ -61,5 +62,11 @@ func TestGetVolumeIDsRejectsInvalidRequests(t *testing.T) {
 		{Name: "bad", Spec: []byte(`{not json`)},
 	}})
 	requireCode(t, codes.InvalidArgument, err)
-	assert.Contains(t, err.Error(), "volumes[0].spec")
+	assert.Contains(t, err.Error(), "volumes[0].spec is not valid JSON")
+
+	_, err = d.GetVolumeIDs(ctx, &driverv1alpha1.GetVolumeIDsRequest{Volumes: []*driverv1alpha1.PersistentVolume{
+		{Name: "no-spec", CsiDriver: DefaultCSIDriverName, CsiVolumeHandle: "vol-1"},
+	}})
+	requireCode(t, codes.InvalidArgument, err)
+	assert.Contains(t, err.Error(), "volumes[0].spec is required")
 }

@@ -15,12 +15,15 @@
 //
 // A VM is the Node named after the machine, with spec.providerID
 // "virtualnode://<namespace>/<name>". The driver marks its Nodes with the
-// label LabelClass (the machine class name, which is how ListMachines finds
-// them) and the annotations AnnotationMachine ("<namespace>/<name>"),
-// AnnotationProviderSpecHash and AnnotationReadyAfter. A Node without these
-// marks, or with another machine, class or provider spec, is not the VM of
-// the machine: CreateMachine answers ALREADY_EXISTS for it, and
-// GetMachineStatus NOT_FOUND.
+// labels LabelClass and LabelClassNamespace (the machine class, which is how
+// ListMachines finds them) and the annotations AnnotationMachine
+// ("<namespace>/<name>"), AnnotationClassName, AnnotationProviderSpecHash and
+// AnnotationReadyAfter. A Node without these marks, or with another machine,
+// class or provider spec, is not the VM of the machine: CreateMachine
+// answers ALREADY_EXISTS for it, GetMachineStatus NOT_FOUND, and
+// DeleteMachine leaves it alone. A Node being deleted (a finalizer may keep
+// it) is a VM that is gone; a CreateMachine for its name answers ABORTED
+// until it has disappeared, as the new Node needs its name.
 //
 // The Node starts with the labels and taints of Machine.node_template (as a
 // kubelet registers with its configured labels and taints), the well-known

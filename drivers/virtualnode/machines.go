@@ -26,6 +26,8 @@ func checkRequest(m *driverv1alpha1.Machine, c *driverv1alpha1.MachineClass) err
 		return invalid("machine.namespace is required")
 	case c.GetName() == "":
 		return invalid("machine_class.name is required")
+	case c.GetNamespace() == "":
+		return invalid("machine_class.namespace is required")
 	}
 	return nil
 }
@@ -50,7 +52,7 @@ func (d *Driver) CreateMachine(ctx context.Context, req *driverv1alpha1.CreateMa
 	existing, err := nodes.Get(ctx, m.GetName(), metav1.GetOptions{})
 	switch {
 	case err == nil:
-		return adopt(existing, m, class.GetName(), spec.hash)
+		return adopt(existing, m, class, spec.hash)
 	case !apierrors.IsNotFound(err):
 		return nil, apiError(err, "reading Node "+m.GetName())
 	}
@@ -65,7 +67,7 @@ func (d *Driver) CreateMachine(ctx context.Context, req *driverv1alpha1.CreateMa
 		if existing, err = nodes.Get(ctx, m.GetName(), metav1.GetOptions{}); err != nil {
 			return nil, apiError(err, "reading Node "+m.GetName())
 		}
-		return adopt(existing, m, class.GetName(), spec.hash)
+		return adopt(existing, m, class, spec.hash)
 	}
 	if err != nil {
 		return nil, apiError(err, "creating Node "+m.GetName())
@@ -82,8 +84,8 @@ func (d *Driver) CreateMachine(ctx context.Context, req *driverv1alpha1.CreateMa
 }
 
 // adopt answers a create request for which a Node exists already.
-func adopt(node *corev1.Node, m *driverv1alpha1.Machine, className, specHash string) (*driverv1alpha1.CreateMachineResponse, error) {
-	if why := ownership(node, m, className, specHash); why != "" {
+func adopt(node *corev1.Node, m *driverv1alpha1.Machine, class *driverv1alpha1.MachineClass, specHash string) (*driverv1alpha1.CreateMachineResponse, error) {
+	if why := ownership(node, m, class, specHash); why != "" {
 		return nil, status.Errorf(codes.AlreadyExists, "Node %q %s", node.Name, why)
 	}
 	if node.DeletionTimestamp != nil {
@@ -162,18 +164,22 @@ func (d *Driver) GetMachineStatus(ctx context.Context, req *driverv1alpha1.GetMa
 	}, nil
 }
 
-// ListMachines lists the live Nodes of a machine class.
+// ListMachines lists the live Nodes of a machine class, by the class's
+// namespace and name.
 func (d *Driver) ListMachines(ctx context.Context, req *driverv1alpha1.ListMachinesRequest) (*driverv1alpha1.ListMachinesResponse, error) {
-	className := req.GetMachineClass().GetName()
-	if className == "" {
+	className, classNamespace := req.GetMachineClass().GetName(), req.GetMachineClass().GetNamespace()
+	switch {
+	case className == "":
 		return nil, invalid("machine_class.name is required")
+	case classNamespace == "":
+		return nil, invalid("machine_class.namespace is required")
 	}
 	cl, err := d.clusters.forSecrets(req.GetSecrets())
 	if err != nil {
 		return nil, err
 	}
 	list, err := cl.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{
-		LabelSelector: LabelClass + "=" + classLabelValue(className),
+		LabelSelector: LabelClass + "=" + classLabelValue(className) + "," + LabelClassNamespace + "=" + classNamespace,
 	})
 	if err != nil {
 		return nil, apiError(err, "listing Nodes")

@@ -54,7 +54,7 @@ func nodeFor(req *driverv1alpha1.CreateMachineRequest, spec providerSpec, now ti
 	}
 
 	labels := map[string]string{
-		corev1.LabelOSStable: "linux",
+		corev1.LabelOSStable:   "linux",
 		corev1.LabelArchStable: "amd64",
 	}
 	if t := class.GetNodeTemplate(); t != nil {
@@ -66,6 +66,7 @@ func nodeFor(req *driverv1alpha1.CreateMachineRequest, spec providerSpec, now ti
 	maps.Copy(labels, m.GetNodeTemplate().GetLabels())
 	labels[corev1.LabelHostname] = m.GetName()
 	labels[LabelClass] = classLabelValue(class.GetName())
+	labels[LabelClassNamespace] = class.GetNamespace()
 
 	annotations := maps.Clone(m.GetNodeTemplate().GetAnnotations())
 	if annotations == nil {
@@ -153,14 +154,14 @@ func protoAddresses(addrs []corev1.NodeAddress) []*driverv1alpha1.NodeAddress {
 
 // ownership says why node is not the VM of a create request with the given
 // machine, class and spec hash, or returns "" when it is.
-func ownership(node *corev1.Node, m *driverv1alpha1.Machine, className, specHash string) string {
+func ownership(node *corev1.Node, m *driverv1alpha1.Machine, class *driverv1alpha1.MachineClass, specHash string) string {
 	switch got := node.Annotations[AnnotationMachine]; {
 	case got == "":
 		return "was not created by this driver"
 	case got != machineKey(m):
 		return fmt.Sprintf("belongs to machine %s", got)
-	case node.Annotations[AnnotationClassName] != className:
-		return fmt.Sprintf("has machine class %q", node.Annotations[AnnotationClassName])
+	case node.Annotations[AnnotationClassName] != class.GetName() || node.Labels[LabelClassNamespace] != class.GetNamespace():
+		return fmt.Sprintf("has machine class %s/%s", node.Labels[LabelClassNamespace], node.Annotations[AnnotationClassName])
 	case node.Annotations[AnnotationProviderSpecHash] != specHash:
 		return "was created with another provider spec"
 	}

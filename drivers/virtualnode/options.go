@@ -28,6 +28,9 @@ const (
 	// LabelClass holds the machine class of the Node's machine (or a hash
 	// of the class name when that is not a valid label value).
 	LabelClass = "virtualnode.machina.io/class"
+	// LabelClassNamespace holds the namespace of the machine class: with
+	// LabelClass it scopes ListMachines.
+	LabelClassNamespace = "virtualnode.machina.io/class-namespace"
 	// AnnotationMachine is "<namespace>/<name>" of the Node's machine.
 	AnnotationMachine = "virtualnode.machina.io/machine"
 	// AnnotationClassName is the machine class name, in full.

@@ -116,14 +116,14 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 func request(name string) *driverv1alpha1.CreateMachineRequest {
 	return &driverv1alpha1.CreateMachineRequest{
 		Machine:      &driverv1alpha1.Machine{Name: name, Namespace: "default"},
-		MachineClass: &driverv1alpha1.MachineClass{Name: "small", ProviderSpec: []byte("{}")},
+		MachineClass: &driverv1alpha1.MachineClass{Name: "small", Namespace: "default", ProviderSpec: []byte("{}")},
 	}
 }
 
 func statusOf(name string) *driverv1alpha1.GetMachineStatusRequest {
 	return &driverv1alpha1.GetMachineStatusRequest{
 		Machine:      &driverv1alpha1.Machine{Name: name, Namespace: "default"},
-		MachineClass: &driverv1alpha1.MachineClass{Name: "small", ProviderSpec: []byte("{}")},
+		MachineClass: &driverv1alpha1.MachineClass{Name: "small", Namespace: "default", ProviderSpec: []byte("{}")},
 	}
 }
 
@@ -179,7 +179,7 @@ func TestFlagsAndEnvironmentConfigureTheProcess(t *testing.T) {
 	require.Len(t, caps.GetCapabilities(), 1)
 	assert.Equal(t, driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE, caps.GetCapabilities()[0].GetType())
 	_, err = machines.ListMachines(ctx, &driverv1alpha1.ListMachinesRequest{
-		MachineClass: &driverv1alpha1.MachineClass{Name: "small", ProviderSpec: []byte("{}")},
+		MachineClass: &driverv1alpha1.MachineClass{Name: "small", Namespace: "default", ProviderSpec: []byte("{}")},
 	})
 	assert.Equal(t, codes.Unimplemented, status.Code(err))
 
