@@ -3,6 +3,8 @@ SHELL := /usr/bin/env bash -o pipefail -o errexit -o nounset
 .DEFAULT_GOAL := help
 
 MODULES := proto sdk core conformance cmd drivers/inmemory drivers/virtualnode
+# Go tests of the Python driver (it needs Debian's python3-grpcio, python3-protobuf).
+MODULES += drivers/python-inmemory
 PACKAGES := $(addsuffix /...,$(addprefix ./,$(MODULES)))
 
 # Tools run through `go run` at pinned versions: nothing is installed by hand.
@@ -36,6 +38,8 @@ test: ## Run every test: unit, envtest, end-to-end and conformance.
 .PHONY: generate
 generate: ## Regenerate the Driver API code, deepcopy functions and CRDs.
 	$(BUF) generate
+	@# Python stubs of drivers/python-inmemory: needs protobuf-compiler, protobuf-compiler-grpc.
+	$(BUF) generate --template buf.gen.python.yaml
 	@if [ -d core/api ]; then \
 	  (cd core && $(CONTROLLER_GEN) object:headerFile=../hack/boilerplate.go.txt paths=./api/... && \
 	   $(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=../deploy/crds); fi
