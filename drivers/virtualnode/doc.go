@@ -14,7 +14,9 @@
 // # Nodes
 //
 // A VM is the Node named after the machine, with spec.providerID
-// "virtualnode://<namespace>/<name>". The driver marks its Nodes with the
+// "virtualnode://<namespace>/<name>/<incarnation>", where the incarnation is
+// random per Node, so that a VM created after the deletion of another of the
+// same name gets a new provider ID. The driver marks its Nodes with the
 // labels LabelClass and LabelClassNamespace (the machine class, which is how
 // ListMachines finds them) and the annotations AnnotationMachine
 // ("<namespace>/<name>"), AnnotationClassName, AnnotationProviderSpecHash and

@@ -30,12 +30,12 @@ func TestCreateMachineRegistersANodeThatBecomesReadyAfterBootDelay(t *testing.T)
 
 	resp, err := d.CreateMachine(context.Background(), req)
 	require.NoError(t, err)
-	assert.Equal(t, "virtualnode://default/boot-1", resp.GetProviderId())
+	assert.Regexp(t, `^virtualnode://default/boot-1/[0-9a-f]{8}$`, resp.GetProviderId())
 	assert.Equal(t, "boot-1", resp.GetNodeName())
 	require.Len(t, resp.GetAddresses(), 2)
 
 	node := getNode(t, "boot-1")
-	assert.Equal(t, "virtualnode://default/boot-1", node.Spec.ProviderID)
+	assert.Equal(t, resp.GetProviderId(), node.Spec.ProviderID)
 	assert.Equal(t, "boot-1", node.Labels[corev1.LabelHostname])
 	assert.Equal(t, "small", node.Labels[LabelClass])
 	assert.Equal(t, "blue", node.Labels["pool"])
@@ -153,7 +153,7 @@ func TestListMachinesByClass(t *testing.T) {
 		require.NoError(t, err)
 		var out []string
 		for _, m := range resp.GetMachines() {
-			assert.Equal(t, "virtualnode://default/"+m.GetMachineName(), m.GetProviderId())
+			assert.Equal(t, getNode(t, m.GetMachineName()).Spec.ProviderID, m.GetProviderId())
 			out = append(out, m.GetMachineName())
 		}
 		return out
@@ -173,7 +173,7 @@ func TestListMachinesByClass(t *testing.T) {
 	resp, err := d.ListMachines(ctx, &driverv1alpha1.ListMachinesRequest{MachineClass: elsewhere})
 	require.NoError(t, err)
 	require.Len(t, resp.GetMachines(), 1)
-	assert.Equal(t, "virtualnode://elsewhere/list-e", resp.GetMachines()[0].GetProviderId())
+	assert.Regexp(t, `^virtualnode://elsewhere/list-e/`, resp.GetMachines()[0].GetProviderId())
 	assert.Equal(t, []string{"list-a", "list-c"}, names("list-small"))
 }
 
@@ -207,6 +207,12 @@ func TestDeleteMachine(t *testing.T) {
 	requireCode(t, codes.NotFound, err)
 	_, err = d.DeleteMachine(ctx, deleteReq(m))
 	require.NoError(t, err, "deleting twice is OK")
+
+	recreated, err := d.CreateMachine(ctx, createReq("del-1", "small", "{}"))
+	require.NoError(t, err)
+	assert.NotEqual(t, created.GetProviderId(), recreated.GetProviderId(), "a provider ID is never reused")
+	_, err = d.GetMachineStatus(ctx, statusReq(m))
+	requireCode(t, codes.NotFound, err)
 }
 
 func TestDeleteMachineRespectsTheCoreNodeFinalizer(t *testing.T) {
@@ -255,7 +261,7 @@ func TestKubeconfigFromTheRequestSecret(t *testing.T) {
 	req.Secrets = map[string][]byte{SecretKubeconfig: testEnv.KubeConfig}
 	resp, err := d.CreateMachine(ctx, req)
 	require.NoError(t, err)
-	assert.Equal(t, "virtualnode://default/secret-1", resp.GetProviderId())
+	assert.Regexp(t, `^virtualnode://default/secret-1/`, resp.GetProviderId())
 	getNode(t, "secret-1")
 
 	st := statusReq(machine("secret-1"))

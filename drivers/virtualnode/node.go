@@ -1,6 +1,7 @@
 package virtualnode
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -24,9 +25,13 @@ var defaultCapacity = map[string]string{"cpu": "2", "memory": "4Gi", "pods": "11
 // kubeletVersion is what the Nodes report as their kubelet version.
 const kubeletVersion = "v1.37.1-virtualnode"
 
-// providerID returns the provider ID of the VM of machine m.
-func providerID(m *driverv1alpha1.Machine) string {
-	return ProviderIDPrefix + m.GetNamespace() + "/" + m.GetName()
+// newProviderID returns the provider ID of a new VM of machine m. The random
+// incarnation at its end keeps a VM created after the deletion of another
+// of the same name from reusing its provider ID (Driver API §4.8).
+func newProviderID(m *driverv1alpha1.Machine) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return ProviderIDPrefix + m.GetNamespace() + "/" + m.GetName() + "/" + hex.EncodeToString(b)
 }
 
 // machineKey is the value of AnnotationMachine for m.
@@ -83,13 +88,14 @@ func nodeFor(req *driverv1alpha1.CreateMachineRequest, spec providerSpec, now ti
 		taints = append(taints, corev1.Taint{Key: t.GetKey(), Value: t.GetValue(), Effect: corev1.TaintEffect(t.GetEffect())})
 	}
 
+	providerID := newProviderID(m)
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: m.GetName(), Labels: labels, Annotations: annotations},
-		Spec:       corev1.NodeSpec{ProviderID: providerID(m), Taints: taints},
+		Spec:       corev1.NodeSpec{ProviderID: providerID, Taints: taints},
 		Status: corev1.NodeStatus{
 			Capacity:    capacity,
 			Allocatable: capacity.DeepCopy(),
-			Addresses:   nodeAddresses(m),
+			Addresses:   nodeAddresses(m, providerID),
 			NodeInfo: corev1.NodeSystemInfo{
 				MachineID:       machineKey(m),
 				SystemUUID:      machineKey(m),
@@ -130,11 +136,11 @@ func capacityFor(class *driverv1alpha1.MachineClass, spec providerSpec) (corev1.
 	return out, nil
 }
 
-// nodeAddresses returns a made-up InternalIP in 10.0.0.0/8, stable for the
-// machine, and the Hostname.
-func nodeAddresses(m *driverv1alpha1.Machine) []corev1.NodeAddress {
+// nodeAddresses returns a made-up InternalIP in 10.0.0.0/8, derived from
+// the provider ID, and the Hostname.
+func nodeAddresses(m *driverv1alpha1.Machine, providerID string) []corev1.NodeAddress {
 	h := fnv.New32a()
-	_, _ = h.Write([]byte(machineKey(m)))
+	_, _ = h.Write([]byte(providerID))
 	sum := h.Sum32()
 	ip := netip.AddrFrom4([4]byte{10, byte(sum >> 16), byte(sum >> 8), byte(sum)})
 	return []corev1.NodeAddress{

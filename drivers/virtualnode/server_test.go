@@ -62,7 +62,7 @@ func TestServedOverASocket(t *testing.T) {
 	t.Cleanup(func() { removeNode(t, "sock-1") })
 	resp, err := machines.CreateMachine(context.Background(), createReq("sock-1", "small", `{"bootDelay":"1s"}`))
 	require.NoError(t, err)
-	assert.Equal(t, "virtualnode://default/sock-1", resp.GetProviderId())
+	assert.Regexp(t, `^virtualnode://default/sock-1/`, resp.GetProviderId())
 	eventuallyCondition(t, "sock-1", corev1.NodeReady, corev1.ConditionTrue, "KubeletReady")
 	_, err = machines.DeleteMachine(context.Background(), deleteReq(machine("sock-1")))
 	require.NoError(t, err)

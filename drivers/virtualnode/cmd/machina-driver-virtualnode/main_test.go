@@ -77,7 +77,7 @@ func TestBinaryServesNodesOfTheTargetCluster(t *testing.T) {
 		MachineClass: &driverv1alpha1.MachineClass{Name: "small", Namespace: "default", ProviderSpec: []byte(`{"bootDelay":"1s"}`)},
 	})
 	require.NoError(t, err)
-	assert.Equal(t, "virtualnode://default/bin-1", resp.GetProviderId())
+	assert.Regexp(t, `^virtualnode://default/bin-1/`, resp.GetProviderId())
 	require.Eventually(t, func() bool {
 		n, err := client.CoreV1().Nodes().Get(context.Background(), "bin-1", metav1.GetOptions{})
 		if err != nil {
