@@ -8,6 +8,8 @@ replace github.com/machina-io/machina/sdk => ../../sdk
 
 require (
 	github.com/machina-io/machina/proto v0.0.0
+	github.com/machina-io/machina/sdk v0.0.0
+	github.com/stretchr/testify v1.12.1
 	google.golang.org/grpc v1.85.0
 )
 
@@ -22,11 +24,6 @@ require (
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-)
-
-require (
-	github.com/machina-io/machina/sdk v0.0.0
-	github.com/stretchr/testify v1.12.1
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect

@@ -9,7 +9,10 @@
 // The Nodes live in the cluster of the kubeconfig in the request's secret
 // key "kubeconfig" when it is present, else in Options.Target (the driver
 // binary fills it from --target-kubeconfig, else $KUBECONFIG, else the
-// in-cluster configuration). Clients are cached per kubeconfig.
+// in-cluster configuration). Clients are cached per kubeconfig, for the life
+// of the process. The heartbeat serves every cluster the driver has a client
+// for: after a restart, the Nodes of a cluster known only from request
+// secrets get heartbeats again with the first request for that cluster.
 //
 // # Nodes
 //
