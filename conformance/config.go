@@ -170,6 +170,14 @@ var DefaultTimeouts = Timeouts{
 // label, so that every generated machine name is a valid subdomain.
 var prefixPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 
+// Validate reports why c cannot be used, or nil. Run and RunT fail with the
+// same error; Validate lets a caller (the binary) check a Config before it
+// starts a run.
+func (c Config) Validate() error {
+	_, err := c.withDefaults()
+	return err
+}
+
 // withDefaults returns a copy of c with defaults filled in, or an error when
 // c cannot be used.
 func (c Config) withDefaults() (Config, error) {

@@ -61,6 +61,9 @@ type Report struct {
 	Tests  []Result    `json:"tests"`
 	// Filtered counts the tests left out by Focus and Skip.
 	Filtered int `json:"filtered"`
+	// Interrupted is true when the run was stopped before every selected
+	// test ran; such a run never passes.
+	Interrupted bool `json:"interrupted,omitempty"`
 	// SuiteFailures are failures outside any test: an unusable Config, an
 	// unreachable driver, or a VM left behind at the end.
 	SuiteFailures []string `json:"suiteFailures,omitempty"`
@@ -86,9 +89,10 @@ func (c *Counts) add(s Status) {
 	}
 }
 
-// Passed reports whether no test and nothing outside a test failed.
+// Passed reports whether the run completed and no test and nothing outside
+// a test failed.
 func (r *Report) Passed() bool {
-	return len(r.SuiteFailures) == 0 && r.Counts().Failed == 0
+	return !r.Interrupted && len(r.SuiteFailures) == 0 && r.Counts().Failed == 0
 }
 
 // Counts totals the outcomes of all tests.
@@ -288,9 +292,12 @@ func (r *Report) WriteSummary(w io.Writer) {
 			}
 		}
 	}
-	if r.Passed() {
+	switch {
+	case r.Interrupted && r.Counts().Failed == 0 && len(r.SuiteFailures) == 0:
+		fmt.Fprintln(w, "\nRESULT: INTERRUPTED (not every test ran)")
+	case r.Passed():
 		fmt.Fprintln(w, "\nRESULT: PASS")
-	} else {
+	default:
 		fmt.Fprintln(w, "\nRESULT: FAIL")
 	}
 }

@@ -127,6 +127,8 @@ func TestRunnerInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	rep := (&conformance.Runner{}).Run(ctx, refConfig(endpoint))
+	assert.True(t, rep.Interrupted)
+	assert.False(t, rep.Passed(), "an interrupted run never passes")
 	require.Len(t, rep.Tests, len(conformance.Tests()))
 	for _, res := range rep.Tests {
 		assert.Equal(t, conformance.StatusSkipped, res.Status, res.Name)

@@ -184,6 +184,9 @@ func (t *rt) Run(name string, f func(t T)) bool {
 			return true
 		}
 		if st.ctx != nil && st.ctx.Err() != nil {
+			st.mu.Lock()
+			st.report.Interrupted = true
+			st.mu.Unlock()
 			st.addResult(child.result(0, "interrupted before it started"))
 			st.printf("--- SKIP  %s (interrupted)\n", full)
 			return true
