@@ -85,11 +85,13 @@ func (d *Driver) CreateMachine(ctx context.Context, req *driverv1alpha1.CreateMa
 
 // adopt answers a create request for which a Node exists already.
 func adopt(node *corev1.Node, m *driverv1alpha1.Machine, class *driverv1alpha1.MachineClass, specHash string) (*driverv1alpha1.CreateMachineResponse, error) {
+	// A VM being deleted is gone, but its Node still holds the name the new
+	// one needs: the core retries ABORTED after a few seconds.
+	if node.DeletionTimestamp != nil && node.Annotations[AnnotationMachine] != "" {
+		return nil, status.Errorf(codes.Aborted, "Node %q is being deleted; retry once it is gone", node.Name)
+	}
 	if why := ownership(node, m, class, specHash); why != "" {
 		return nil, status.Errorf(codes.AlreadyExists, "Node %q %s", node.Name, why)
-	}
-	if node.DeletionTimestamp != nil {
-		return nil, status.Errorf(codes.Aborted, "Node %q is being deleted; retry once it is gone", node.Name)
 	}
 	return &driverv1alpha1.CreateMachineResponse{
 		ProviderId: node.Spec.ProviderID,

@@ -244,8 +244,11 @@ func TestDeleteMachineRespectsTheCoreNodeFinalizer(t *testing.T) {
 	}
 	_, err = d.DeleteMachine(ctx, deleteReq(machine("fin-1")))
 	require.NoError(t, err)
-	// A new VM of that name must wait until the old Node is gone.
+	// A new VM of that name must wait until the old Node is gone, whatever
+	// its class.
 	_, err = d.CreateMachine(ctx, createReq("fin-1", "small", "{}"))
+	requireCode(t, codes.Aborted, err)
+	_, err = d.CreateMachine(ctx, createReq("fin-1", "large", `{"bootDelay":"1s"}`))
 	requireCode(t, codes.Aborted, err)
 }
 
