@@ -267,3 +267,24 @@ func listVMs(t *testing.T, endpoint string) []string {
 	}
 	return out
 }
+
+// TestDocumentedFlags keeps the flag table of docs/conformance.md in step
+// with the binary.
+func TestDocumentedFlags(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/conformance.md")
+	require.NoError(t, err)
+	var help bytes.Buffer
+	run(context.Background(), []string{"-h"}, noEnv, io.Discard, &help)
+	for _, line := range strings.Split(help.String(), "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "-") {
+			continue
+		}
+		name := strings.Fields(strings.TrimPrefix(line, "-"))[0]
+		prefix := "--"
+		if len(name) == 1 {
+			prefix = "-"
+		}
+		assert.True(t, strings.Contains(string(doc), "| `"+prefix+name+"` |"), "docs/conformance.md lacks the flag %s%s", prefix, name)
+	}
+}
