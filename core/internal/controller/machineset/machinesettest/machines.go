@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,16 +23,22 @@ func SetPhase(ctx context.Context, c client.Client, m *v1alpha1.Machine, phase v
 	return c.Status().Patch(ctx, m, client.MergeFrom(orig))
 }
 
-// Joiner plays the machine controller for tests that do not run it: it moves
-// every machine of a namespace that has no phase yet to Running once the
-// machine is at least Delay old. Pause and Resume hold joins back.
+// LabelJoinedBy marks the Nodes a Joiner created, with its namespace as value.
+const LabelJoinedBy = "machinesettest.machina.io/joined-by"
+
+// Joiner plays the machine controller and the kubelet for tests that run
+// neither: every machine of a namespace that has no phase yet and is at least
+// Delay old joins. With Nodes set, joining creates a Node named after the
+// machine and labels the machine node=<name>, and Nodes of machines that are
+// gone are deleted; then the machine becomes Running. Pause and Resume hold
+// joins back.
 type Joiner struct {
 	Client    client.Client
 	Namespace string
+	// Nodes is a client of the target cluster; nil means no Nodes.
+	Nodes client.Client
 	// Delay is how old a machine must be before it joins.
 	Delay time.Duration
-	// Phase is the phase joined machines get; Running if empty.
-	Phase v1alpha1.MachinePhase
 
 	mu     sync.Mutex
 	paused bool
@@ -48,10 +56,6 @@ func (j *Joiner) isPaused() bool { j.mu.Lock(); defer j.mu.Unlock(); return j.pa
 func (j *Joiner) Start(t testing.TB) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	phase := j.Phase
-	if phase == "" {
-		phase = v1alpha1.MachineRunning
-	}
 	go func() {
 		defer close(done)
 		tick := time.NewTicker(50 * time.Millisecond)
@@ -62,21 +66,55 @@ func (j *Joiner) Start(t testing.TB) {
 				return
 			case <-tick.C:
 			}
-			if j.isPaused() {
-				continue
-			}
-			list := &v1alpha1.MachineList{}
-			if err := j.Client.List(ctx, list, client.InNamespace(j.Namespace)); err != nil {
-				continue
-			}
-			for i := range list.Items {
-				m := &list.Items[i]
-				if m.Status.CurrentStatus.Phase != "" || m.DeletionTimestamp != nil || time.Since(m.CreationTimestamp.Time) < j.Delay {
-					continue
-				}
-				_ = SetPhase(ctx, j.Client, m, phase)
-			}
+			j.round(ctx)
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })
+}
+
+func (j *Joiner) round(ctx context.Context) {
+	list := &v1alpha1.MachineList{}
+	if err := j.Client.List(ctx, list, client.InNamespace(j.Namespace)); err != nil {
+		return
+	}
+	alive := map[string]bool{}
+	for i := range list.Items {
+		m := &list.Items[i]
+		alive[m.Name] = true
+		if j.isPaused() || m.Status.CurrentStatus.Phase != "" || m.DeletionTimestamp != nil || time.Since(m.CreationTimestamp.Time) < j.Delay {
+			continue
+		}
+		if j.Nodes != nil {
+			if err := j.join(ctx, m); err != nil {
+				continue
+			}
+		}
+		_ = SetPhase(ctx, j.Client, m, v1alpha1.MachineRunning)
+	}
+	if j.Nodes == nil {
+		return
+	}
+	nodes := &corev1.NodeList{}
+	if err := j.Nodes.List(ctx, nodes, client.MatchingLabels{LabelJoinedBy: j.Namespace}); err != nil {
+		return
+	}
+	for i := range nodes.Items {
+		if !alive[nodes.Items[i].Name] {
+			_ = j.Nodes.Delete(ctx, &nodes.Items[i])
+		}
+	}
+}
+
+// join creates the machine's Node and sets the machine's node label.
+func (j *Joiner) join(ctx context.Context, m *v1alpha1.Machine) error {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: m.Name, Labels: map[string]string{LabelJoinedBy: j.Namespace}}}
+	if err := j.Nodes.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	orig := m.DeepCopy()
+	if m.Labels == nil {
+		m.Labels = map[string]string{}
+	}
+	m.Labels["node"] = m.Name
+	return j.Client.Patch(ctx, m, client.MergeFrom(orig))
 }
