@@ -57,8 +57,8 @@ bench: ## Run the benchmarks (stub until the benchmark issue).
 	@echo "make bench: no benchmarks yet"
 
 .PHONY: demo
-demo: ## Run the demo on a local API server (stub until the demo issue).
-	@echo "make demo: not implemented yet"; exit 1
+demo: ## Run the demo on a local API server (DEMO_ARGS=--keep keeps it running).
+	hack/demo.sh $(DEMO_ARGS)
 
 .PHONY: clean
 clean: ## Remove build output (the asset cache outside the tree stays).

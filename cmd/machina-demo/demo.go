@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-io/machina/core/api/v1alpha1"
+)
+
+// Names of the binaries the demo runs, in --bin.
+const (
+	managerBinary = "machina-manager"
+	driverBinary  = "machina-driver-virtualnode"
+)
+
+// pollInterval is how often the demo reads the cluster's state.
+const pollInterval = 300 * time.Millisecond
+
+// demo is one run: what it started, so that cleanup can stop it.
+type demo struct {
+	cfg    config
+	screen *screen
+
+	workDir string
+	logDir  string
+	cp      *controlPlane
+	client  client.Client
+	driver  *child
+	manager *child
+	// managerHealth and managerMetrics are the manager's HTTP addresses.
+	managerHealth  string
+	managerMetrics string
+	// kubeconfig is an admin kubeconfig for the user, namespace preset.
+	kubeconfig string
+}
+
+// run starts everything and plays the scenario. It returns when the
+// scenario is done (or, with --keep, when ctx is cancelled), or on the
+// first failure.
+func (d *demo) run(ctx context.Context) error {
+	for _, b := range []string{managerBinary, driverBinary} {
+		if _, err := os.Stat(filepath.Join(d.cfg.bin, b)); err != nil {
+			return fmt.Errorf("%w (build it with `make build` or run `make demo`)", err)
+		}
+	}
+	var err error
+	if d.workDir, err = newWorkDir(); err != nil {
+		return fmt.Errorf("creating the work directory: %w", err)
+	}
+	d.logDir = d.cfg.logDir
+	if d.logDir == "" {
+		d.logDir = d.workDir
+	} else if err := os.MkdirAll(d.logDir, 0o755); err != nil {
+		return err
+	}
+
+	if err := d.startCluster(ctx); err != nil {
+		return err
+	}
+	if err := d.startProcesses(ctx); err != nil {
+		return err
+	}
+	return d.scenario(ctx)
+}
+
+// startCluster starts the control plane and installs the manager's
+// ServiceAccount and RBAC.
+func (d *demo) startCluster(ctx context.Context) error {
+	d.screen.Message("Starting etcd and kube-apiserver with the machine.sapcloud.io CRDs")
+	cp, err := startControlPlane(d.workDir, d.cfg.assets, filepath.Join(d.cfg.repo, "deploy", "crds"))
+	if err != nil {
+		return err
+	}
+	d.cp = cp
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if d.client, err = client.New(cp.cfg, client.Options{Scheme: scheme}); err != nil {
+		return err
+	}
+	if d.kubeconfig, err = userKubeconfig(cp, d.workDir); err != nil {
+		return err
+	}
+	d.screen.Message("API server at %s", cp.cfg.Host)
+	return nil
+}
+
+// startProcesses starts the driver and the manager as the ServiceAccount of
+// deploy/overlays/virtualnode and waits until the manager is ready (its
+// readiness includes the driver's Probe).
+func (d *demo) startProcesses(ctx context.Context) error {
+	overlay := filepath.Join(d.cfg.repo, "deploy", "overlays", "virtualnode")
+	d.screen.Message("Installing ServiceAccount %s/%s and the RBAC of deploy/overlays/virtualnode", namespace, serviceAccount)
+	saKubeconfig, err := installIdentity(ctx, d.cp.cfg, d.client, overlay, d.workDir)
+	if err != nil {
+		return err
+	}
+
+	endpoint := "unix://" + filepath.Join(d.workDir, "driver.sock")
+	d.screen.Message("Starting %s on %s", driverBinary, endpoint)
+	d.driver, err = startChild(driverBinary, filepath.Join(d.cfg.bin, driverBinary), filepath.Join(d.logDir, "driver.log"),
+		"--endpoint="+endpoint,
+		"--target-kubeconfig="+saKubeconfig,
+		// Nodes refresh their conditions often enough for a demo to look
+		// alive; a real kubelet reports every 10s as well.
+		"--heartbeat-interval=10s",
+	)
+	if err != nil {
+		return err
+	}
+
+	if d.managerHealth, err = freeAddress(); err != nil {
+		return err
+	}
+	if d.managerMetrics, err = freeAddress(); err != nil {
+		return err
+	}
+	d.screen.Message("Starting %s (namespace %s, as ServiceAccount %s)", managerBinary, namespace, serviceAccount)
+	d.manager, err = startChild(managerBinary, filepath.Join(d.cfg.bin, managerBinary), filepath.Join(d.logDir, "manager.log"),
+		"--control-kubeconfig="+saKubeconfig,
+		"--target-kubeconfig="+saKubeconfig,
+		"--namespace="+namespace,
+		"--driver-endpoint="+endpoint,
+		"--leader-elect=false",
+		"--health-probe-bind-address="+d.managerHealth,
+		"--metrics-bind-address="+d.managerMetrics,
+	)
+	if err != nil {
+		return err
+	}
+	if err := d.waitReady(ctx); err != nil {
+		return err
+	}
+	d.screen.Message("Manager ready: health http://%s/readyz, metrics http://%s/metrics", d.managerHealth, d.managerMetrics)
+	return nil
+}
+
+// waitReady waits until the manager answers 200 on /readyz.
+func (d *demo) waitReady(ctx context.Context) error {
+	url := "http://" + d.managerHealth + "/readyz"
+	httpClient := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(d.cfg.timeout)
+	for {
+		if err := d.checkChildren(); err != nil {
+			return err
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := httpClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the manager was not ready within %s; last lines of its log:\n%s", d.cfg.timeout, d.manager.tail(25))
+		}
+		if err := sleep(ctx, pollInterval); err != nil {
+			return err
+		}
+	}
+}
+
+// checkChildren fails when the manager or the driver has exited.
+func (d *demo) checkChildren() error {
+	for _, c := range []*child{d.driver, d.manager} {
+		if c != nil && !c.running() {
+			return c.exitError()
+		}
+	}
+	return nil
+}
+
+// cleanup stops what run started, in reverse order, and removes the work
+// directory. It is safe after a partial start.
+func (d *demo) cleanup() error {
+	var errs []error
+	if d.manager != nil || d.driver != nil || d.cp != nil {
+		fmt.Println("Stopping the manager, the driver, kube-apiserver and etcd")
+	}
+	// The manager first, so that it does not see its driver vanish.
+	if d.manager != nil {
+		errs = append(errs, d.manager.stop(20*time.Second))
+	}
+	if d.driver != nil {
+		errs = append(errs, d.driver.stop(10*time.Second))
+	}
+	if d.cp != nil {
+		errs = append(errs, d.cp.stop())
+	}
+	if d.workDir != "" {
+		errs = append(errs, os.RemoveAll(d.workDir))
+	}
+	if d.cfg.logDir != "" {
+		fmt.Printf("Logs are in %s\n", d.cfg.logDir)
+	}
+	return errors.Join(errs...)
+}
+
+// userKubeconfig writes an admin kubeconfig whose context defaults to the
+// demo's namespace, for the user's kubectl.
+func userKubeconfig(cp *controlPlane, dir string) (string, error) {
+	kc, err := clientcmd.Load(cp.env.KubeConfig)
+	if err != nil {
+		return "", err
+	}
+	for _, c := range kc.Contexts {
+		c.Namespace = namespace
+	}
+	path := filepath.Join(dir, "demo.kubeconfig")
+	return path, clientcmd.WriteToFile(*kc, path)
+}
+
+// freeAddress returns a loopback address with a port that is free now.
+func freeAddress() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port), nil
+}
+
+// sleep waits for d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-io/machina/cmd/internal/manifests"
+)
+
+// The demo runs the manager and the driver as the ServiceAccount of
+// deploy/, with the RBAC of deploy/: what works in the demo works with the
+// manifests' rights, and a missing right shows up here first.
+const (
+	serviceAccount = "machina-manager"
+	namespace      = "machina-system"
+	fieldOwner     = "machina-demo"
+	tokenLifetime  = 24 * time.Hour
+)
+
+// rbacKinds are the objects of the overlay the demo applies: the identity
+// and its rights. The Deployment and Service are left out: the demo runs
+// the manager and driver as local processes, and envtest has no controllers
+// to run a Deployment anyway.
+var rbacKinds = []string{"Namespace", "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}
+
+// installIdentity applies the ServiceAccount and RBAC of the overlay dir and
+// writes a kubeconfig file that authenticates as that ServiceAccount with a
+// token from the TokenRequest API.
+func installIdentity(ctx context.Context, admin *rest.Config, c client.Client, overlay, dir string) (string, error) {
+	objs, err := manifests.Render(overlay)
+	if err != nil {
+		return "", err
+	}
+	objs = manifests.OfKinds(objs, rbacKinds...)
+	// kube-node-lease, which holds a Role of the virtualnode driver, is
+	// created by the API server shortly after it starts: retry until it is.
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := manifests.Apply(ctx, c, objs, fieldOwner); err != nil {
+			if ctx.Err() != nil {
+				return false, err
+			}
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		// Apply once more for a message that says what failed.
+		if applyErr := manifests.Apply(ctx, c, objs, fieldOwner); applyErr != nil {
+			err = applyErr
+		}
+		return "", fmt.Errorf("installing the ServiceAccount and RBAC of %s: %w", overlay, err)
+	}
+
+	cs, err := kubernetes.NewForConfig(admin)
+	if err != nil {
+		return "", err
+	}
+	seconds := int64(tokenLifetime / time.Second)
+	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, serviceAccount, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("requesting a token for ServiceAccount %s/%s: %w", namespace, serviceAccount, err)
+	}
+
+	user := "system:serviceaccount:" + namespace + ":" + serviceAccount
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["demo"] = &clientcmdapi.Cluster{Server: admin.Host, CertificateAuthorityData: admin.CAData}
+	kc.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	kc.Contexts["demo"] = &clientcmdapi.Context{Cluster: "demo", AuthInfo: user, Namespace: namespace}
+	kc.CurrentContext = "demo"
+	path := filepath.Join(dir, "machina-manager.kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		return "", err
+	}
+	return path, os.Chmod(path, 0o600)
+}
