@@ -86,11 +86,14 @@ func TestSuitePassesCorrectDriver(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		caps []driverv1alpha1.Capability_Type
+		// unavailableEvery makes every n-th call UNAVAILABLE (see refDriver).
+		unavailableEvery int
 		// skipped are the tests that must skip with these capabilities.
 		skipped []string
 	}{
-		{"all capabilities", allCaps, []string{"Capabilities/unadvertised_rpcs_unimplemented"}},
-		{"no optional capability", nil, []string{
+		{"all capabilities", allCaps, 0, []string{"Capabilities/unadvertised_rpcs_unimplemented"}},
+		{"throttled now and then", allCaps, 3, []string{"Capabilities/unadvertised_rpcs_unimplemented"}},
+		{"no optional capability", nil, 0, []string{
 			"Capabilities/advertised_rpcs_implemented",
 			"InitializeMachine/initializes", "InitializeMachine/unknown_vm", "InitializeMachine/invalid_arguments",
 			"ListMachines/contains_created", "ListMachines/scoped_to_class", "ListMachines/invalid_arguments",
@@ -100,6 +103,7 @@ func TestSuitePassesCorrectDriver(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			d := newRefDriver(tc.caps, breakage{})
+			d.unavailableEvery = tc.unavailableEvery
 			rep := runAgainst(t, d)
 			require.True(t, rep.Passed(), summary(rep))
 			require.Len(t, rep.Tests, len(conformance.Tests()), "every test runs")

@@ -32,29 +32,43 @@ func (e timeoutError) Error() string {
 // rpcFunc is the shape of a generated client method.
 type rpcFunc[Req, Resp proto.Message] func(context.Context, Req, ...grpc.CallOption) (Resp, error)
 
-// call makes one RPC with the configured timeout and applies the checks
+// call makes an RPC with the configured timeout and applies the checks
 // every answer must pass, whatever the test expects: an error is a gRPC
 // status (§7.1), and neither an error nor a response carries the canary
 // secret (§8.3).
+//
+// UNAVAILABLE is retried, with a backoff, until the timeout is spent: a
+// driver may answer it at any time (provider throttling, §7.2), and the
+// core retries it too. Every other answer is final here; the tests that
+// expect ABORTED (an operation still in flight) retry it themselves.
 func call[Req, Resp proto.Message](s *suite, t T, rpc string, timeout time.Duration, f rpcFunc[Req, Resp], req Req) (Resp, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	deadline := time.Now().Add(timeout)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	resp, err := f(ctx, req)
-	if err == nil {
-		s.checkResponseCanary(t, rpc, resp)
-		return resp, nil
+	wait := 100 * time.Millisecond
+	for {
+		resp, err := f(ctx, req)
+		if err == nil {
+			s.checkResponseCanary(t, rpc, resp)
+			return resp, nil
+		}
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) && status.Code(err) == codes.DeadlineExceeded {
+			return resp, timeoutError{rpc: rpc, timeout: timeout}
+		}
+		st, ok := status.FromError(err)
+		if !ok {
+			ruleTransportStatus.errorf(t, "%s returned %v", rpc, err)
+			return resp, err
+		}
+		s.checkCanary(t, rpc, st)
+		if st.Code() != codes.Unavailable || time.Now().Add(wait).After(deadline) {
+			return resp, err
+		}
+		t.Logf("%s answered UNAVAILABLE (%q); retrying in %v", rpc, st.Message(), wait)
+		time.Sleep(wait)
+		wait = min(2*wait, 2*time.Second)
 	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) && status.Code(err) == codes.DeadlineExceeded {
-		return resp, timeoutError{rpc: rpc, timeout: timeout}
-	}
-	st, ok := status.FromError(err)
-	if !ok {
-		ruleTransportStatus.errorf(t, "%s returned %v", rpc, err)
-		return resp, err
-	}
-	s.checkCanary(t, rpc, st)
-	return resp, err
 }
 
 // checkCanary fails t when the status message or any status detail carries

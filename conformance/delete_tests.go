@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"google.golang.org/grpc/codes"
+
+	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 )
 
 // testDeleteRemoves deletes a VM with the request the orphan collector
@@ -92,7 +94,14 @@ func testRecreateAfterDelete(s *suite, t T) {
 		ruleDeleteOK.fatalf(t, "DeleteMachine of %s answered %s, want OK", v.name, describe(err))
 	}
 	s.markDeleted(v)
-	resp, err := s.createMachine(t, s.createRequest(v.name))
+	// The provider may still be terminating the old VM: the core retries
+	// ABORTED and the other transient codes, and so does the suite.
+	var resp *driverv1alpha1.CreateMachineResponse
+	err := retry(s.cfg.Timeouts.Create, func() error {
+		var err error
+		resp, err = s.createMachine(t, s.createRequest(v.name))
+		return err
+	})
 	if err != nil {
 		ruleRecreate.fatalf(t, "CreateMachine of %s after its VM %s was deleted answered %s, want OK", v.name, old, describe(err))
 	}

@@ -42,6 +42,11 @@ type refDriver struct {
 	inflight  map[string]bool
 	nextID    int
 	busy      bool // for breakage.abortsParallel
+	// unavailableEvery, when > 0, answers every n-th MachineService call
+	// UNAVAILABLE before it takes effect: legitimate (provider
+	// throttling), and the suite must retry it as the core does.
+	unavailableEvery int
+	calls            int
 	infoCalls int  // for breakage.unstableIdentity
 }
 
@@ -550,7 +555,7 @@ func serveRef(t *testing.T, d *refDriver) string {
 		mode = 0o666
 	}
 	require.NoError(t, os.Chmod(sock, mode))
-	srv := grpc.NewServer(grpc.StatsHandler(connTagger{}))
+	srv := grpc.NewServer(grpc.StatsHandler(connTagger{}), grpc.UnaryInterceptor(d.throttle))
 	driverv1alpha1.RegisterIdentityServiceServer(srv, d)
 	driverv1alpha1.RegisterMachineServiceServer(srv, d)
 	served := make(chan struct{})
@@ -577,6 +582,20 @@ func serveRef(t *testing.T, d *refDriver) string {
 		_ = os.RemoveAll(dir)
 	})
 	return "unix://" + sock
+}
+
+// throttle implements refDriver.unavailableEvery.
+func (d *refDriver) throttle(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if d.unavailableEvery > 0 && strings.HasPrefix(info.FullMethod, "/machina.driver.v1alpha1.MachineService/") {
+		d.mu.Lock()
+		d.calls++
+		throttled := d.calls%d.unavailableEvery == 0
+		d.mu.Unlock()
+		if throttled {
+			return nil, status.Error(codes.Unavailable, "rate limit exceeded at the provider")
+		}
+	}
+	return handler(ctx, req)
 }
 
 // connTagger numbers the server's connections, for
