@@ -37,17 +37,17 @@ type refDriver struct {
 	caps   []driverv1alpha1.Capability_Type
 	break_ breakage
 
-	mu        sync.Mutex
-	vms       []*refVM // in creation order
-	inflight  map[string]bool
-	nextID    int
-	busy      bool // for breakage.abortsParallel
+	mu       sync.Mutex
+	vms      []*refVM // in creation order
+	inflight map[string]bool
+	nextID   int
+	busy     bool // for breakage.abortsParallel
 	// unavailableEvery, when > 0, answers every n-th MachineService call
 	// UNAVAILABLE before it takes effect: legitimate (provider
 	// throttling), and the suite must retry it as the core does.
 	unavailableEvery int
 	calls            int
-	infoCalls int  // for breakage.unstableIdentity
+	infoCalls        int // for breakage.unstableIdentity
 }
 
 // breakage lists the deliberate contract violations of refDriver.
