@@ -1,0 +1,126 @@
+package manager
+
+import (
+	"flag"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// AddFlags registers every option as a flag on fs, with o's current values
+// as defaults (start from DefaultOptions). Names are MCM's where MCM has the
+// same knob. The driver endpoint defaults to $MACHINA_DRIVER_ENDPOINT when
+// that is set; the flag wins over the variable.
+func (o *Options) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.ControlKubeconfig, "control-kubeconfig", o.ControlKubeconfig,
+		`kubeconfig of the control cluster (Machines, classes, secrets); empty or "inClusterConfig": in-cluster configuration`)
+	fs.StringVar(&o.TargetKubeconfig, "target-kubeconfig", o.TargetKubeconfig,
+		`kubeconfig of the target cluster (Nodes, Pods, volumes); empty: the control cluster; "none": no target cluster`)
+	fs.StringVar(&o.Namespace, "namespace", o.Namespace,
+		"namespace of the machine objects (Machines, MachineClasses, MachineSets, MachineDeployments, Secrets) in the control cluster")
+	fs.Var((*float32Value)(&o.KubeAPIQPS), "kube-api-qps", "requests per second to each API server, shared by all controllers")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "burst of requests to each API server above --kube-api-qps")
+	fs.IntVar(&o.ConcurrentSyncs, "concurrent-syncs", o.ConcurrentSyncs, "workers of each controller")
+	fs.DurationVar(&o.MinResyncPeriod, "min-resync-period", o.MinResyncPeriod, "period of the informers' full resync")
+
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
+		"run the controllers only in the replica that holds the Lease "+LeaderElectionID)
+	fs.DurationVar(&o.LeaderElectLeaseDuration, "leader-elect-lease-duration", o.LeaderElectLeaseDuration,
+		"how long non-leaders wait after the last renewal before taking the lease over")
+	fs.DurationVar(&o.LeaderElectRenewDeadline, "leader-elect-renew-deadline", o.LeaderElectRenewDeadline,
+		"how long the leader keeps trying to renew before it gives up leadership")
+	fs.DurationVar(&o.LeaderElectRetryPeriod, "leader-elect-retry-period", o.LeaderElectRetryPeriod,
+		"pause between two attempts to acquire or renew the lease")
+	fs.StringVar(&o.LeaderElectResourceNamespace, "leader-elect-resource-namespace", o.LeaderElectResourceNamespace,
+		"namespace of the lease (default: --namespace)")
+
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress,
+		`address of the metrics server (/metrics; /debug/pprof/ with --profiling); "0" turns it off`)
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,
+		`address of the health server (/healthz, /readyz); "0" turns it off`)
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "serve Go's pprof handlers under /debug/pprof/ on the metrics server")
+
+	endpoint := o.DriverEndpoint
+	if v, ok := os.LookupEnv(DriverEndpointEnv); ok && v != "" {
+		endpoint = v
+	}
+	fs.StringVar(&o.DriverEndpoint, "driver-endpoint", endpoint,
+		"Driver API endpoint, unix:///path/to/socket (tcp://host:port for development only); default from $"+DriverEndpointEnv)
+	fs.DurationVar(&o.DriverCreateTimeout, "driver-create-timeout", o.DriverCreateTimeout, "timeout of one CreateMachine call")
+	fs.DurationVar(&o.DriverDeleteTimeout, "driver-delete-timeout", o.DriverDeleteTimeout, "timeout of one DeleteMachine call")
+	fs.DurationVar(&o.DriverStatusTimeout, "driver-status-timeout", o.DriverStatusTimeout, "timeout of one GetMachineStatus call")
+	fs.DurationVar(&o.DriverListTimeout, "driver-list-timeout", o.DriverListTimeout, "timeout of one ListMachines call")
+	fs.DurationVar(&o.DriverCallTimeout, "driver-call-timeout", o.DriverCallTimeout,
+		"timeout of every other driver call (InitializeMachine, GetVolumeIDs, identity)")
+
+	fs.DurationVar(&o.MachineCreationTimeout, "machine-creation-timeout", o.MachineCreationTimeout,
+		"time from a Machine's creation until its Node must have joined; later the machine is Failed")
+	fs.DurationVar(&o.MachineHealthTimeout, "machine-health-timeout", o.MachineHealthTimeout,
+		"how long a joined machine may be unhealthy (Unknown) before it is Failed")
+	fs.DurationVar(&o.MachineDrainTimeout, "machine-drain-timeout", o.MachineDrainTimeout,
+		"how long from deletion a Node is drained gracefully before the drain is forced")
+	fs.IntVar(&o.MachineMaxEvictRetries, "machine-max-evict-retries", o.MachineMaxEvictRetries,
+		"accepted for MCM compatibility; the drain retries evictions until --machine-drain-timeout instead")
+	fs.DurationVar(&o.MachinePVDetachTimeout, "machine-pv-detach-timeout", o.MachinePVDetachTimeout,
+		"accepted for MCM compatibility; not used by the drain yet")
+	fs.DurationVar(&o.MachinePVReattachTimeout, "machine-pv-reattach-timeout", o.MachinePVReattachTimeout,
+		"accepted for MCM compatibility; not used by the drain yet")
+	fs.Var((*listValue)(&o.NodeConditions), "node-conditions",
+		"comma-separated node condition types that make a machine unhealthy when True")
+	fs.Var((*listValue)(&o.BootstrapTokenAuthExtraGroups), "bootstrap-token-auth-extra-groups",
+		"comma-separated groups added to the bootstrap tokens of new machines")
+	fs.DurationVar(&o.ResourceExhaustedRetry, "resource-exhausted-retry", o.ResourceExhaustedRetry,
+		"retry period after a create failed with RESOURCE_EXHAUSTED (no capacity or quota)")
+
+	fs.BoolVar(&o.AutoscalerScaleDownAnnotationDuringRollout, "autoscaler-scaledown-annotation-during-rollout",
+		o.AutoscalerScaleDownAnnotationDuringRollout,
+		"keep the cluster-autoscaler from scaling down the nodes of a MachineDeployment while it rolls out")
+
+	fs.IntVar(&o.SafetyUp, "safety-up", o.SafetyUp, "reserved (overshoot safety): machines above the desired count that freeze a MachineSet")
+	fs.IntVar(&o.SafetyDown, "safety-down", o.SafetyDown, "reserved (overshoot safety): machines below the freeze limit that unfreeze it")
+	fs.DurationVar(&o.MachineSafetyOvershootingPeriod, "machine-safety-overshooting-period", o.MachineSafetyOvershootingPeriod,
+		"reserved: period of the overshoot check")
+	fs.DurationVar(&o.MachineSafetyOrphanVMsPeriod, "machine-safety-orphan-vms-period", o.MachineSafetyOrphanVMsPeriod,
+		"reserved: period of the orphan VM collection")
+	fs.DurationVar(&o.MachineSafetyAPIServerStatusCheckPeriod, "machine-safety-apiserver-statuscheck-period",
+		o.MachineSafetyAPIServerStatusCheckPeriod, "reserved: period of the API server reachability check")
+	fs.DurationVar(&o.MachineSafetyAPIServerStatusCheckTimeout, "machine-safety-apiserver-statuscheck-timeout",
+		o.MachineSafetyAPIServerStatusCheckTimeout, "reserved: how long an API server may be unreachable before the controllers freeze")
+}
+
+// float32Value is a flag.Value for a float32.
+type float32Value float32
+
+func (v *float32Value) String() string { return strconv.FormatFloat(float64(*v), 'g', -1, 32) }
+
+func (v *float32Value) Set(s string) error {
+	f, err := strconv.ParseFloat(s, 32)
+	if err != nil {
+		return err
+	}
+	*v = float32Value(f)
+	return nil
+}
+
+// listValue is a flag.Value for a comma-separated list. Setting it replaces
+// the default rather than appending to it, so that --node-conditions=X
+// means exactly X; an empty value means an empty list.
+type listValue []string
+
+func (v *listValue) String() string { return strings.Join(*v, ",") }
+
+func (v *listValue) Set(s string) error {
+	out := []string{}
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	*v = out
+	return nil
+}
+
+var (
+	_ flag.Value = (*float32Value)(nil)
+	_ flag.Value = (*listValue)(nil)
+)

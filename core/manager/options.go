@@ -1,0 +1,304 @@
+package manager
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/rest"
+
+	"github.com/machina-io/machina/core/internal/controller/machine"
+	"github.com/machina-io/machina/core/internal/driver"
+)
+
+// Driver endpoint: the environment variable and the default of the Driver
+// API (docs/driver-api.md), the same for the core and every driver.
+const (
+	DriverEndpointEnv     = "MACHINA_DRIVER_ENDPOINT"
+	DefaultDriverEndpoint = "unix:///var/run/machina/driver.sock"
+)
+
+// Special kubeconfig values MCM accepts, kept so that MCM deployments carry
+// over: "inClusterConfig" for the control cluster means in-cluster (as an
+// empty value does), "none" for the target cluster runs without one.
+const (
+	InClusterKubeconfig = "inClusterConfig"
+	NoTargetKubeconfig  = "none"
+)
+
+// LeaderElectionID is the name of the Lease the replicas compete for.
+const LeaderElectionID = "machina-manager"
+
+// Options configure a Manager. Every field but Logger, ControlConfig and
+// TargetConfig is a flag of the machina-manager binary (AddFlags), under
+// MCM's name where MCM has the same knob. DefaultOptions holds the
+// defaults; docs/operating.md explains each.
+type Options struct {
+	// ControlKubeconfig (--control-kubeconfig) is the kubeconfig of the
+	// control cluster, where the Machine objects and their Secrets live.
+	// Empty (or "inClusterConfig"): the pod's in-cluster configuration.
+	ControlKubeconfig string
+	// TargetKubeconfig (--target-kubeconfig) is the kubeconfig of the
+	// target cluster, where the Nodes, Pods and volumes live. Empty: the
+	// control cluster. "none": no target cluster (machines become Available
+	// once their VM exists; nothing is drained).
+	TargetKubeconfig string
+	// ControlConfig and TargetConfig, when set, are used instead of the
+	// kubeconfig files (for tests and embedding). TargetConfig nil with
+	// TargetKubeconfig empty means the control cluster.
+	ControlConfig *rest.Config
+	TargetConfig  *rest.Config
+
+	// Namespace (--namespace) holds the Machines, MachineClasses,
+	// MachineSets, MachineDeployments and Secrets this manager handles; it
+	// watches nothing of those kinds elsewhere.
+	Namespace string
+
+	// KubeAPIQPS and KubeAPIBurst (--kube-api-qps, --kube-api-burst) bound
+	// the requests to each cluster's API server, shared by all controllers.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
+	// ConcurrentSyncs (--concurrent-syncs) is the number of workers of each
+	// controller.
+	ConcurrentSyncs int
+	// MinResyncPeriod (--min-resync-period) is how often the informers
+	// resync their whole cache (controller-runtime jitters it).
+	MinResyncPeriod time.Duration
+
+	// LeaderElect (--leader-elect) runs the controllers only in the replica
+	// that holds the Lease LeaderElectionID.
+	LeaderElect bool
+	// LeaderElectLeaseDuration, LeaderElectRenewDeadline and
+	// LeaderElectRetryPeriod (--leader-elect-lease-duration,
+	// --leader-elect-renew-deadline, --leader-elect-retry-period) tune the
+	// election as in every Kubernetes controller manager.
+	LeaderElectLeaseDuration time.Duration
+	LeaderElectRenewDeadline time.Duration
+	LeaderElectRetryPeriod   time.Duration
+	// LeaderElectResourceNamespace (--leader-elect-resource-namespace) holds
+	// the Lease; empty means Namespace.
+	LeaderElectResourceNamespace string
+
+	// MetricsBindAddress (--metrics-bind-address) serves /metrics (and
+	// /debug/pprof with Profiling); "0" turns it off.
+	MetricsBindAddress string
+	// HealthProbeBindAddress (--health-probe-bind-address) serves /healthz
+	// and /readyz; "0" turns it off.
+	HealthProbeBindAddress string
+	// Profiling (--profiling) serves Go's pprof handlers under /debug/pprof/
+	// on the metrics server.
+	Profiling bool
+
+	// DriverEndpoint (--driver-endpoint, env MACHINA_DRIVER_ENDPOINT) is the
+	// driver's socket, unix:///path (or tcp://host:port for development).
+	DriverEndpoint string
+	// Timeouts of one driver call of each kind (--driver-create-timeout,
+	// --driver-delete-timeout, --driver-status-timeout,
+	// --driver-list-timeout, --driver-call-timeout for every other RPC).
+	DriverCreateTimeout time.Duration
+	DriverDeleteTimeout time.Duration
+	DriverStatusTimeout time.Duration
+	DriverListTimeout   time.Duration
+	DriverCallTimeout   time.Duration
+
+	// Machine lifecycle (MCM's machine-controller flags).
+	MachineCreationTimeout        time.Duration // --machine-creation-timeout
+	MachineHealthTimeout          time.Duration // --machine-health-timeout
+	MachineDrainTimeout           time.Duration // --machine-drain-timeout
+	MachineMaxEvictRetries        int           // --machine-max-evict-retries (accepted; see docs)
+	MachinePVDetachTimeout        time.Duration // --machine-pv-detach-timeout (accepted; see docs)
+	MachinePVReattachTimeout      time.Duration // --machine-pv-reattach-timeout (accepted; see docs)
+	NodeConditions                []string      // --node-conditions
+	BootstrapTokenAuthExtraGroups []string      // --bootstrap-token-auth-extra-groups
+	ResourceExhaustedRetry        time.Duration // --resource-exhausted-retry
+
+	// Machine sets and deployments (MCM's machine-controller-manager flags).
+	AutoscalerScaleDownAnnotationDuringRollout bool // --autoscaler-scaledown-annotation-during-rollout
+
+	// Safety (MCM's flags; the safety controllers are reserved for a later
+	// release, see docs/operating.md).
+	SafetyUp                                 int           // --safety-up
+	SafetyDown                               int           // --safety-down
+	MachineSafetyOvershootingPeriod          time.Duration // --machine-safety-overshooting-period
+	MachineSafetyOrphanVMsPeriod             time.Duration // --machine-safety-orphan-vms-period
+	MachineSafetyAPIServerStatusCheckPeriod  time.Duration // --machine-safety-apiserver-statuscheck-period
+	MachineSafetyAPIServerStatusCheckTimeout time.Duration // --machine-safety-apiserver-statuscheck-timeout
+
+	// Logger is the manager's logger; the controller-runtime root logger
+	// (ctrl.Log) when unset.
+	Logger logr.Logger
+
+	// skipNameValidation lets tests of this package run several managers,
+	// whose controllers share names, in one process.
+	skipNameValidation bool
+}
+
+// Defaults that differ from MCM's, and why (docs/operating.md has the long
+// form).
+const (
+	// DefaultKubeAPIQPS and DefaultKubeAPIBurst serve a thousand machines.
+	// A machine costs a handful of writes over its life plus its share of
+	// drains and node updates; a rollout of a thousand machines at 100
+	// requests per second spends about a minute of client budget, small next
+	// to VM boot times, and stays far below an API server's default
+	// in-flight limits. MCM's 20/30 throttled large clusters (MCM issue
+	// #703; Gardener runs MCM with 150/200).
+	DefaultKubeAPIQPS   = 100
+	DefaultKubeAPIBurst = 150
+	// DefaultConcurrentSyncs is MCM's machine-controller value. A worker of
+	// the Machine controller is held for the whole of a driver call (a
+	// create may take a minute at a cloud); drains do not hold one here.
+	// Fifty workers let fifty creates run at once, and cost nothing for the
+	// lighter controllers.
+	DefaultConcurrentSyncs = 50
+)
+
+// DefaultOptions returns the defaults of every flag.
+func DefaultOptions() Options {
+	return Options{
+		Namespace:       "default",
+		KubeAPIQPS:      DefaultKubeAPIQPS,
+		KubeAPIBurst:    DefaultKubeAPIBurst,
+		ConcurrentSyncs: DefaultConcurrentSyncs,
+		MinResyncPeriod: 12 * time.Hour,
+
+		LeaderElect:              true,
+		LeaderElectLeaseDuration: 15 * time.Second,
+		LeaderElectRenewDeadline: 10 * time.Second,
+		LeaderElectRetryPeriod:   2 * time.Second,
+
+		MetricsBindAddress:     ":10259",
+		HealthProbeBindAddress: ":10258",
+
+		DriverEndpoint:      DefaultDriverEndpoint,
+		DriverCreateTimeout: driver.DefaultCreateTimeout,
+		DriverDeleteTimeout: driver.DefaultDeleteTimeout,
+		DriverStatusTimeout: driver.DefaultStatusTimeout,
+		DriverListTimeout:   driver.DefaultListTimeout,
+		DriverCallTimeout:   driver.DefaultCallTimeout,
+
+		MachineCreationTimeout:   machine.DefaultCreationTimeout,
+		MachineHealthTimeout:     machine.DefaultHealthTimeout,
+		MachineDrainTimeout:      machine.DefaultDrainTimeout,
+		MachineMaxEvictRetries:   360,
+		MachinePVDetachTimeout:   2 * time.Minute,
+		MachinePVReattachTimeout: 90 * time.Second,
+		NodeConditions:           append([]string(nil), machine.DefaultNodeConditions...),
+		ResourceExhaustedRetry:   machine.DefaultResourceExhaustedRetry,
+
+		AutoscalerScaleDownAnnotationDuringRollout: true,
+
+		SafetyUp:                                 2,
+		SafetyDown:                               1,
+		MachineSafetyOvershootingPeriod:          time.Minute,
+		MachineSafetyOrphanVMsPeriod:             15 * time.Minute,
+		MachineSafetyAPIServerStatusCheckPeriod:  time.Minute,
+		MachineSafetyAPIServerStatusCheckTimeout: 30 * time.Second,
+	}
+}
+
+// Validate reports every invalid option at once.
+func (o *Options) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	if msgs := validation.IsDNS1123Label(o.Namespace); len(msgs) > 0 {
+		bad("--namespace %q: %s", o.Namespace, strings.Join(msgs, "; "))
+	}
+	if o.LeaderElectResourceNamespace != "" {
+		if msgs := validation.IsDNS1123Label(o.LeaderElectResourceNamespace); len(msgs) > 0 {
+			bad("--leader-elect-resource-namespace %q: %s", o.LeaderElectResourceNamespace, strings.Join(msgs, "; "))
+		}
+	}
+	if o.KubeAPIQPS <= 0 {
+		bad("--kube-api-qps must be positive, got %v", o.KubeAPIQPS)
+	}
+	if o.KubeAPIBurst < 1 {
+		bad("--kube-api-burst must be at least 1, got %d", o.KubeAPIBurst)
+	}
+	if o.ConcurrentSyncs < 1 {
+		bad("--concurrent-syncs must be at least 1, got %d", o.ConcurrentSyncs)
+	}
+	if !strings.HasPrefix(o.DriverEndpoint, "unix:///") && !strings.HasPrefix(o.DriverEndpoint, "tcp://") {
+		bad("--driver-endpoint %q: want unix:///absolute/path or tcp://host:port", o.DriverEndpoint)
+	}
+	positive := map[string]time.Duration{
+		"--min-resync-period":                            o.MinResyncPeriod,
+		"--driver-create-timeout":                        o.DriverCreateTimeout,
+		"--driver-delete-timeout":                        o.DriverDeleteTimeout,
+		"--driver-status-timeout":                        o.DriverStatusTimeout,
+		"--driver-list-timeout":                          o.DriverListTimeout,
+		"--driver-call-timeout":                          o.DriverCallTimeout,
+		"--machine-creation-timeout":                     o.MachineCreationTimeout,
+		"--machine-health-timeout":                       o.MachineHealthTimeout,
+		"--machine-drain-timeout":                        o.MachineDrainTimeout,
+		"--machine-pv-detach-timeout":                    o.MachinePVDetachTimeout,
+		"--machine-pv-reattach-timeout":                  o.MachinePVReattachTimeout,
+		"--resource-exhausted-retry":                     o.ResourceExhaustedRetry,
+		"--machine-safety-overshooting-period":           o.MachineSafetyOvershootingPeriod,
+		"--machine-safety-orphan-vms-period":             o.MachineSafetyOrphanVMsPeriod,
+		"--machine-safety-apiserver-statuscheck-period":  o.MachineSafetyAPIServerStatusCheckPeriod,
+		"--machine-safety-apiserver-statuscheck-timeout": o.MachineSafetyAPIServerStatusCheckTimeout,
+	}
+	if o.LeaderElect {
+		positive["--leader-elect-lease-duration"] = o.LeaderElectLeaseDuration
+		positive["--leader-elect-renew-deadline"] = o.LeaderElectRenewDeadline
+		positive["--leader-elect-retry-period"] = o.LeaderElectRetryPeriod
+	}
+	for _, name := range sortedKeys(positive) {
+		if positive[name] <= 0 {
+			bad("%s must be positive, got %v", name, positive[name])
+		}
+	}
+	if o.LeaderElect && o.LeaderElectLeaseDuration <= o.LeaderElectRenewDeadline {
+		bad("--leader-elect-lease-duration (%v) must be longer than --leader-elect-renew-deadline (%v)",
+			o.LeaderElectLeaseDuration, o.LeaderElectRenewDeadline)
+	}
+	if o.LeaderElect && o.LeaderElectRenewDeadline <= o.LeaderElectRetryPeriod {
+		bad("--leader-elect-renew-deadline (%v) must be longer than --leader-elect-retry-period (%v)",
+			o.LeaderElectRenewDeadline, o.LeaderElectRetryPeriod)
+	}
+	if o.MachineMaxEvictRetries < 0 {
+		bad("--machine-max-evict-retries must not be negative, got %d", o.MachineMaxEvictRetries)
+	}
+	if o.SafetyUp < 0 || o.SafetyDown < 0 {
+		bad("--safety-up and --safety-down must not be negative, got %d and %d", o.SafetyUp, o.SafetyDown)
+	}
+	if o.MachineSafetyAPIServerStatusCheckPeriod < o.MachineSafetyAPIServerStatusCheckTimeout {
+		// MCM's rule: a check must end before the next one starts.
+		bad("--machine-safety-apiserver-statuscheck-period (%v) must not be shorter than --machine-safety-apiserver-statuscheck-timeout (%v)",
+			o.MachineSafetyAPIServerStatusCheckPeriod, o.MachineSafetyAPIServerStatusCheckTimeout)
+	}
+	for _, c := range o.NodeConditions {
+		if c == "" {
+			bad("--node-conditions has an empty entry")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// leaderElectionNamespace is where the Lease lives.
+func (o *Options) leaderElectionNamespace() string {
+	if o.LeaderElectResourceNamespace != "" {
+		return o.LeaderElectResourceNamespace
+	}
+	return o.Namespace
+}
+
+// hasTarget reports whether the manager runs with a target cluster.
+func (o *Options) hasTarget() bool {
+	return o.TargetKubeconfig != NoTargetKubeconfig
+}
+
+func sortedKeys(m map[string]time.Duration) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,98 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/machina-io/machina/sdk"
+
+	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
+)
+
+// testDriver is a minimal driver served over a real Unix socket by the SDK:
+// VMs in a map, and a readiness switch. The full in-memory driver lives in
+// its own module; the process tests in cmd/machina-manager use it.
+type testDriver struct {
+	mu       sync.Mutex
+	vms      map[string]string // machine name -> provider ID
+	notReady atomic.Bool
+	// classNamespaces records machine_class.namespace of every create.
+	classNamespaces []string
+}
+
+func (d *testDriver) CreateMachine(_ context.Context, req *driverv1alpha1.CreateMachineRequest) (*driverv1alpha1.CreateMachineResponse, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	name := req.GetMachine().GetName()
+	d.classNamespaces = append(d.classNamespaces, req.GetMachineClass().GetNamespace())
+	id, ok := d.vms[name]
+	if !ok {
+		id = "test:///" + name
+		d.vms[name] = id
+	}
+	return &driverv1alpha1.CreateMachineResponse{ProviderId: id, NodeName: name}, nil
+}
+
+func (d *testDriver) DeleteMachine(_ context.Context, req *driverv1alpha1.DeleteMachineRequest) (*driverv1alpha1.DeleteMachineResponse, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.vms, req.GetMachine().GetName())
+	return &driverv1alpha1.DeleteMachineResponse{}, nil
+}
+
+func (d *testDriver) GetMachineStatus(_ context.Context, req *driverv1alpha1.GetMachineStatusRequest) (*driverv1alpha1.GetMachineStatusResponse, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	name := req.GetMachine().GetName()
+	id, ok := d.vms[name]
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "no VM for machine %s", name)
+	}
+	return &driverv1alpha1.GetMachineStatusResponse{ProviderId: id, NodeName: name}, nil
+}
+
+func (d *testDriver) Probe(context.Context) (bool, error) {
+	return !d.notReady.Load(), nil
+}
+
+func (d *testDriver) vmCount() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.vms)
+}
+
+// startTestDriver serves a testDriver on a fresh socket until the test ends
+// and returns it with its endpoint.
+func startTestDriver(t *testing.T) (*testDriver, string) {
+	t.Helper()
+	d := &testDriver{vms: map[string]string{}}
+	srv, err := sdk.NewServer(sdk.Info{Name: "test.driver.machina.io", Version: "0.0.1"}, d)
+	require.NoError(t, err)
+	// t.TempDir() can exceed the 108-byte limit of a socket path.
+	dir, err := os.MkdirTemp("", "m")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	endpoint := "unix://" + filepath.Join(dir, "driver.sock")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, endpoint) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("test driver: %v", err)
+		}
+	})
+	return d, endpoint
+}
+
+func (d *testDriver) String() string { return fmt.Sprintf("testDriver(%d VMs)", d.vmCount()) }
