@@ -1,44 +1,61 @@
 package pythoninmemory
 
 import (
-	"encoding/json"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/machina-io/machina/conformance"
 )
 
-// volumeFixtures are GetVolumeIDs fixtures for the Python driver: its own
-// CSI and hostPath volumes, and two volumes that are not its disks.
-var volumeFixtures = []conformance.VolumeFixture{
-	{Name: "pv-csi-mine", VolumeID: "vol-1",
-		Spec: json.RawMessage(`{"csi":{"driver":"python-inmemory.csi.machina.io","volumeHandle":"vol-1"}}`)},
-	{Name: "pv-hostpath-mine", VolumeID: "/python-inmemory/disk-1",
-		Spec: json.RawMessage(`{"hostPath":{"path":"/python-inmemory/disk-1"}}`)},
-	{Name: "pv-csi-other", NotMine: true,
-		Spec: json.RawMessage(`{"csi":{"driver":"ebs.csi.aws.com","volumeHandle":"vol-0abc"}}`)},
-	{Name: "pv-nfs", NotMine: true,
-		Spec: json.RawMessage(`{"nfs":{"server":"nfs.example","path":"/export"}}`)},
-}
+// The files the documented machina-conformance command line uses
+// (docs/writing-a-driver.md §3); the library test loads the same ones.
+const (
+	classFile   = "testdata/machineclass.yaml"
+	volumesFile = "testdata/volumes.yaml"
+)
 
 // TestConformance runs the whole conformance suite against the Python
 // driver: the proof that the Driver API can be served from another
 // language with nothing but the proto files and docs/driver-api.md.
 func TestConformance(t *testing.T) {
 	d := startDriver(t)
+	class, err := conformance.LoadMachineClass(classFile)
+	require.NoError(t, err)
+	volumes, err := conformance.LoadVolumeFixtures(volumesFile)
+	require.NoError(t, err)
 	conformance.Run(t, conformance.Config{
-		Endpoint: d.Endpoint,
-		MachineClass: conformance.MachineClass{
-			Name:         "python-conformance",
-			ProviderSpec: json.RawMessage(`{"size":"small"}`),
-		},
-		Secrets:  map[string][]byte{"token": []byte("conformance-token")},
-		UserData: []byte("#cloud-config\n"),
-		Volumes:  volumeFixtures,
+		Endpoint:     d.Endpoint,
+		MachineClass: class,
+		Secrets:      map[string][]byte{"token": []byte("conformance-token")},
+		UserData:     []byte("#cloud-config\n"),
+		Volumes:      volumes,
 		Timeouts: conformance.Timeouts{
 			Identity: 10 * time.Second, Ready: 30 * time.Second,
 			Create: 30 * time.Second, Initialize: 30 * time.Second, Delete: 30 * time.Second,
 			Status: 10 * time.Second, List: 10 * time.Second, VolumeIDs: 10 * time.Second,
 		},
 	})
+}
+
+// TestConformanceBinary runs the machina-conformance binary against the
+// Python driver with the command line docs/writing-a-driver.md shows, as a
+// driver author in another language would.
+func TestConformanceBinary(t *testing.T) {
+	d := startDriver(t)
+	bin := filepath.Join(t.TempDir(), "machina-conformance")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/machina-conformance")
+	build.Dir = filepath.Join(driverDir(t), "..", "..")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "building cmd/machina-conformance:\n%s", out)
+
+	run := exec.Command(bin, "--endpoint", d.Endpoint, "--machine-class", classFile, "--volumes", volumesFile)
+	out, err = run.CombinedOutput()
+	require.NoError(t, err, "machina-conformance failed:\n%s", out)
+	assert.Equal(t, 0, run.ProcessState.ExitCode())
+	t.Logf("%s", out)
 }
