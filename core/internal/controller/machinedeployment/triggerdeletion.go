@@ -127,14 +127,14 @@ func (r *Reconciler) deploymentMachine(ctx context.Context, s *scope, name strin
 // markForDeletion sets machinepriority=1 and, if absent, the
 // marked-for-deletion-time on a machine.
 func (r *Reconciler) markForDeletion(ctx context.Context, m *v1alpha1.Machine, at string) error {
-	if m.Annotations[AnnotationMachinePriority] == "1" && m.Annotations[AnnotationMarkedForDeletionTime] != "" {
+	if m.Annotations[AnnotationMachinePriority] == v1alpha1.TriggeredForDeletionPriority && m.Annotations[AnnotationMarkedForDeletionTime] != "" {
 		return nil
 	}
 	updated := m.DeepCopy()
 	if updated.Annotations == nil {
 		updated.Annotations = map[string]string{}
 	}
-	updated.Annotations[AnnotationMachinePriority] = "1"
+	updated.Annotations[AnnotationMachinePriority] = v1alpha1.TriggeredForDeletionPriority
 	if updated.Annotations[AnnotationMarkedForDeletionTime] == "" {
 		updated.Annotations[AnnotationMarkedForDeletionTime] = at
 	}

@@ -63,9 +63,9 @@ func availableAt(m *v1alpha1.Machine, minReadySeconds int32, now time.Time) (ava
 // Machine that keep a Failed machine from being replaced (MCM §5.5: "now",
 // "when-failed", and "auto-preserved" set by the controller).
 var preserveAnnotationValues = map[string]bool{
-	"now":            true,
-	"when-failed":    true,
-	"auto-preserved": true,
+	v1alpha1.PreserveValueNow:           true,
+	v1alpha1.PreserveValueWhenFailed:    true,
+	v1alpha1.PreserveValueAutoPreserved: true,
 }
 
 // isPreserved reports whether the machine is preserved: its preservation

@@ -84,7 +84,7 @@ func computePlan(ms *v1alpha1.MachineSet, machines []*v1alpha1.Machine, burst in
 // isFrozen reports whether the safety controller froze the set; a set being
 // deleted is never frozen.
 func isFrozen(ms *v1alpha1.MachineSet) bool {
-	return ms.Labels[LabelFreeze] == "True" && ms.DeletionTimestamp == nil
+	return ms.Labels[LabelFreeze] == v1alpha1.FreezeValue && ms.DeletionTimestamp == nil
 }
 
 // executePlan deletes and creates machines as planned. Deletions run first so
