@@ -35,7 +35,7 @@ type refDriver struct {
 	driverv1alpha1.UnimplementedMachineServiceServer
 
 	caps   []driverv1alpha1.Capability_Type
-	break_ breakage
+	broken breakage
 
 	mu       sync.Mutex
 	vms      []*refVM // in creation order
@@ -105,7 +105,7 @@ var allCaps = []driverv1alpha1.Capability_Type{
 }
 
 func newRefDriver(caps []driverv1alpha1.Capability_Type, b breakage) *refDriver {
-	return &refDriver{caps: caps, break_: b, inflight: map[string]bool{}}
+	return &refDriver{caps: caps, broken: b, inflight: map[string]bool{}}
 }
 
 func (d *refDriver) has(c driverv1alpha1.Capability_Type) bool {
@@ -121,10 +121,10 @@ func (d *refDriver) has(c driverv1alpha1.Capability_Type) bool {
 // whole request, secrets included, as careless drivers do.
 func (d *refDriver) invalid(req any, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
-	if d.break_.fieldNotNamed {
+	if d.broken.fieldNotNamed {
 		msg = "invalid request"
 	}
-	if d.break_.secretEchoed {
+	if d.broken.secretEchoed {
 		msg += fmt.Sprintf(" (request: %v)", req)
 	}
 	return status.Error(codes.InvalidArgument, msg)
@@ -137,13 +137,13 @@ func (d *refDriver) GetPluginInfo(context.Context, *driverv1alpha1.GetPluginInfo
 		Name: "reference.conformance.machina.io", VendorVersion: "v0.1.0",
 		Manifest: map[string]string{"purpose": "conformance self-test"},
 	}
-	if d.break_.badPluginName {
+	if d.broken.badPluginName {
 		resp.Name = "Reference_Driver"
 	}
-	if d.break_.badVersion {
+	if d.broken.badVersion {
 		resp.VendorVersion = "latest"
 	}
-	if d.break_.unstableIdentity {
+	if d.broken.unstableIdentity {
 		d.mu.Lock()
 		d.infoCalls++
 		resp.Manifest["calls"] = fmt.Sprint(d.infoCalls)
@@ -157,7 +157,7 @@ func (d *refDriver) GetPluginCapabilities(context.Context, *driverv1alpha1.GetPl
 	for _, c := range d.caps {
 		resp.Capabilities = append(resp.Capabilities, &driverv1alpha1.Capability{Type: c})
 	}
-	if d.break_.unknownCapability {
+	if d.broken.unknownCapability {
 		resp.Capabilities = append(resp.Capabilities, &driverv1alpha1.Capability{Type: driverv1alpha1.Capability_Type(42)})
 	}
 	return resp, nil
@@ -174,7 +174,7 @@ func (d *refDriver) checkMachine(req any, m *driverv1alpha1.Machine) error {
 	case m == nil:
 		return d.invalid(req, "machine is required")
 	case m.GetName() == "":
-		if d.break_.internalForMissingName {
+		if d.broken.internalForMissingName {
 			return status.Error(codes.Internal, "nil pointer dereference")
 		}
 		return d.invalid(req, "machine.name is required")
@@ -190,7 +190,7 @@ func (d *refDriver) checkClass(req any, c *driverv1alpha1.MachineClass) error {
 		return d.invalid(req, "machine_class is required")
 	case c.GetName() == "":
 		return d.invalid(req, "machine_class.name is required")
-	case c.GetNamespace() == "" && !d.break_.classNamespaceIgnored:
+	case c.GetNamespace() == "" && !d.broken.classNamespaceIgnored:
 		return d.invalid(req, "machine_class.namespace is required")
 	}
 	return nil
@@ -212,7 +212,7 @@ func (d *refDriver) checkState(req any, state string) error {
 		return nil
 	}
 	var s struct{ VM string }
-	if d.break_.lastKnownStateRejected || json.Unmarshal([]byte(state), &s) != nil || s.VM == "" {
+	if d.broken.lastKnownStateRejected || json.Unmarshal([]byte(state), &s) != nil || s.VM == "" {
 		return d.invalid(req, "last_known_state is not a state of this driver")
 	}
 	return nil
@@ -249,7 +249,7 @@ func (d *refDriver) find(ctx context.Context, name string) []*refVM {
 // visible is false only for breakage.connectionState: a VM created on
 // another connection.
 func (d *refDriver) visible(ctx context.Context, v *refVM) bool {
-	return !d.break_.connectionState || v.conn == connID(ctx)
+	return !d.broken.connectionState || v.conn == connID(ctx)
 }
 
 func (d *refDriver) newVM(ctx context.Context, req *driverv1alpha1.CreateMachineRequest, spec []byte) *refVM {
@@ -263,7 +263,7 @@ func (d *refDriver) newVM(ctx context.Context, req *driverv1alpha1.CreateMachine
 }
 
 func (d *refDriver) state(v *refVM, req *driverv1alpha1.CreateMachineRequest) string {
-	if d.break_.secretInState {
+	if d.broken.secretInState {
 		return fmt.Sprintf(`{"VM":%q,"token":%q}`, v.providerID, req.GetSecrets()["machina-conformance-canary"])
 	}
 	return fmt.Sprintf(`{"VM":%q}`, v.providerID)
@@ -291,7 +291,7 @@ func (d *refDriver) CreateMachine(ctx context.Context, req *driverv1alpha1.Creat
 		return nil, err
 	}
 	defer done()
-	if d.break_.abortsParallel {
+	if d.broken.abortsParallel {
 		d.mu.Lock()
 		busy := d.busy
 		d.busy = true
@@ -303,31 +303,31 @@ func (d *refDriver) CreateMachine(ctx context.Context, req *driverv1alpha1.Creat
 		time.Sleep(300 * time.Millisecond)
 		defer func() { d.mu.Lock(); d.busy = false; d.mu.Unlock() }()
 	}
-	if dl, ok := ctx.Deadline(); ok && d.break_.deadlineIgnored && time.Until(dl) < 2*time.Second {
+	if dl, ok := ctx.Deadline(); ok && d.broken.deadlineIgnored && time.Until(dl) < 2*time.Second {
 		// A slow cloud call that does not watch ctx.
 		time.Sleep(3 * time.Second)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	existing := d.find(ctx, name)
-	if len(existing) > 0 && !(d.break_.dependsOnLastKnownState && req.GetLastKnownState() == "") {
+	if len(existing) > 0 && !(d.broken.dependsOnLastKnownState && req.GetLastKnownState() == "") {
 		v := existing[0]
-		if !bytes.Equal(v.spec, spec) && !d.break_.incompatibleAccepted {
+		if !bytes.Equal(v.spec, spec) && !d.broken.incompatibleAccepted {
 			return nil, status.Errorf(codes.AlreadyExists, "machine %s has a VM with a different provider_spec", name)
 		}
-		if d.break_.userDataCompared && !bytes.Equal(v.userData, req.GetUserData()) {
+		if d.broken.userDataCompared && !bytes.Equal(v.userData, req.GetUserData()) {
 			return nil, status.Errorf(codes.AlreadyExists, "machine %s has a VM with other user data", name)
 		}
 		switch {
-		case d.break_.newProviderIDEachCreate:
+		case d.broken.newProviderIDEachCreate:
 			d.nextID++
 			v.providerID = fmt.Sprintf("reference:///vm-%d", d.nextID)
-		case d.break_.secondVMOnRepeat:
+		case d.broken.secondVMOnRepeat:
 			d.newVM(ctx, req, spec)
 		}
 		return &driverv1alpha1.CreateMachineResponse{ProviderId: v.providerID, NodeName: name, LastKnownState: d.state(v, req)}, nil
 	}
-	if d.break_.resurrectsDeleted {
+	if d.broken.resurrectsDeleted {
 		for _, v := range d.vms {
 			if v.name == name && v.deleted {
 				v.deleted = false
@@ -367,7 +367,7 @@ func (d *refDriver) InitializeMachine(ctx context.Context, req *driverv1alpha1.I
 		if v.providerID != req.GetMachine().GetProviderId() {
 			continue
 		}
-		if !d.break_.initializeNoop {
+		if !d.broken.initializeNoop {
 			v.initialized = true
 		}
 		return &driverv1alpha1.InitializeMachineResponse{ProviderId: v.providerID, NodeName: name}, nil
@@ -394,16 +394,16 @@ func (d *refDriver) DeleteMachine(ctx context.Context, req *driverv1alpha1.Delet
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	vms := d.find(ctx, name)
-	if len(vms) == 0 && d.break_.deleteUnknownNotFound {
+	if len(vms) == 0 && d.broken.deleteUnknownNotFound {
 		return nil, status.Errorf(codes.NotFound, "machine %s not found", name)
 	}
-	if id == "" && d.break_.deleteByIDOnly {
+	if id == "" && d.broken.deleteByIDOnly {
 		return &driverv1alpha1.DeleteMachineResponse{}, nil
 	}
 	for _, v := range vms {
 		// With a provider ID, only that VM: another VM of the name may
 		// belong to a newer Machine (§6.3.3).
-		if id == "" || v.providerID == id || d.break_.deleteIgnoresProviderID {
+		if id == "" || v.providerID == id || d.broken.deleteIgnoresProviderID {
 			v.deleted = true
 		}
 	}
@@ -422,23 +422,23 @@ func (d *refDriver) GetMachineStatus(ctx context.Context, req *driverv1alpha1.Ge
 	defer d.mu.Unlock()
 	var found []*refVM
 	for _, v := range d.vms {
-		if v.name != name || !d.visible(ctx, v) || (v.deleted && !d.break_.statusAfterDeleteOK) {
+		if v.name != name || !d.visible(ctx, v) || (v.deleted && !d.broken.statusAfterDeleteOK) {
 			continue
 		}
-		if id == "" || v.providerID == id || d.break_.statusIgnoresProviderID {
+		if id == "" || v.providerID == id || d.broken.statusIgnoresProviderID {
 			found = append(found, v)
 		}
 	}
 	switch {
-	case len(found) == 0 && d.break_.statusUnknownInternal:
+	case len(found) == 0 && d.broken.statusUnknownInternal:
 		return nil, status.Errorf(codes.Internal, "lookup of %s failed", name)
 	case len(found) == 0:
 		msg := fmt.Sprintf("machine %s has no VM", name)
-		if d.break_.secretEchoed {
+		if d.broken.secretEchoed {
 			msg += fmt.Sprintf(" (secrets %q)", req.GetSecrets())
 		}
 		return nil, status.Error(codes.NotFound, msg)
-	case len(found) > 1 && !d.break_.statusAfterDeleteOK:
+	case len(found) > 1 && !d.broken.statusAfterDeleteOK:
 		var ids []string
 		for _, v := range found {
 			ids = append(ids, v.providerID)
@@ -454,7 +454,7 @@ func (d *refDriver) GetMachineStatus(ctx context.Context, req *driverv1alpha1.Ge
 }
 
 func (d *refDriver) ListMachines(ctx context.Context, req *driverv1alpha1.ListMachinesRequest) (*driverv1alpha1.ListMachinesResponse, error) {
-	if !d.has(driverv1alpha1.Capability_TYPE_LIST_MACHINES) || d.break_.advertisedButUnimplemented {
+	if !d.has(driverv1alpha1.Capability_TYPE_LIST_MACHINES) || d.broken.advertisedButUnimplemented {
 		return nil, status.Error(codes.Unimplemented, "ListMachines is not supported")
 	}
 	if err := d.checkClass(req, req.GetMachineClass()); err != nil {
@@ -463,7 +463,7 @@ func (d *refDriver) ListMachines(ctx context.Context, req *driverv1alpha1.ListMa
 	c := req.GetMachineClass()
 	inClass := func(v *refVM) bool {
 		return !v.deleted && d.visible(ctx, v) &&
-			(d.break_.listIgnoresClass || (v.class == c.GetName() && v.namespace == c.GetNamespace()))
+			(d.broken.listIgnoresClass || (v.class == c.GetName() && v.namespace == c.GetNamespace()))
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -475,12 +475,12 @@ func (d *refDriver) ListMachines(ctx context.Context, req *driverv1alpha1.ListMa
 		}
 	}
 	for _, v := range d.vms {
-		if !inClass(v) || (d.break_.listMissesLatest && v == latest) {
+		if !inClass(v) || (d.broken.listMissesLatest && v == latest) {
 			continue
 		}
 		entry := &driverv1alpha1.ListedMachine{ProviderId: v.providerID, MachineName: v.name}
 		resp.Machines = append(resp.Machines, entry)
-		if d.break_.listDuplicates {
+		if d.broken.listDuplicates {
 			resp.Machines = append(resp.Machines, entry)
 		}
 	}
@@ -488,7 +488,7 @@ func (d *refDriver) ListMachines(ctx context.Context, req *driverv1alpha1.ListMa
 }
 
 func (d *refDriver) GetVolumeIDs(_ context.Context, req *driverv1alpha1.GetVolumeIDsRequest) (*driverv1alpha1.GetVolumeIDsResponse, error) {
-	if !d.has(driverv1alpha1.Capability_TYPE_GET_VOLUME_IDS) && !d.break_.unadvertisedImplemented {
+	if !d.has(driverv1alpha1.Capability_TYPE_GET_VOLUME_IDS) && !d.broken.unadvertisedImplemented {
 		return nil, status.Error(codes.Unimplemented, "GetVolumeIDs is not supported")
 	}
 	if len(req.GetVolumes()) == 0 {
@@ -504,7 +504,7 @@ func (d *refDriver) GetVolumeIDs(_ context.Context, req *driverv1alpha1.GetVolum
 		case !json.Valid(pv.GetSpec()):
 			return nil, d.invalid(req, "volumes[%d].spec is not valid JSON", i)
 		}
-		if id := refVolumeID(pv, d.break_.claimsForeignVolumes); id != "" {
+		if id := refVolumeID(pv, d.broken.claimsForeignVolumes); id != "" {
 			resp.VolumeIds = append(resp.VolumeIds, &driverv1alpha1.VolumeID{PersistentVolumeName: pv.GetName(), VolumeId: id})
 		}
 	}
@@ -551,7 +551,7 @@ func serveRef(t *testing.T, d *refDriver) string {
 	lis, err := net.Listen("unix", sock)
 	require.NoError(t, err)
 	mode := os.FileMode(0o600)
-	if d.break_.socketOpenToAll {
+	if d.broken.socketOpenToAll {
 		mode = 0o666
 	}
 	require.NoError(t, os.Chmod(sock, mode))
@@ -560,7 +560,7 @@ func serveRef(t *testing.T, d *refDriver) string {
 	driverv1alpha1.RegisterMachineServiceServer(srv, d)
 	served := make(chan struct{})
 	var stop func()
-	if d.break_.deadlineIgnored {
+	if d.broken.deadlineIgnored {
 		var protocols http.Protocols
 		protocols.SetUnencryptedHTTP2(true)
 		hs := &http.Server{Handler: srv, Protocols: &protocols, ReadHeaderTimeout: 10 * time.Second}
