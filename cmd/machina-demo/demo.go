@@ -206,13 +206,19 @@ func (d *demo) cleanup() error {
 	if d.cp != nil {
 		errs = append(errs, d.cp.stop())
 	}
-	if d.workDir != "" {
-		errs = append(errs, os.RemoveAll(d.workDir))
-	}
+	errs = append(errs, d.removeFiles())
 	if d.cfg.logDir != "" {
 		fmt.Printf("Logs are in %s\n", d.cfg.logDir)
 	}
 	return errors.Join(errs...)
+}
+
+// removeFiles removes the work directory.
+func (d *demo) removeFiles() error {
+	if d.workDir == "" {
+		return nil
+	}
+	return os.RemoveAll(d.workDir)
 }
 
 // userKubeconfig writes an admin kubeconfig whose context defaults to the

@@ -60,9 +60,26 @@ func run() int {
 	d := &demo{cfg: cfg, screen: newScreen(os.Stdout)}
 	err = d.run(ctx)
 	interrupted := ctx.Err() != nil
-	// A second Ctrl-C during the cleanup ends the demo at once; its
-	// processes die with it (parent-death signal).
 	stopSignals()
+	// A further Ctrl-C during the cleanup ends the demo at once: its
+	// processes die with it (parent-death signal), and only its files
+	// need removing.
+	forced := make(chan os.Signal, 1)
+	signal.Notify(forced, os.Interrupt, syscall.SIGTERM)
+	stoppedAt := time.Now()
+	go func() {
+		for range forced {
+			// One Ctrl-C may arrive twice, directly and through the
+			// process group (as `timeout` sends it): only a later one
+			// forces.
+			if time.Since(stoppedAt) > time.Second {
+				break
+			}
+		}
+		fmt.Fprintln(os.Stderr, "machina-demo: interrupted again, exiting without a graceful stop")
+		d.removeFiles()
+		os.Exit(exitInterrupted)
+	}()
 	d.screen.Leave()
 	if err != nil && !(interrupted && errors.Is(err, context.Canceled)) {
 		fmt.Fprintf(os.Stderr, "\nmachina-demo: %v\n", err)

@@ -40,7 +40,9 @@ func (s *screen) Message(format string, args ...any) {
 	defer s.mu.Unlock()
 	s.erase()
 	fmt.Fprintf(s.out, "[%5.1fs] %s\n", time.Since(s.start).Seconds(), fmt.Sprintf(format, args...))
-	s.draw()
+	if s.tty {
+		s.draw() // back below the message
+	}
 }
 
 // Show replaces the table, if it changed.
