@@ -36,7 +36,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		"log verbosity, as in Kubernetes components (2 and up show per-object detail); overrides --zap-log-level")
 	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: machina-manager [flags]\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: machina-manager [flags]\n\nFlags (-flag and --flag are the same):\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
