@@ -84,11 +84,8 @@ func (d *demo) startCluster(ctx context.Context) error {
 		return err
 	}
 	d.cp = cp
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
+	scheme, err := demoScheme()
+	if err != nil {
 		return err
 	}
 	if d.client, err = client.New(cp.cfg, client.Options{Scheme: scheme}); err != nil {
@@ -211,6 +208,15 @@ func (d *demo) cleanup() error {
 		fmt.Printf("Logs are in %s\n", d.cfg.logDir)
 	}
 	return errors.Join(errs...)
+}
+
+// demoScheme knows the built-in types and machine.sapcloud.io/v1alpha1.
+func demoScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	return scheme, v1alpha1.AddToScheme(scheme)
 }
 
 // removeFiles removes the work directory.
