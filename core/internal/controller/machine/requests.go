@@ -38,6 +38,7 @@ func machineMessage(m *v1alpha1.Machine) *driverv1alpha1.Machine {
 func classMessage(c *v1alpha1.MachineClass) *driverv1alpha1.MachineClass {
 	msg := &driverv1alpha1.MachineClass{
 		Name:         c.Name,
+		Namespace:    c.Namespace,
 		ProviderSpec: c.ProviderSpec.Raw,
 		Provider:     c.Provider,
 	}
