@@ -30,13 +30,17 @@ build: ## Build every binary into bin/.
 assets: ## Build (or find cached) kube-apiserver, etcd and kubectl for tests.
 	@hack/envtest-assets.sh
 
+.PHONY: deps
+deps: ## Install the Debian packages the Python driver needs (a no-op when present).
+	@hack/debian-deps.sh
+
 .PHONY: test
-test: ## Run every test: unit, envtest, end-to-end and conformance.
+test: deps ## Run every test: unit, envtest, end-to-end and conformance.
 	@# The assets are built on first use and cached outside the work tree.
 	assets=$$(hack/envtest-assets.sh); KUBEBUILDER_ASSETS=$$assets go test $(TEST_FLAGS) $(PACKAGES)
 
 .PHONY: generate
-generate: ## Regenerate the Driver API code, deepcopy functions and CRDs.
+generate: deps ## Regenerate the Driver API code, deepcopy functions and CRDs.
 	$(BUF) generate
 	@# Python stubs of drivers/python-inmemory: needs protobuf-compiler, protobuf-compiler-grpc.
 	$(BUF) generate --template buf.gen.python.yaml
@@ -45,7 +49,7 @@ generate: ## Regenerate the Driver API code, deepcopy functions and CRDs.
 	   $(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=../deploy/crds); fi
 
 .PHONY: verify
-verify: ## Check generated code is current, buf lint and breaking, gofmt, go vet.
+verify: deps ## Check generated code is current, buf lint and breaking, gofmt, go vet.
 	hack/verify-generated.sh
 	$(BUF) lint
 	hack/verify-breaking.sh "$(BUF)"

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the project needs and the Go toolchain cannot
+# provide: Python's gRPC runtime and protoc with the gRPC Python plugin, for
+# the Python driver (drivers/python-inmemory) and its generated stubs.
+# A no-op when they are installed.
+set -euo pipefail
+pkgs=(python3-grpcio python3-protobuf protobuf-compiler protobuf-compiler-grpc)
+if dpkg -s "${pkgs[@]}" >/dev/null 2>&1; then
+  exit 0
+fi
+sudo=""
+[[ $(id -u) == 0 ]] || sudo=sudo
+echo "installing Debian packages: ${pkgs[*]}" >&2
+${sudo} apt-get update -qq
+${sudo} apt-get install -y -qq "${pkgs[@]}" >&2
