@@ -33,7 +33,6 @@ var crossNamespace = map[string]string{
 	"persistentvolumeclaims": "drain reads the claims of the pods it evicts",
 	"poddisruptionbudgets":   "drain respects PDBs in every namespace",
 	"daemonsets":             "drain leaves DaemonSet pods alone",
-	"events":                 "events about Nodes go to the namespace of the involved object",
 }
 
 // checkRulesLeastPrivilege reads every Role and ClusterRole of the overlay:
@@ -182,6 +181,10 @@ var commonAccess = []access{
 	{verb: "list", group: "", resource: "persistentvolumeclaims", allowed: true},
 	{verb: "list", group: "policy", resource: "poddisruptionbudgets", allowed: true},
 	{verb: "delete", group: "storage.k8s.io", resource: "volumeattachments", allowed: true},
+	{verb: "create", group: "", resource: "events", namespace: "default", allowed: true},
+	{verb: "create", group: "events.k8s.io", resource: "events", namespace: "default", allowed: true},
+	{verb: "create", group: "", resource: "events", namespace: "workloads"},
+	{verb: "watch", group: "", resource: "pods", namespace: "workloads"},
 	{verb: "create", group: "", resource: "secrets", namespace: "kube-system", allowed: true},
 	{verb: "delete", group: "", resource: "secrets", namespace: "kube-system", allowed: true},
 	{verb: "update", group: "", resource: "secrets", namespace: "kube-system"},
