@@ -137,6 +137,8 @@ func TestEndToEnd(t *testing.T) {
 			`controller_runtime_reconcile_total{controller="node",result="success"}`,
 			`workqueue_adds_total{controller="machine-controller",name="machine-controller"`,
 			`workqueue_depth{controller="secret",name="secret"`,
+			`mcm_machine_items_total`,
+			`mcm_cloud_api_driver_request_duration_seconds_bucket{operation="create_machine"`,
 		} {
 			assert.True(t, strings.Contains(body, want), "/metrics lacks %s", want)
 		}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
@@ -105,6 +106,9 @@ func New(opts Options) (*Manager, error) {
 		m.target = target
 	}
 
+	if err := newStateMetrics(mgr.GetCache()).register(ctrlmetrics.Registry); err != nil {
+		return nil, fmt.Errorf("registering machine state metrics: %w", err)
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}

@@ -164,6 +164,8 @@ func TestManager(t *testing.T) {
 			`controller_runtime_reconcile_total{controller="secret"`,
 			`controller_runtime_reconcile_total{controller="node"`,
 			`workqueue_depth{controller="machine-controller"`,
+			`mcm_machine_items_total`,
+			`mcm_cloud_api_driver_request_duration_seconds_bucket{operation="create_machine"`,
 		} {
 			// Not assert.Contains: it would print the whole scrape.
 			assert.True(t, strings.Contains(body, want), "/metrics lacks %s", want)
