@@ -135,6 +135,9 @@ func (d *demo) startProcesses(ctx context.Context) error {
 		"--namespace="+namespace,
 		"--driver-endpoint="+endpoint,
 		"--leader-elect=false",
+		// Short enough to watch a simulated failure (--keep) end in a
+		// replacement; the default is MCM's 10m.
+		"--machine-health-timeout=1m",
 		"--health-probe-bind-address="+d.managerHealth,
 		"--metrics-bind-address="+d.managerMetrics,
 	)

@@ -52,6 +52,9 @@ const (
 
 func run() int {
 	cfg, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "machina-demo: %v\n", err)
 		return exitUsage
