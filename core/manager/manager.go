@@ -106,6 +106,10 @@ func New(opts Options) (*Manager, error) {
 		m.target = target
 	}
 
+	// Request latency and the time spent waiting for --kube-api-qps tell
+	// an operator whether the client limits bind; controller-runtime leaves
+	// them off unless asked.
+	ctrlmetrics.RegisterRESTClientMetrics(ctrlmetrics.MetricRequestLatency, ctrlmetrics.MetricRateLimiterLatency)
 	if err := newStateMetrics(mgr.GetCache()).register(ctrlmetrics.Registry); err != nil {
 		return nil, fmt.Errorf("registering machine state metrics: %w", err)
 	}

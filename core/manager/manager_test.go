@@ -165,6 +165,9 @@ func TestManager(t *testing.T) {
 			`controller_runtime_reconcile_total{controller="node"`,
 			`workqueue_depth{controller="machine-controller"`,
 			`mcm_machine_items_total`,
+			`rest_client_rate_limiter_duration_seconds_bucket{`,
+			`rest_client_request_duration_seconds_bucket{`,
+			`leader_election_master_status{name="machina-manager"} 1`,
 			`mcm_cloud_api_driver_request_duration_seconds_bucket{operation="create_machine"`,
 		} {
 			// Not assert.Contains: it would print the whole scrape.
