@@ -10,6 +10,8 @@ replace github.com/machina-io/machina/core => ../core
 
 replace github.com/machina-io/machina/conformance => ../conformance
 
+replace github.com/machina-io/machina/drivers/inmemory => ../drivers/inmemory
+
 require (
 	github.com/go-logr/logr v1.4.4
 	github.com/machina-io/machina/conformance v0.0.0-00010101000000-000000000000
