@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,6 +23,10 @@ import (
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/driver"
 )
+
+// syncCheckTimeout bounds the readiness check of the caches; kubelet's
+// default probe timeout is one second.
+const syncCheckTimeout = 500 * time.Millisecond
 
 // Manager is the machina manager: a controller-runtime manager on the
 // control cluster, with the target cluster added to it, and (once Run has
@@ -141,6 +146,12 @@ func (m *Manager) Run(ctx context.Context) error {
 		Logger:        m.log.WithName("driver"),
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			// Stopped (SIGTERM) while waiting for the driver: a graceful
+			// stop, not a failure.
+			m.log.Info("Stopped before the driver was connected")
+			return nil
+		}
 		return fmt.Errorf("connecting to the driver: %w", err)
 	}
 	defer func() {
@@ -168,12 +179,15 @@ func (m *Manager) Run(ctx context.Context) error {
 }
 
 // informersSynced is the "informers" readiness check: ready once the
-// caches of both clusters have synced.
+// caches of both clusters have synced. It waits at most syncCheckTimeout,
+// so that a probe gets a clear failure rather than its own timeout.
 func (m *Manager) informersSynced(req *http.Request) error {
-	if !m.mgr.GetCache().WaitForCacheSync(req.Context()) {
+	ctx, cancel := context.WithTimeout(req.Context(), syncCheckTimeout)
+	defer cancel()
+	if !m.mgr.GetCache().WaitForCacheSync(ctx) {
 		return errors.New("control cluster cache not synced")
 	}
-	if m.target != nil && !m.target.GetCache().WaitForCacheSync(req.Context()) {
+	if m.target != nil && !m.target.GetCache().WaitForCacheSync(ctx) {
 		return errors.New("target cluster cache not synced")
 	}
 	return nil

@@ -236,7 +236,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	require.ErrorContains(t, err, "--namespace")
 }
 
-func TestRunFailsForADriverThatIsNotThere(t *testing.T) {
+func TestRunStopsWhileWaitingForTheDriver(t *testing.T) {
 	control := testenv.Start(t)
 	opts := DefaultOptions()
 	opts.ControlConfig = control.Config
@@ -246,11 +246,29 @@ func TestRunFailsForADriverThatIsNotThere(t *testing.T) {
 	opts.skipNameValidation = true
 	m, err := New(opts)
 	require.NoError(t, err)
+	// A driver that never comes up keeps Run waiting; a stop while it
+	// waits is graceful.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	require.NoError(t, m.Run(ctx))
+	require.ErrorContains(t, m.Run(context.Background()), "Run called twice")
+}
+
+func TestRunFailsForADriverOfAnotherAPIVersion(t *testing.T) {
+	control := testenv.Start(t)
+	opts := DefaultOptions()
+	opts.ControlConfig = control.Config
+	opts.DriverEndpoint = startForeignServer(t)
+	opts.LeaderElect = false
+	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
+	opts.skipNameValidation = true
+	m, err := New(opts)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err = m.Run(ctx)
 	require.ErrorContains(t, err, "connecting to the driver")
-	require.ErrorContains(t, m.Run(context.Background()), "Run called twice")
+	require.ErrorContains(t, err, "does not serve machina.driver.v1alpha1")
 }
 
 func newClass(namespace, name, secret string) *v1alpha1.MachineClass {

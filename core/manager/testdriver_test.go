@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -96,3 +98,20 @@ func startTestDriver(t *testing.T) (*testDriver, string) {
 }
 
 func (d *testDriver) String() string { return fmt.Sprintf("testDriver(%d VMs)", d.vmCount()) }
+
+// startForeignServer serves a gRPC server without the Driver API on a
+// fresh socket, standing in for a driver of another API version: every
+// call answers UNIMPLEMENTED.
+func startForeignServer(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "m")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	path := filepath.Join(dir, "foreign.sock")
+	l, err := net.Listen("unix", path)
+	require.NoError(t, err)
+	srv := grpc.NewServer()
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(srv.Stop)
+	return "unix://" + path
+}
