@@ -1,0 +1,104 @@
+package meltdown
+
+import (
+	"slices"
+	"sync"
+	"time"
+)
+
+// DefaultPermitTTL is how long a permit counts without an explicit Release.
+// It only has to outlast the delay between the Machine controller's status
+// write and its cache showing the machine as Failed (after which the
+// machine counts through InProgress); it also bounds a permit leaked by a
+// caller that never releases.
+const DefaultPermitTTL = 5 * time.Minute
+
+// Permits hands out replacement permits per MachineDeployment. A permit is
+// held by one machine; acquiring it again for the same machine succeeds
+// without taking a second one, so a reconcile that repeats after a failed
+// write cannot leak permits. It is safe for concurrent use.
+//
+// Permits cover the gap a cache leaves: when two workers decide about two
+// machines of one deployment at the same moment, both read a cache that
+// shows neither as Failed yet. The permit of the first is what the second
+// sees.
+type Permits struct {
+	ttl time.Duration
+	now func() time.Time
+
+	mu   sync.Mutex
+	held map[string]map[string]time.Time // deployment -> machine -> granted at
+}
+
+// NewPermits returns an empty set of permits whose grants count for ttl
+// (DefaultPermitTTL when ttl <= 0) unless released earlier.
+func NewPermits(ttl time.Duration) *Permits {
+	if ttl <= 0 {
+		ttl = DefaultPermitTTL
+	}
+	return &Permits{ttl: ttl, now: time.Now, held: map[string]map[string]time.Time{}}
+}
+
+// TryAcquire grants machine a permit to be replaced, as one of the machines
+// of deployment, if fewer than limit machines of that deployment are
+// being replaced: those named in inProgress (as the caller observed them,
+// see InProgress) together with those holding a permit. A machine that
+// already holds a permit, or is itself in inProgress, is granted at once.
+// Permits of machines that inProgress now shows are dropped: the observed
+// state counts them from here on.
+func (p *Permits) TryAcquire(deployment, machine string, limit int, inProgress []string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	held := p.held[deployment]
+	for name, at := range held {
+		if now.Sub(at) >= p.ttl || (name != machine && slices.Contains(inProgress, name)) {
+			delete(held, name)
+		}
+	}
+	if _, ok := held[machine]; ok || slices.Contains(inProgress, machine) {
+		return true
+	}
+	busy := len(held)
+	for _, name := range inProgress {
+		if _, dup := held[name]; !dup {
+			busy++
+		}
+	}
+	if busy >= limit {
+		return false
+	}
+	if held == nil {
+		held = map[string]time.Time{}
+		p.held[deployment] = held
+	}
+	held[machine] = now
+	return true
+}
+
+// Release gives machine's permit back: after its replacement was decided
+// but failed to be recorded, or when the machine recovered or is gone.
+// Releasing a permit that is not held does nothing.
+func (p *Permits) Release(deployment, machine string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	held := p.held[deployment]
+	delete(held, machine)
+	if len(held) == 0 {
+		delete(p.held, deployment)
+	}
+}
+
+// Held is the number of unexpired permits of deployment.
+func (p *Permits) Held(deployment string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	now := p.now()
+	for _, at := range p.held[deployment] {
+		if now.Sub(at) < p.ttl {
+			n++
+		}
+	}
+	return n
+}
