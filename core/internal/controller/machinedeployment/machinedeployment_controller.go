@@ -84,6 +84,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorderFor(ControllerName) //nolint:staticcheck // record.EventRecorder is this package's API
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Machine{}, indexMachineController, machineControllerUID); err != nil {
+		return fmt.Errorf("indexing machines by controller: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&v1alpha1.MachineDeployment{}).
@@ -296,20 +299,27 @@ func (r *Reconciler) loadSets(ctx context.Context, s *scope, selector labels.Sel
 	}
 	s.sets = sets
 	s.new, s.old = splitNewOld(s.d, sets)
-	machines := &v1alpha1.MachineList{}
-	if err := r.Client.List(ctx, machines, client.InNamespace(s.d.Namespace)); err != nil {
-		return fmt.Errorf("listing machines: %w", err)
-	}
-	owned := make(map[types.UID]bool, len(sets))
-	for _, ms := range sets {
-		owned[ms.UID] = true
-	}
 	s.machines = map[types.UID][]*v1alpha1.Machine{}
-	for i := range machines.Items {
-		m := &machines.Items[i]
-		if ref := metav1.GetControllerOf(m); ref != nil && owned[ref.UID] {
-			s.machines[ref.UID] = append(s.machines[ref.UID], m)
+	for _, ms := range sets {
+		machines := &v1alpha1.MachineList{}
+		if err := r.Client.List(ctx, machines, client.InNamespace(s.d.Namespace), client.MatchingFields{indexMachineController: string(ms.UID)}); err != nil {
+			return fmt.Errorf("listing machines of %s: %w", ms.Name, err)
 		}
+		for i := range machines.Items {
+			s.machines[ms.UID] = append(s.machines[ms.UID], &machines.Items[i])
+		}
+	}
+	return nil
+}
+
+// indexMachineController indexes cached Machines by the UID of their
+// controller (a machine set), so that a deployment reads only its own
+// machines.
+const indexMachineController = "machinedeployment.machina.io/machine-controller-uid"
+
+func machineControllerUID(o client.Object) []string {
+	if ref := metav1.GetControllerOf(o); ref != nil {
+		return []string{string(ref.UID)}
 	}
 	return nil
 }

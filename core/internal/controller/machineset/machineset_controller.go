@@ -82,6 +82,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		r.Recorder = mgr.GetEventRecorderFor(ControllerName) //nolint:staticcheck // record.EventRecorder is this package's API
 	}
 	r.Options = r.Options.withDefaults()
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Machine{}, indexControllerUID, controllerUID); err != nil {
+		return fmt.Errorf("indexing machines by controller: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&v1alpha1.MachineSet{}).
@@ -217,14 +220,41 @@ func observedOnly(ms *v1alpha1.MachineSet) v1alpha1.MachineSetStatus {
 	return st
 }
 
-// ownedMachines lists the machines of the set's namespace from the cache and
-// claims them (adoption and release).
+// indexControllerUID indexes cached Machines by the UID of their controller,
+// so that a set finds the machines it controls without reading every machine
+// of the namespace.
+const indexControllerUID = "machineset.machina.io/controller-uid"
+
+func controllerUID(o client.Object) []string {
+	if ref := metav1.GetControllerOf(o); ref != nil {
+		return []string{string(ref.UID)}
+	}
+	return nil
+}
+
+// ownedMachines reads from the cache the machines the set may claim: those
+// its selector matches (candidates for adoption) and those it controls
+// (candidates for release), and claims them.
 func (r *Reconciler) ownedMachines(ctx context.Context, ms *v1alpha1.MachineSet, selector labels.Selector) ([]*v1alpha1.Machine, error) {
-	all := &v1alpha1.MachineList{}
-	if err := r.Client.List(ctx, all, client.InNamespace(ms.Namespace)); err != nil {
+	matching := &v1alpha1.MachineList{}
+	if err := r.Client.List(ctx, matching, client.InNamespace(ms.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
 		return nil, fmt.Errorf("listing machines: %w", err)
 	}
-	return r.claimMachines(ctx, ms, selector, all.Items)
+	controlled := &v1alpha1.MachineList{}
+	if err := r.Client.List(ctx, controlled, client.InNamespace(ms.Namespace), client.MatchingFields{indexControllerUID: string(ms.UID)}); err != nil {
+		return nil, fmt.Errorf("listing machines: %w", err)
+	}
+	all := matching.Items
+	seen := make(map[string]bool, len(all))
+	for i := range all {
+		seen[all[i].Name] = true
+	}
+	for i := range controlled.Items {
+		if !seen[controlled.Items[i].Name] {
+			all = append(all, controlled.Items[i])
+		}
+	}
+	return r.claimMachines(ctx, ms, selector, all)
 }
 
 // planReplicas computes the plan from the cached machines and, if the plan

@@ -305,20 +305,30 @@ func (s *suite) testStatusCounts(t *testing.T) {
 	require.NoError(t, machinesettest.SetPhase(ctx, s.c, &machines[0], v1alpha1.MachineRunning))
 	require.NoError(t, machinesettest.SetPhase(ctx, s.c, &machines[1], v1alpha1.MachineRunning))
 	require.NoError(t, machinesettest.SetPhase(ctx, s.c, &machines[2], v1alpha1.MachinePending))
-	readyAt := time.Now()
+	// The stored lastUpdateTime (whole seconds) is what minReadySeconds
+	// counts from.
+	readySince := func() time.Time {
+		var latest time.Time
+		for _, m := range s.machines(t, ns) {
+			if m.Status.CurrentStatus.Phase == v1alpha1.MachineRunning && m.Status.CurrentStatus.LastUpdateTime.After(latest) {
+				latest = m.Status.CurrentStatus.LastUpdateTime.Time
+			}
+		}
+		return latest
+	}
 
 	require.Eventually(t, func() bool {
 		s.get(t, ms)
 		return ms.Status.ReadyReplicas == 2
 	}, waitTimeout, poll)
-	if time.Since(readyAt) < 1500*time.Millisecond {
+	if time.Since(readySince()) < 1500*time.Millisecond {
 		assert.Zero(t, ms.Status.AvailableReplicas, "machines are not available before minReadySeconds")
 	}
 	require.Eventually(t, func() bool {
 		s.get(t, ms)
 		return ms.Status.AvailableReplicas == 2
 	}, waitTimeout, poll, "machines did not become available after minReadySeconds")
-	assert.GreaterOrEqual(t, time.Since(readyAt), 1500*time.Millisecond, "available too early")
+	assert.GreaterOrEqual(t, time.Since(readySince()), 2*time.Second, "available before minReadySeconds")
 	assert.Equal(t, int32(3), ms.Status.Replicas)
 	assert.Equal(t, int32(3), ms.Status.FullyLabeledReplicas)
 	assert.Equal(t, ms.Generation, ms.Status.ObservedGeneration)

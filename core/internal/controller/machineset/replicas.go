@@ -23,7 +23,6 @@ const (
 	reasonFailedCreate     = "FailedCreate"
 	reasonSuccessfulDelete = "SuccessfulDelete"
 	reasonFailedDelete     = "FailedDelete"
-	reasonFrozen           = "Frozen"
 )
 
 // plan is what one sync does to the machines of a set.
@@ -111,8 +110,9 @@ func (r *Reconciler) executePlan(ctx context.Context, ms *v1alpha1.MachineSet, p
 		r.Recorder.Eventf(ms, corev1.EventTypeNormal, reasonSuccessfulDelete, "Deleted machine %s", m.Name)
 	}
 	if p.frozen {
-		log.Info("Machine set is frozen: not creating machines")
-		r.Recorder.Event(ms, corev1.EventTypeWarning, reasonFrozen, "Machine set is frozen; no machines are created until it is unfrozen")
+		// The safety controller reports the freeze (Frozen condition, events);
+		// an event per sync here would only repeat it.
+		log.V(1).Info("Machine set is frozen: not creating machines")
 	}
 	if p.create > 0 {
 		n, err := slowStartBatch(p.create, func() error { return r.createMachine(ctx, ms) })
