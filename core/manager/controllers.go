@@ -11,6 +11,7 @@ import (
 	"github.com/machina-io/machina/core/internal/controller/machinedeployment"
 	"github.com/machina-io/machina/core/internal/controller/machineset"
 	"github.com/machina-io/machina/core/internal/controller/node"
+	"github.com/machina-io/machina/core/internal/controller/safety/orphan"
 	"github.com/machina-io/machina/core/internal/controller/secret"
 	"github.com/machina-io/machina/core/internal/driver"
 )
@@ -67,8 +68,21 @@ func (m *Manager) setupControllers(dc *driver.Client) error {
 			return fmt.Errorf("node controller: %w", err)
 		}
 	}
-	// TODO(safety): the safety controllers (orphan VMs, overshooting, API
-	// server freeze) are not part of this release; their flags are accepted
-	// and documented as reserved in docs/operating.md.
+
+	// Orphan VM collection runs on the leader only, every
+	// --machine-safety-orphan-vms-period, over the classes of --namespace;
+	// it does nothing against a driver without ListMachines.
+	orphans := &orphan.Collector{
+		Driver:    dc,
+		Period:    m.opts.MachineSafetyOrphanVMsPeriod,
+		Namespace: m.opts.Namespace,
+	}
+	if err := orphans.SetupWithManager(m.mgr); err != nil {
+		return fmt.Errorf("orphan VM collector: %w", err)
+	}
+	// TODO(safety): the overshoot freeze (--safety-up, --safety-down,
+	// --machine-safety-overshooting-period) and the API server freeze
+	// (--machine-safety-apiserver-statuscheck-*) are not wired yet; their
+	// flags are accepted and documented as reserved in docs/operating.md.
 	return nil
 }

@@ -81,7 +81,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.MachineSafetyOvershootingPeriod, "machine-safety-overshooting-period", o.MachineSafetyOvershootingPeriod,
 		"reserved: period of the overshoot check")
 	fs.DurationVar(&o.MachineSafetyOrphanVMsPeriod, "machine-safety-orphan-vms-period", o.MachineSafetyOrphanVMsPeriod,
-		"reserved: period of the orphan VM collection")
+		"period of the orphan VM collection (VMs the driver lists for a class whose Machine is gone)")
 	fs.DurationVar(&o.MachineSafetyAPIServerStatusCheckPeriod, "machine-safety-apiserver-statuscheck-period",
 		o.MachineSafetyAPIServerStatusCheckPeriod, "reserved: period of the API server reachability check")
 	fs.DurationVar(&o.MachineSafetyAPIServerStatusCheckTimeout, "machine-safety-apiserver-statuscheck-timeout",

@@ -58,6 +58,7 @@ func TestManager(t *testing.T) {
 	opts.LeaderElectLeaseDuration = 4 * time.Second
 	opts.LeaderElectRenewDeadline = 3 * time.Second
 	opts.LeaderElectRetryPeriod = 500 * time.Millisecond
+	opts.MachineSafetyOrphanVMsPeriod = time.Second
 	opts.skipNameValidation = true
 	m, err := New(opts)
 	require.NoError(t, err)
@@ -148,6 +149,29 @@ func TestManager(t *testing.T) {
 		assert.Zero(t, drv.vmCount(), "the VM must be deleted")
 	})
 
+	t.Run("orphan VMs are collected, live machines' VMs are not", func(t *testing.T) {
+		ctx := t.Context()
+		keeper := &v1alpha1.Machine{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keeper"},
+			Spec:       v1alpha1.MachineSpec{Class: v1alpha1.ClassSpec{Kind: "MachineClass", Name: "small"}},
+		}
+		require.NoError(t, cc.Create(ctx, keeper))
+		require.Eventually(t, func() bool {
+			got := &v1alpha1.Machine{}
+			return cc.Get(ctx, client.ObjectKeyFromObject(keeper), got) == nil && got.Spec.ProviderID != ""
+		}, waitFor, tick, "keeper never got its VM")
+
+		drv.plant("ghost", "small", ns)
+		require.Eventually(t, func() bool { return !drv.has("ghost") }, waitFor, tick,
+			"the orphan VM was never collected (scans every second)")
+		assert.True(t, drv.has("keeper"), "a live machine's VM was collected")
+
+		require.NoError(t, cc.Delete(ctx, keeper))
+		require.Eventually(t, func() bool {
+			return apierrors.IsNotFound(cc.Get(ctx, client.ObjectKeyFromObject(keeper), &v1alpha1.Machine{}))
+		}, waitFor, tick, "keeper was never released")
+	})
+
 	t.Run("readyz follows the driver's probe", func(t *testing.T) {
 		drv.notReady.Store(true)
 		requireStatus(t, health+"/readyz", http.StatusInternalServerError)
@@ -168,6 +192,7 @@ func TestManager(t *testing.T) {
 			`rest_client_rate_limiter_duration_seconds_bucket{`,
 			`rest_client_request_duration_seconds_bucket{`,
 			`leader_election_master_status{name="machina-manager"} 1`,
+			`machina_orphan_vms_deleted_total{class="machines/small"} 1`,
 			`mcm_cloud_api_driver_request_duration_seconds_bucket{operation="create_machine"`,
 		} {
 			// Not assert.Contains: it would print the whole scrape.

@@ -119,8 +119,8 @@ type Options struct {
 	// Machine sets and deployments (MCM's machine-controller-manager flags).
 	AutoscalerScaleDownAnnotationDuringRollout bool // --autoscaler-scaledown-annotation-during-rollout
 
-	// Safety (MCM's flags; the safety controllers are reserved for a later
-	// release, see docs/operating.md).
+	// Safety (MCM's flags). Only the orphan VM collection runs yet; the
+	// others are reserved (docs/operating.md).
 	SafetyUp                                 int           // --safety-up
 	SafetyDown                               int           // --safety-down
 	MachineSafetyOvershootingPeriod          time.Duration // --machine-safety-overshooting-period

@@ -25,7 +25,7 @@ import (
 // its own module; the process tests in cmd/machina-manager use it.
 type testDriver struct {
 	mu       sync.Mutex
-	vms      map[string]string // machine name -> provider ID
+	vms      map[string]testVM // by machine name
 	notReady atomic.Bool
 	// classNamespaces records machine_class.namespace of every create.
 	classNamespaces []string
@@ -36,12 +36,12 @@ func (d *testDriver) CreateMachine(_ context.Context, req *driverv1alpha1.Create
 	defer d.mu.Unlock()
 	name := req.GetMachine().GetName()
 	d.classNamespaces = append(d.classNamespaces, req.GetMachineClass().GetNamespace())
-	id, ok := d.vms[name]
+	vm, ok := d.vms[name]
 	if !ok {
-		id = "test:///" + name
-		d.vms[name] = id
+		vm = testVM{providerID: "test:///" + name, class: req.GetMachineClass().GetName(), namespace: req.GetMachineClass().GetNamespace()}
+		d.vms[name] = vm
 	}
-	return &driverv1alpha1.CreateMachineResponse{ProviderId: id, NodeName: name}, nil
+	return &driverv1alpha1.CreateMachineResponse{ProviderId: vm.providerID, NodeName: name}, nil
 }
 
 func (d *testDriver) DeleteMachine(_ context.Context, req *driverv1alpha1.DeleteMachineRequest) (*driverv1alpha1.DeleteMachineResponse, error) {
@@ -55,11 +55,11 @@ func (d *testDriver) GetMachineStatus(_ context.Context, req *driverv1alpha1.Get
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	name := req.GetMachine().GetName()
-	id, ok := d.vms[name]
+	vm, ok := d.vms[name]
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "no VM for machine %s", name)
 	}
-	return &driverv1alpha1.GetMachineStatusResponse{ProviderId: id, NodeName: name}, nil
+	return &driverv1alpha1.GetMachineStatusResponse{ProviderId: vm.providerID, NodeName: name}, nil
 }
 
 func (d *testDriver) Probe(context.Context) (bool, error) {
@@ -72,11 +72,47 @@ func (d *testDriver) vmCount() int {
 	return len(d.vms)
 }
 
+// testVM is one VM of the testDriver.
+type testVM struct {
+	providerID string
+	// class and namespace of the MachineClass it was created with, the
+	// scope of ListMachines.
+	class, namespace string
+}
+
+// plant adds a VM as if a create had run, e.g. an orphan whose Machine is gone.
+func (d *testDriver) plant(name, class, namespace string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.vms[name] = testVM{providerID: "test:///" + name, class: class, namespace: namespace}
+}
+
+func (d *testDriver) has(name string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.vms[name]
+	return ok
+}
+
+// ListMachines lists the VMs of a class; implementing it advertises
+// TYPE_LIST_MACHINES, which the orphan collector needs.
+func (d *testDriver) ListMachines(_ context.Context, req *driverv1alpha1.ListMachinesRequest) (*driverv1alpha1.ListMachinesResponse, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	resp := &driverv1alpha1.ListMachinesResponse{}
+	for name, vm := range d.vms {
+		if vm.class == req.GetMachineClass().GetName() && vm.namespace == req.GetMachineClass().GetNamespace() {
+			resp.Machines = append(resp.Machines, &driverv1alpha1.ListedMachine{ProviderId: vm.providerID, MachineName: name})
+		}
+	}
+	return resp, nil
+}
+
 // startTestDriver serves a testDriver on a fresh socket until the test ends
 // and returns it with its endpoint.
 func startTestDriver(t *testing.T) (*testDriver, string) {
 	t.Helper()
-	d := &testDriver{vms: map[string]string{}}
+	d := &testDriver{vms: map[string]testVM{}}
 	srv, err := sdk.NewServer(sdk.Info{Name: "test.driver.machina.io", Version: "0.0.1"}, d)
 	require.NoError(t, err)
 	// t.TempDir() can exceed the 108-byte limit of a socket path.
