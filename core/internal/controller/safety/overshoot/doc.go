@@ -1,0 +1,23 @@
+// Package overshoot freezes MachineSets that have far more machines than
+// they should (MCM's "overshooting" safety controller, reference/mcm.md
+// §5.3).
+//
+// Some bug, or a fight between two controllers, can make a MachineSet
+// create machines without end. Every --machine-safety-overshooting-period,
+// and whenever one of its machines appears or goes, the controller counts a
+// MachineSet's machines and compares the count with two thresholds:
+//
+//	higher = 2*ms.replicas + safetyUp                       (standalone set)
+//	higher = md.replicas + maxSurge(md, rounded up) + safetyUp  (set of a deployment)
+//	lower  = higher - safetyDown
+//
+// At count >= higher the set gets the label freeze=True and the condition
+// Frozen (reason OverShootingReplicaCount), its MachineDeployment too, and
+// the event FrozeMachineSet; a frozen set creates no machines (the
+// MachineSet controller honours the label) but may still delete. At count
+// <= lower the label and condition go and the event UnfrozeMachineSet is
+// emitted. In between, the set stays as it is. The annotation
+// safety.machine.sapcloud.io/unfreeze on a set (or on its deployment, for
+// all its sets) lifts the freeze and is removed; a set that still overshoots
+// is frozen again at once.
+package overshoot
