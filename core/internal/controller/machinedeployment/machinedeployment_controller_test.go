@@ -62,6 +62,7 @@ func TestMachineDeploymentController(t *testing.T) {
 	t.Run("kubectl scale works through the scale subresource", s.testKubectlScale)
 	t.Run("trigger-deletion annotation deletes exactly the named machines", s.testTriggerDeletion)
 	t.Run("scaling during a rollout is proportional", s.testProportionalScaling)
+	t.Run("rollbackTo returns to an earlier template", s.testRollback)
 	t.Run("deleting the deployment deletes machine sets and machines", s.testDelete)
 }
 
@@ -544,6 +545,41 @@ func (s *suite) testProportionalScaling(t *testing.T) {
 	j.Resume()
 	s.update(t, d, func(d *v1alpha1.MachineDeployment) { d.Spec.Paused = false })
 	s.waitComplete(t, d)
+}
+
+func (s *suite) testRollback(t *testing.T) {
+	ctx := context.Background()
+	ns := s.namespace(t)
+	s.joiner(t, ns, 0)
+	d := newDeployment(ns, "undo", 2)
+	require.NoError(t, s.c.Create(ctx, d))
+	s.waitComplete(t, d)
+	s.update(t, d, func(d *v1alpha1.MachineDeployment) { d.Spec.Template.Spec.Class.Name = "class-v2" })
+	s.waitComplete(t, d)
+	require.Equal(t, "2", d.Annotations[machinedeployment.AnnotationRevision])
+
+	// Roll back to the previous revision, as "kubectl rollout undo" did
+	// before rollbackTo was deprecated.
+	s.update(t, d, func(d *v1alpha1.MachineDeployment) { d.Spec.RollbackTo = &v1alpha1.RollbackConfig{} })
+	require.Eventually(t, func() bool {
+		s.get(t, d)
+		return d.Spec.RollbackTo == nil && d.Spec.Template.Spec.Class.Name == "class-v1"
+	}, waitTimeout, poll, "rollback not applied")
+	s.waitComplete(t, d)
+	for _, m := range s.machines(t, ns) {
+		assert.Equal(t, "class-v1", m.Spec.Class.Name)
+	}
+	// The first template's set serves again, under the next revision, and
+	// remembers its first one.
+	require.Len(t, s.sets(t, ns), 2)
+	for _, ms := range s.sets(t, ns) {
+		if ms.Spec.Template.Spec.Class.Name == "class-v1" {
+			assert.Equal(t, "3", ms.Annotations[machinedeployment.AnnotationRevision])
+			assert.Equal(t, "1", ms.Annotations[machinedeployment.AnnotationRevisionHistory])
+			assert.Equal(t, int32(2), ms.Spec.Replicas)
+		}
+	}
+	assert.Equal(t, "3", d.Annotations[machinedeployment.AnnotationRevision])
 }
 
 func (s *suite) testDelete(t *testing.T) {
