@@ -250,4 +250,3 @@ func (r *rounds) firstAfter(from int, pred func(apiserver.Round) bool) string {
 	}
 	return "<no such round>"
 }
-
