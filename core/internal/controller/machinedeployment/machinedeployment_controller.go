@@ -191,7 +191,12 @@ func (s *scope) oldMachinesLeft() bool {
 			return true
 		}
 	}
-	return scopeMachineCount(s, s.old) > 0
+	for _, ms := range s.old {
+		if len(s.machines[ms.UID]) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Reconcile syncs one MachineDeployment. It reads like the Deployment

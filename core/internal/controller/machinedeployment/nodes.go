@@ -7,8 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 )
 
 // preferNoScheduleTaint is the taint on the nodes of old machine sets during
@@ -140,14 +138,4 @@ func clearScaleDownDisabled(n *corev1.Node) bool {
 	delete(n.Annotations, AnnotationScaleDownDisabled)
 	delete(n.Annotations, AnnotationScaleDownDisabledByMCM)
 	return true
-}
-
-// scopeMachineCount is the number of machines of the given sets known to the
-// scope, terminating ones included.
-func scopeMachineCount(s *scope, sets []*v1alpha1.MachineSet) int {
-	n := 0
-	for _, ms := range sets {
-		n += len(s.machines[ms.UID])
-	}
-	return n
 }
