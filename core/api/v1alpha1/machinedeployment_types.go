@@ -118,14 +118,14 @@ const (
 // at once.
 type UpdateConfiguration struct {
 	// MaxUnavailable is how many machines may be unavailable during the update:
-	// a number, or a percentage of replicas rounded down. Default 1.
+	// a number, or a percentage of replicas rounded down. Default 0 (when unset).
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:Pattern=`^[0-9]+%$`
 	// +optional
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 
 	// MaxSurge is how many machines may exist above replicas during the update:
-	// a number, or a percentage of replicas rounded up. Default 1.
+	// a number, or a percentage of replicas rounded up. Default 1 (when unset).
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:Pattern=`^[0-9]+%$`
 	// +optional
