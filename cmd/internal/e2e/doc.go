@@ -1,0 +1,22 @@
+// Package e2e holds machina's end-to-end suite: MCM's nine integration
+// scenarios (machine creation and deletion, a MachineDeployment created,
+// scaled up and down, rolled to another class and deleted, and orphan VM
+// collection) played against real processes.
+//
+// The test builds machina-manager and machina-driver-virtualnode, starts a
+// kube-apiserver and etcd (envtest, with deploy/crds), runs the driver and
+// the manager as child processes joined by a Unix socket, and walks the
+// scenarios in order on that one environment, as MCM's ControllerTests
+// share one cluster. The virtualnode driver turns every VM into a Node of
+// the same API server, so "a node joined the target cluster" is observable
+// without a cloud.
+//
+// Run it with
+//
+//	KUBEBUILDER_ASSETS=$(hack/envtest-assets.sh) go test -count=1 -run TestIntegrationScenarios -v ./cmd/internal/e2e/
+//
+// Set MACHINA_E2E_LOG_DIR to keep the manager's and driver's logs in that
+// directory; otherwise they are written to a temporary directory and their
+// tails are printed when the test fails. docs/testing.md describes where this
+// suite sits among the others.
+package e2e

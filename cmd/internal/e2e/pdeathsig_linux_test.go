@@ -1,0 +1,13 @@
+package e2e
+
+import "syscall"
+
+// parentDeathAttr makes the kernel send SIGKILL to a child when the test
+// binary dies, however it dies (a panic in a test's goroutine, go test's
+// -timeout, SIGKILL): the cleanup functions that stop the processes do not
+// run then, and a manager or driver left behind would outlive the test. The
+// child stays in the test's process group, so a Ctrl-C in the terminal stops
+// it gracefully too.
+func parentDeathAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
