@@ -58,7 +58,7 @@ verify: deps ## Check generated code is current, buf lint and breaking, gofmt, g
 
 .PHONY: bench
 bench: ## Run the benchmarks (stub until the benchmark issue).
-	@echo "make bench: no benchmarks yet"
+	hack/bench.sh $(BENCH_ARGS)
 
 .PHONY: demo
 demo: ## Run the demo on a local API server (DEMO_ARGS=--keep keeps it running).
