@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -75,6 +76,8 @@ type Checker struct {
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 
+	// mu serialises rounds and guards the fields below.
+	mu      sync.Mutex
 	log     logr.Logger
 	probers []*prober
 	frozen  prometheus.Gauge
@@ -111,12 +114,17 @@ func (c *Checker) SetupWithManager(mgr ctrl.Manager) error {
 	if c.Recorder == nil {
 		c.Recorder = mgr.GetEventRecorderFor(Name) //nolint:staticcheck // core/v1 events, like the Machine controller's
 	}
-	if err := c.init(); err != nil {
+	c.mu.Lock()
+	err := c.init()
+	c.mu.Unlock()
+	if err != nil {
 		return err
 	}
 	return mgr.Add(c)
 }
 
+// init checks the required fields and sets the defaults; it is idempotent.
+// The caller holds c.mu.
 func (c *Checker) init() error {
 	switch {
 	case len(c.Clusters) == 0:
@@ -171,7 +179,10 @@ func (c *Checker) NeedLeaderElection() bool { return true }
 // Start probes until ctx ends: every Period while all API servers answer,
 // every Timeout/5 while one does not or the gate is frozen.
 func (c *Checker) Start(ctx context.Context) error {
-	if err := c.init(); err != nil {
+	c.mu.Lock()
+	err := c.init()
+	c.mu.Unlock()
+	if err != nil {
 		return err
 	}
 	c.log.Info("API server safety check started", "period", c.Period, "timeout", c.Timeout)
@@ -199,6 +210,8 @@ func (c *Checker) Start(ctx context.Context) error {
 // has been unreachable for longer than Timeout, and recovers (resets the
 // Unknown machines, then opens the gate) when all answer again.
 func (c *Checker) Check(ctx context.Context) Round {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if err := c.init(); err != nil {
 		return Round{Err: err, Frozen: c.Gate.Frozen()}
 	}

@@ -70,6 +70,7 @@ type Collector struct {
 	log     logr.Logger
 	metrics *metrics
 
+	// mu serialises scans and guards the fields set by init.
 	mu sync.Mutex
 	// seen holds the candidates of the last successful scan of each class.
 	seen map[classKey]map[vmKey]struct{}
@@ -98,13 +99,17 @@ func (c *Collector) SetupWithManager(mgr ctrl.Manager) error {
 	if c.Recorder == nil {
 		c.Recorder = mgr.GetEventRecorderFor(Name) //nolint:staticcheck // see Recorder
 	}
-	if err := c.init(); err != nil {
+	c.mu.Lock()
+	err := c.init()
+	c.mu.Unlock()
+	if err != nil {
 		return err
 	}
 	return mgr.Add(c)
 }
 
 // init checks the required fields and sets the defaults; it is idempotent.
+// The caller holds c.mu.
 func (c *Collector) init() error {
 	switch {
 	case c.Driver == nil:
@@ -139,7 +144,10 @@ func (c *Collector) NeedLeaderElection() bool { return true }
 // (a first scan only marks candidates) and then every Period, until ctx
 // ends.
 func (c *Collector) Start(ctx context.Context) error {
-	if err := c.init(); err != nil {
+	c.mu.Lock()
+	err := c.init()
+	c.mu.Unlock()
+	if err != nil {
 		return err
 	}
 	if err := c.waitForCaches(ctx); err != nil {

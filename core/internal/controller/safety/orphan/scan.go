@@ -57,11 +57,11 @@ type Result struct {
 // fresh read of their Machine. It waits for the caches first. Scans are
 // serialised.
 func (c *Collector) Scan(ctx context.Context) Result {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if err := c.init(); err != nil {
 		return Result{Err: err}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	res, err := c.scan(ctx)
 	if err != nil {
 		// Without a trustworthy view of the Machines nothing may be
