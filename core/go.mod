@@ -8,8 +8,8 @@ replace github.com/machina-io/machina/sdk => ../sdk
 
 require (
 	github.com/go-logr/logr v1.4.4
-	github.com/machina-io/machina/proto v0.0.0-00010101000000-000000000000
-	github.com/machina-io/machina/sdk v0.0.0-00010101000000-000000000000
+	github.com/machina-io/machina/proto v0.0.0
+	github.com/machina-io/machina/sdk v0.0.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/stretchr/testify v1.12.1
 	google.golang.org/grpc v1.85.0
@@ -55,6 +55,8 @@ require (
 	github.com/google/btree v1.1.3 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
+	github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus v1.1.0 // indirect
+	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.4 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
