@@ -11,7 +11,9 @@ import (
 	"github.com/machina-io/machina/core/internal/controller/machinedeployment"
 	"github.com/machina-io/machina/core/internal/controller/machineset"
 	"github.com/machina-io/machina/core/internal/controller/node"
+	"github.com/machina-io/machina/core/internal/controller/safety/apiserver"
 	"github.com/machina-io/machina/core/internal/controller/safety/orphan"
+	"github.com/machina-io/machina/core/internal/controller/safety/overshoot"
 	"github.com/machina-io/machina/core/internal/controller/secret"
 	"github.com/machina-io/machina/core/internal/driver"
 )
@@ -80,9 +82,38 @@ func (m *Manager) setupControllers(dc *driver.Client) error {
 	if err := orphans.SetupWithManager(m.mgr); err != nil {
 		return fmt.Errorf("orphan VM collector: %w", err)
 	}
-	// TODO(safety): the overshoot freeze (--safety-up, --safety-down,
-	// --machine-safety-overshooting-period) and the API server freeze
-	// (--machine-safety-apiserver-statuscheck-*) are not wired yet; their
-	// flags are accepted and documented as reserved in docs/operating.md.
+
+	// The overshoot freeze labels MachineSets that have far more machines
+	// than wanted; the MachineSet controller then creates no more.
+	overshoots := &overshoot.Reconciler{
+		SafetyUp:   int32(m.opts.SafetyUp),
+		SafetyDown: int32(m.opts.SafetyDown),
+		Period:     m.opts.MachineSafetyOvershootingPeriod,
+	}
+	if err := overshoots.SetupWithManager(m.mgr, workers); err != nil {
+		return fmt.Errorf("overshoot safety controller: %w", err)
+	}
+
+	// The API server check freezes m.gate while an API server is
+	// unreachable and resets the health timeout of Unknown machines when it
+	// is back.
+	// TODO(safety): hand m.gate to the Machine, MachineSet and
+	// MachineDeployment controllers once they read it, so that they stand
+	// still while it is frozen; until then the freeze is measured and
+	// reported but does not stop them (docs/operating.md).
+	clusters := make([]apiserver.Cluster, 0, len(m.probes))
+	for _, p := range m.probes {
+		clusters = append(clusters, apiserver.Cluster{Name: p.name, Config: p.config})
+	}
+	checker := &apiserver.Checker{
+		Clusters:  clusters,
+		Gate:      m.gate,
+		Namespace: m.opts.Namespace,
+		Period:    m.opts.MachineSafetyAPIServerStatusCheckPeriod,
+		Timeout:   m.opts.MachineSafetyAPIServerStatusCheckTimeout,
+	}
+	if err := checker.SetupWithManager(m.mgr); err != nil {
+		return fmt.Errorf("API server safety check: %w", err)
+	}
 	return nil
 }

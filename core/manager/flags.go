@@ -76,16 +76,17 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 		o.AutoscalerScaleDownAnnotationDuringRollout,
 		"keep the cluster-autoscaler from scaling down the nodes of a MachineDeployment while it rolls out")
 
-	fs.IntVar(&o.SafetyUp, "safety-up", o.SafetyUp, "reserved (overshoot safety): machines above the desired count that freeze a MachineSet")
-	fs.IntVar(&o.SafetyDown, "safety-down", o.SafetyDown, "reserved (overshoot safety): machines below the freeze limit that unfreeze it")
+	fs.IntVar(&o.SafetyUp, "safety-up", o.SafetyUp,
+		"overshoot freeze: a MachineSet freezes at 2*replicas+safety-up machines (deployment's sets: replicas+maxSurge+safety-up)")
+	fs.IntVar(&o.SafetyDown, "safety-down", o.SafetyDown, "overshoot freeze: a frozen MachineSet thaws at safety-down machines below the freeze limit")
 	fs.DurationVar(&o.MachineSafetyOvershootingPeriod, "machine-safety-overshooting-period", o.MachineSafetyOvershootingPeriod,
-		"reserved: period of the overshoot check")
+		"period of the overshoot check (it also runs whenever a machine appears or goes)")
 	fs.DurationVar(&o.MachineSafetyOrphanVMsPeriod, "machine-safety-orphan-vms-period", o.MachineSafetyOrphanVMsPeriod,
 		"period of the orphan VM collection (VMs the driver lists for a class whose Machine is gone)")
 	fs.DurationVar(&o.MachineSafetyAPIServerStatusCheckPeriod, "machine-safety-apiserver-statuscheck-period",
-		o.MachineSafetyAPIServerStatusCheckPeriod, "reserved: period of the API server reachability check")
+		o.MachineSafetyAPIServerStatusCheckPeriod, "period of the API server reachability check")
 	fs.DurationVar(&o.MachineSafetyAPIServerStatusCheckTimeout, "machine-safety-apiserver-statuscheck-timeout",
-		o.MachineSafetyAPIServerStatusCheckTimeout, "reserved: how long an API server may be unreachable before the controllers freeze")
+		o.MachineSafetyAPIServerStatusCheckTimeout, "how long an API server may be unreachable before the freeze")
 }
 
 // float32Value is a flag.Value for a float32.

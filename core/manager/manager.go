@@ -22,6 +22,7 @@ import (
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/driver"
+	"github.com/machina-io/machina/core/internal/freeze"
 )
 
 // syncCheckTimeout bounds the readiness check of the caches; kubelet's
@@ -36,7 +37,11 @@ type Manager struct {
 	log    logr.Logger
 	mgr    ctrl.Manager
 	target cluster.Cluster // nil without a target cluster
-	ran    atomic.Bool
+	// probes are the API servers the safety check probes.
+	probes []namedConfig
+	// gate is frozen by the API server safety check during an outage.
+	gate *freeze.Gate
+	ran  atomic.Bool
 }
 
 // New checks opts, loads the cluster configurations and builds the manager.
@@ -95,7 +100,7 @@ func New(opts Options) (*Manager, error) {
 		return nil, fmt.Errorf("creating the controller manager: %w", err)
 	}
 
-	m := &Manager{opts: opts, log: log.WithName("manager"), mgr: mgr}
+	m := &Manager{opts: opts, log: log.WithName("manager"), mgr: mgr, probes: configs.probes, gate: &freeze.Gate{}}
 	if configs.target != nil {
 		target, err := cluster.New(configs.target, func(o *cluster.Options) {
 			o.Scheme = scheme

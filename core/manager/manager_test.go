@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -193,6 +194,8 @@ func TestManager(t *testing.T) {
 			`rest_client_request_duration_seconds_bucket{`,
 			`leader_election_master_status{name="machina-manager"} 1`,
 			`machina_orphan_vms_deleted_total{class="machines/small"} 1`,
+			`mcm_machine_controller_frozen 0`,
+			`controller_runtime_reconcile_total{controller="machineset-safety"`,
 			`mcm_cloud_api_driver_request_duration_seconds_bucket{operation="create_machine"`,
 		} {
 			// Not assert.Contains: it would print the whole scrape.
@@ -312,11 +315,18 @@ func registerReadyNode(t *testing.T, c client.Client, name string) *corev1.Node 
 	t.Helper()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	require.NoError(t, c.Create(t.Context(), node))
-	node.Status.Conditions = []corev1.NodeCondition{{
-		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
-	}}
-	require.NoError(t, c.Status().Update(t.Context(), node))
+	// The Node controller may add its finalizer in between: retry the
+	// status write on a conflict, as a kubelet does.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(node), node); err != nil {
+			return err
+		}
+		node.Status.Conditions = []corev1.NodeCondition{{
+			Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
+		}}
+		return c.Status().Update(t.Context(), node)
+	}))
 	return node
 }
 

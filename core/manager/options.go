@@ -3,6 +3,7 @@ package manager
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -119,8 +120,8 @@ type Options struct {
 	// Machine sets and deployments (MCM's machine-controller-manager flags).
 	AutoscalerScaleDownAnnotationDuringRollout bool // --autoscaler-scaledown-annotation-during-rollout
 
-	// Safety (MCM's flags). Only the orphan VM collection runs yet; the
-	// others are reserved (docs/operating.md).
+	// Safety (MCM's flags): overshoot freeze, orphan VM collection, API
+	// server check (docs/operating.md).
 	SafetyUp                                 int           // --safety-up
 	SafetyDown                               int           // --safety-down
 	MachineSafetyOvershootingPeriod          time.Duration // --machine-safety-overshooting-period
@@ -265,8 +266,8 @@ func (o *Options) Validate() error {
 	if o.MachineMaxEvictRetries < 0 {
 		bad("--machine-max-evict-retries must not be negative, got %d", o.MachineMaxEvictRetries)
 	}
-	if o.SafetyUp < 0 || o.SafetyDown < 0 {
-		bad("--safety-up and --safety-down must not be negative, got %d and %d", o.SafetyUp, o.SafetyDown)
+	if o.SafetyUp < 0 || o.SafetyDown < 0 || o.SafetyUp > math.MaxInt32 || o.SafetyDown > math.MaxInt32 {
+		bad("--safety-up and --safety-down must be between 0 and %d, got %d and %d", math.MaxInt32, o.SafetyUp, o.SafetyDown)
 	}
 	if o.MachineSafetyAPIServerStatusCheckPeriod < o.MachineSafetyAPIServerStatusCheckTimeout {
 		// MCM's rule: a check must end before the next one starts.

@@ -148,6 +148,9 @@ func TestLoadConfigs(t *testing.T) {
 	cfgs, err := o.loadConfigs()
 	require.NoError(t, err)
 	assert.Equal(t, "https://control.example", cfgs.target.Host, "no target config: the control cluster")
+	require.Len(t, cfgs.probes, 1, "one cluster, one probe")
+	assert.Equal(t, "control", cfgs.probes[0].name)
+	assert.Nil(t, cfgs.probes[0].config.RateLimiter, "probes do not wait behind the controllers")
 	assert.NotSame(t, cfgs.control.RateLimiter, cfgs.target.RateLimiter, "each cluster has its own limiter")
 	assert.NotNil(t, cfgs.control.RateLimiter)
 	assert.Nil(t, cfgs.leaderElection.RateLimiter, "the lease does not queue behind the controllers")
@@ -159,11 +162,16 @@ func TestLoadConfigs(t *testing.T) {
 	cfgs, err = o.loadConfigs()
 	require.NoError(t, err)
 	assert.Equal(t, "https://target.example", cfgs.target.Host)
+	require.Len(t, cfgs.probes, 2)
+	assert.Equal(t, "target", cfgs.probes[1].name)
+	assert.Equal(t, "https://target.example", cfgs.probes[1].config.Host)
+	assert.Nil(t, cfgs.probes[1].config.RateLimiter)
 
 	o.TargetKubeconfig = NoTargetKubeconfig
 	cfgs, err = o.loadConfigs()
 	require.NoError(t, err)
 	assert.Nil(t, cfgs.target)
+	assert.Len(t, cfgs.probes, 1)
 
 	o = DefaultOptions()
 	o.ControlKubeconfig = "/does/not/exist"

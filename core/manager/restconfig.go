@@ -23,6 +23,17 @@ type clusterConfigs struct {
 	// target reaches the target cluster (nil without one), with its own
 	// limiter, as MCM has one client per cluster.
 	target *rest.Config
+	// probes are the API servers the safety check probes, without the
+	// shared limiter: a probe must not wait behind controller writes, or a
+	// busy manager would take its own throttling for an outage. The target
+	// cluster is probed only when it is another cluster.
+	probes []namedConfig
+}
+
+// namedConfig is a cluster's configuration with a name for logs.
+type namedConfig struct {
+	name   string
+	config *rest.Config
 }
 
 // loadConfigs reads the kubeconfigs (or takes the given configs) and puts
@@ -32,6 +43,7 @@ func (o *Options) loadConfigs() (*clusterConfigs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("control cluster: %w", err)
 	}
+	probes := []namedConfig{{name: "control", config: withUserAgent(control, "/safety")}}
 	var target *rest.Config
 	if o.hasTarget() {
 		switch {
@@ -46,13 +58,25 @@ func (o *Options) loadConfigs() (*clusterConfigs, error) {
 		}
 	}
 
+	if target != nil && (o.TargetConfig != nil || o.TargetKubeconfig != "") {
+		probes = append(probes, namedConfig{name: "target", config: withUserAgent(target, "/safety")})
+	}
+
 	leaderElection := rest.CopyConfig(control)
 	leaderElection.UserAgent = userAgent + "/leader-election"
 	limit(control, o.KubeAPIQPS, o.KubeAPIBurst)
 	if target != nil {
 		limit(target, o.KubeAPIQPS, o.KubeAPIBurst)
 	}
-	return &clusterConfigs{control: control, leaderElection: leaderElection, target: target}, nil
+	return &clusterConfigs{control: control, leaderElection: leaderElection, target: target, probes: probes}, nil
+}
+
+// withUserAgent returns a copy of cfg with the manager's user agent plus
+// suffix.
+func withUserAgent(cfg *rest.Config, suffix string) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.UserAgent = userAgent + suffix
+	return c
 }
 
 // baseControlConfig returns the control cluster's configuration before
