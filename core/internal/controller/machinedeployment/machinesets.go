@@ -286,7 +286,7 @@ func (r *Reconciler) getNewMachineSet(ctx context.Context, s *scope, create bool
 			*ms = *updated
 		}
 		s.setRevision(ms.Annotations[AnnotationRevision])
-		if d.Spec.ProgressDeadlineSeconds != nil && getCondition(&d.Status, v1alpha1.MachineDeploymentProgressing) == nil {
+		if getCondition(&d.Status, v1alpha1.MachineDeploymentProgressing) == nil {
 			setCondition(&d.Status, newCondition(v1alpha1.MachineDeploymentProgressing, v1alpha1.ConditionTrue,
 				ReasonFoundNewMachineSet, fmt.Sprintf("Found new machine set %q", ms.Name), s.now))
 		}
@@ -322,9 +322,7 @@ func (r *Reconciler) getNewMachineSet(ctx context.Context, s *scope, create bool
 		return nil, fmt.Errorf("machine set name %s collides with another template; retrying with collision count %d", ms.Name, count)
 	case err != nil:
 		msg := fmt.Sprintf("Failed to create new machine set %q: %v", ms.Name, err)
-		if d.Spec.ProgressDeadlineSeconds != nil {
-			setCondition(&d.Status, newCondition(v1alpha1.MachineDeploymentProgressing, v1alpha1.ConditionFalse, ReasonFailedMachineSetCreate, msg, s.now))
-		}
+		setCondition(&d.Status, newCondition(v1alpha1.MachineDeploymentProgressing, v1alpha1.ConditionFalse, ReasonFailedMachineSetCreate, msg, s.now))
 		r.Recorder.Event(d, corev1.EventTypeWarning, ReasonFailedMachineSetCreate, msg)
 		return nil, fmt.Errorf("creating machine set %s: %w", ms.Name, err)
 	}
@@ -339,10 +337,8 @@ func (r *Reconciler) getNewMachineSet(ctx context.Context, s *scope, create bool
 		r.Recorder.Eventf(d, corev1.EventTypeNormal, "ScalingMachineSet", "Scaled up machine set %s from 0 to %d", ms.Name, ms.Spec.Replicas)
 	}
 	s.setRevision(strconv.FormatInt(newRevision, 10))
-	if d.Spec.ProgressDeadlineSeconds != nil {
-		setCondition(&d.Status, newCondition(v1alpha1.MachineDeploymentProgressing, v1alpha1.ConditionTrue,
-			ReasonNewMachineSetCreated, fmt.Sprintf("Created new machine set %q", ms.Name), s.now))
-	}
+	setCondition(&d.Status, newCondition(v1alpha1.MachineDeploymentProgressing, v1alpha1.ConditionTrue,
+		ReasonNewMachineSetCreated, fmt.Sprintf("Created new machine set %q", ms.Name), s.now))
 	return ms, nil
 }
 

@@ -93,12 +93,12 @@ func deploymentTimedOut(d *v1alpha1.MachineDeployment, st *v1alpha1.MachineDeplo
 // synced again to notice a missed deadline (0: no need).
 func rolloutStatus(d *v1alpha1.MachineDeployment, sets []*v1alpha1.MachineSet, newMS *v1alpha1.MachineSet, now time.Time) (v1alpha1.MachineDeploymentStatus, time.Duration) {
 	st := calculateStatus(d, sets, newMS, now)
-	if d.Spec.ProgressDeadlineSeconds == nil {
-		removeCondition(&st, v1alpha1.MachineDeploymentProgressing)
-	}
+	// Progressing is kept with or without a deadline, as MCM does (clients
+	// such as its integration tests wait for NewMachineSetAvailable); without
+	// progressDeadlineSeconds a rollout just never times out.
 	cur := getCondition(&d.Status, v1alpha1.MachineDeploymentProgressing)
 	alreadyComplete := st.Replicas == st.UpdatedReplicas && cur != nil && cur.Reason == ReasonNewMachineSetAvailable
-	if d.Spec.ProgressDeadlineSeconds != nil && !alreadyComplete {
+	if !alreadyComplete {
 		subject := fmt.Sprintf("Machine deployment %q", d.Name)
 		if newMS != nil {
 			subject = fmt.Sprintf("Machine set %q", newMS.Name)
@@ -172,9 +172,6 @@ func recheckAfter(d *v1alpha1.MachineDeployment, st *v1alpha1.MachineDeploymentS
 // condition (status Unknown), so that the time spent paused does not count
 // against the progress deadline. A reported deadline miss is kept.
 func checkPausedConditions(d *v1alpha1.MachineDeployment, now time.Time) {
-	if d.Spec.ProgressDeadlineSeconds == nil {
-		return
-	}
 	c := getCondition(&d.Status, v1alpha1.MachineDeploymentProgressing)
 	if c != nil && c.Reason == ReasonProgressDeadlineExceeded {
 		return
