@@ -7,12 +7,11 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	kubedrain "k8s.io/kubectl/pkg/drain"
 )
@@ -21,12 +20,6 @@ import (
 // It is safe for concurrent use by many reconciles.
 type Drainer struct {
 	client kubernetes.Interface
-
-	// The Eviction API version is discovered on first use (and again after
-	// a failed discovery), so a Drainer can be built before the API server
-	// answers.
-	mu         sync.Mutex
-	evictionGV schema.GroupVersion
 }
 
 // New returns a Drainer that talks to the target cluster through client.
@@ -126,13 +119,6 @@ func (d *Drainer) Pass(ctx context.Context, nodeName string, opts Options) (Resu
 		return res, fmt.Errorf("listing pods of node %s: %w", nodeName, errors.Join(errs...))
 	}
 
-	var evictionGV schema.GroupVersion
-	if !opts.Force {
-		if evictionGV, err = d.evictionGroupVersion(); err != nil {
-			return res, err
-		}
-	}
-
 	for _, pod := range list.Pods() {
 		key := pod.Namespace + "/" + pod.Name
 		terminating := pod.DeletionTimestamp != nil
@@ -143,7 +129,7 @@ func (d *Drainer) Pass(ctx context.Context, nodeName string, opts Options) (Resu
 			continue
 		}
 
-		err := d.remove(helper, pod, evictionGV, opts.Force)
+		err := d.remove(ctx, helper, pod, opts.Force)
 		switch {
 		case err == nil:
 			res.Evicted++
@@ -173,19 +159,39 @@ func (d *Drainer) Pass(ctx context.Context, nodeName string, opts Options) (Resu
 // period. A pod in a namespace that is being deleted cannot be evicted; it is
 // deleted with its own grace period instead, because the namespace's deletion
 // removes it anyway and a PodDisruptionBudget no longer protects anything.
-func (d *Drainer) remove(helper *kubedrain.Helper, pod corev1.Pod, evictionGV schema.GroupVersion, force bool) error {
+func (d *Drainer) remove(ctx context.Context, helper *kubedrain.Helper, pod corev1.Pod, force bool) error {
 	if force {
 		return helper.DeletePod(pod)
 	}
-	err := helper.EvictPod(pod, evictionGV)
+	err := d.evict(ctx, pod)
 	if apierrors.IsForbidden(err) && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 		return helper.DeletePod(pod)
 	}
 	return err
 }
 
+// evict asks the Eviction API (policy/v1) to evict the pod, once. The
+// request is sent without client-go's automatic retries: those honour the
+// Retry-After of a 429 and would keep a worker waiting for a
+// PodDisruptionBudget for minutes, which is the next pass's job.
+func (d *Drainer) evict(ctx context.Context, pod corev1.Pod) error {
+	eviction := &policyv1.Eviction{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name},
+	}
+	return d.client.PolicyV1().RESTClient().Post().
+		AbsPath("/api/v1").
+		Namespace(pod.Namespace).
+		Resource("pods").
+		Name(pod.Name).
+		SubResource("eviction").
+		MaxRetries(0).
+		Body(eviction).
+		Do(ctx).
+		Error()
+}
+
 // helper configures kubectl's drain helper for its pod filters and its
-// eviction and deletion calls; its blocking RunNodeDrain is never used.
+// deletion call; its blocking RunNodeDrain is never used.
 func (d *Drainer) helper(ctx context.Context, opts Options) *kubedrain.Helper {
 	h := &kubedrain.Helper{
 		Ctx:    ctx,
@@ -226,25 +232,6 @@ func (d *Drainer) cordon(ctx context.Context, node *corev1.Node) error {
 		return fmt.Errorf("cordoning node %s: building patch: %w", node.Name, patchErr)
 	}
 	return nil
-}
-
-func (d *Drainer) evictionGroupVersion() (schema.GroupVersion, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if !d.evictionGV.Empty() {
-		return d.evictionGV, nil
-	}
-	gv, err := kubedrain.CheckEvictionSupport(d.client)
-	if err != nil {
-		// Not cached: discovery may fail transiently and the next pass
-		// tries again.
-		return schema.GroupVersion{}, fmt.Errorf("discovering the Eviction API: %w", err)
-	}
-	if gv.Empty() {
-		return schema.GroupVersion{}, errors.New("the target cluster does not serve the pods/eviction subresource")
-	}
-	d.evictionGV = gv
-	return gv, nil
 }
 
 func abbreviate(items []string, max int) string {
