@@ -43,6 +43,10 @@ func (m *Manager) setupControllers(dc *driver.Client) error {
 			MaxConcurrentReconciles:       workers,
 		},
 	}
+	// TODO(meltdown): once the Machine controller consults a meltdown guard
+	// before it fails a machine by the health timeout, give it
+	// meltdown.NewGuard(m.mgr.GetClient(), meltdown.MustParseLimit(m.opts.MachineMaxReplacements));
+	// until then --machine-max-replacements is validated but has no effect.
 	if err := machines.SetupWithManager(m.mgr, target); err != nil {
 		return fmt.Errorf("machine controller: %w", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/machina-io/machina/core/internal/controller/safety/meltdown"
 )
 
 // AddFlags registers every option as a flag on fs, with o's current values
@@ -69,6 +71,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 		"comma-separated node condition types that make a machine unhealthy when True")
 	fs.Var((*listValue)(&o.BootstrapTokenAuthExtraGroups), "bootstrap-token-auth-extra-groups",
 		"comma-separated groups added to the bootstrap tokens of new machines")
+	fs.StringVar(&o.MachineMaxReplacements, meltdown.FlagName, o.MachineMaxReplacements,
+		"reserved: machines of one MachineDeployment the health timeout may fail at a time, a count or a percentage of replicas (\"10%\")")
 	fs.DurationVar(&o.ResourceExhaustedRetry, "resource-exhausted-retry", o.ResourceExhaustedRetry,
 		"retry period after a create failed with RESOURCE_EXHAUSTED (no capacity or quota)")
 

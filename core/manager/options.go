@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/machina-io/machina/core/internal/controller/machine"
+	"github.com/machina-io/machina/core/internal/controller/safety/meltdown"
 	"github.com/machina-io/machina/core/internal/driver"
 )
 
@@ -116,6 +117,11 @@ type Options struct {
 	NodeConditions                []string      // --node-conditions
 	BootstrapTokenAuthExtraGroups []string      // --bootstrap-token-auth-extra-groups
 	ResourceExhaustedRetry        time.Duration // --resource-exhausted-retry
+	// MachineMaxReplacements (--machine-max-replacements) is how many
+	// machines of one MachineDeployment may be failed by the health timeout
+	// at a time: a count ("1", MCM's fixed value) or a percentage of the
+	// deployment's replicas ("10%"). Reserved: see docs/operating.md.
+	MachineMaxReplacements string
 
 	// Machine sets and deployments (MCM's machine-controller-manager flags).
 	AutoscalerScaleDownAnnotationDuringRollout bool // --autoscaler-scaledown-annotation-during-rollout
@@ -190,6 +196,7 @@ func DefaultOptions() Options {
 		MachinePVReattachTimeout: 90 * time.Second,
 		NodeConditions:           append([]string(nil), machine.DefaultNodeConditions...),
 		ResourceExhaustedRetry:   machine.DefaultResourceExhaustedRetry,
+		MachineMaxReplacements:   meltdown.DefaultMaxReplacements,
 
 		AutoscalerScaleDownAnnotationDuringRollout: true,
 
@@ -273,6 +280,9 @@ func (o *Options) Validate() error {
 		// MCM's rule: a check must end before the next one starts.
 		bad("--machine-safety-apiserver-statuscheck-period (%v) must not be shorter than --machine-safety-apiserver-statuscheck-timeout (%v)",
 			o.MachineSafetyAPIServerStatusCheckPeriod, o.MachineSafetyAPIServerStatusCheckTimeout)
+	}
+	if _, err := meltdown.ParseLimit(o.MachineMaxReplacements); err != nil {
+		bad("--%s: %v", meltdown.FlagName, err)
 	}
 	for _, c := range o.NodeConditions {
 		if c == "" {

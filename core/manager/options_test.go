@@ -39,6 +39,7 @@ func TestDefaultsAreValidAndMCMs(t *testing.T) {
 	assert.Equal(t, 90*time.Second, o.MachinePVReattachTimeout)
 	assert.Equal(t, []string{"KernelDeadlock", "ReadonlyFilesystem", "DiskPressure", "NetworkUnavailable"}, o.NodeConditions)
 	assert.Equal(t, 10*time.Minute, o.ResourceExhaustedRetry)
+	assert.Equal(t, "1", o.MachineMaxReplacements)
 	assert.Equal(t, 2, o.SafetyUp)
 	assert.Equal(t, 1, o.SafetyDown)
 	assert.Equal(t, time.Minute, o.MachineSafetyOvershootingPeriod)
@@ -71,7 +72,7 @@ func TestFlagsSetOptions(t *testing.T) {
 		"--driver-endpoint=tcp://127.0.0.1:5000", "--driver-create-timeout=7m",
 		"--machine-creation-timeout=3m", "--node-conditions=A, B,,C", "--bootstrap-token-auth-extra-groups=g1,g2",
 		"--resource-exhausted-retry=1m", "--autoscaler-scaledown-annotation-during-rollout=false",
-		"--safety-up=4", "--machine-safety-apiserver-statuscheck-timeout=10s",
+		"--safety-up=4", "--machine-safety-apiserver-statuscheck-timeout=10s", "--machine-max-replacements=25%",
 	)
 	require.NoError(t, o.Validate())
 	assert.Equal(t, "/c", o.ControlKubeconfig)
@@ -93,6 +94,7 @@ func TestFlagsSetOptions(t *testing.T) {
 	assert.Equal(t, time.Minute, o.ResourceExhaustedRetry)
 	assert.False(t, o.AutoscalerScaleDownAnnotationDuringRollout)
 	assert.Equal(t, 4, o.SafetyUp)
+	assert.Equal(t, "25%", o.MachineMaxReplacements)
 	assert.Equal(t, 10*time.Second, o.MachineSafetyAPIServerStatusCheckTimeout)
 
 	empty := parse(t, "--node-conditions=")
@@ -117,6 +119,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	o.LeaderElectRenewDeadline = 20 * time.Second
 	o.MachineSafetyAPIServerStatusCheckPeriod = 10 * time.Second
 	o.NodeConditions = []string{"Ready", ""}
+	o.MachineMaxReplacements = "many"
 	err := o.Validate()
 	require.Error(t, err)
 	for _, want := range []string{
@@ -128,6 +131,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		"--leader-elect-lease-duration (15s) must be longer than --leader-elect-renew-deadline (20s)",
 		"--machine-safety-apiserver-statuscheck-period (10s) must not be shorter",
 		"--node-conditions has an empty entry",
+		"--machine-max-replacements",
 	} {
 		assert.ErrorContains(t, err, want)
 	}
