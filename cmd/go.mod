@@ -16,7 +16,7 @@ require (
 	github.com/go-logr/logr v1.4.4
 	github.com/machina-io/machina/conformance v0.0.0-00010101000000-000000000000
 	github.com/machina-io/machina/core v0.0.0-00010101000000-000000000000
-	github.com/machina-io/machina/proto v0.0.0-00010101000000-000000000000
+	github.com/machina-io/machina/proto v0.0.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/zap v1.27.1
 	google.golang.org/grpc v1.85.0
@@ -30,6 +30,7 @@ require (
 )
 
 require (
+	github.com/Azure/go-ansiterm v0.0.0-20250102033503-faa5f7b0171c // indirect
 	github.com/MakeNowJust/heredoc v1.0.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect
@@ -60,9 +61,10 @@ require (
 	github.com/google/btree v1.1.3 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/liggitt/tabwriter v0.0.0-20181228230101-89fcab3d43de // indirect
-	github.com/machina-io/machina/sdk v0.0.0-00010101000000-000000000000 // indirect
+	github.com/machina-io/machina/sdk v0.0.0 // indirect
 	github.com/mitchellh/go-wordwrap v1.0.1 // indirect
 	github.com/moby/term v0.5.2 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
