@@ -24,6 +24,8 @@ type bench struct {
 	client                client.Client
 	tracker               *tracker
 	driver, manager       *child
+	// managerMetrics is the address of the manager's metrics server.
+	managerMetrics string
 }
 
 // run runs every part not skipped, adding the results to res as they come.
@@ -136,8 +138,7 @@ func (b *bench) startProcesses(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	metrics, err := freeAddress()
-	if err != nil {
+	if b.managerMetrics, err = freeAddress(); err != nil {
 		return err
 	}
 	args := []string{
@@ -147,7 +148,7 @@ func (b *bench) startProcesses(ctx context.Context) error {
 		"--driver-endpoint=" + endpoint,
 		"--leader-elect=false",
 		"--health-probe-bind-address=" + health,
-		"--metrics-bind-address=" + metrics,
+		"--metrics-bind-address=" + b.managerMetrics,
 	}
 	args = append(args, b.cfg.managerArgs...)
 	if b.manager, err = startChild(managerBinary, filepath.Join(b.cfg.bin, managerBinary), filepath.Join(b.workDir, "manager.log"), args...); err != nil {

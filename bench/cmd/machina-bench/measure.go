@@ -68,6 +68,13 @@ type ScenarioResult struct {
 	// LoadAverage is the 1-minute load average at the end.
 	LoadAverage float64 `json:"loadAverage"`
 
+	// ManagerLimiterWaitSeconds is the total time the manager's requests
+	// waited for its client-side rate limiter (from its
+	// rest_client_rate_limiter_duration_seconds); -1 when unknown.
+	ManagerLimiterWaitSeconds float64 `json:"managerLimiterWaitSeconds"`
+	// ManagerLimiterMeanWaitMillis is that time per request.
+	ManagerLimiterMeanWaitMillis float64 `json:"managerLimiterMeanWaitMillis"`
+
 	ManagerRequests Requests `json:"managerRequests"`
 	DriverRequests  Requests `json:"driverRequests"`
 }
@@ -103,6 +110,7 @@ func (b *bench) measure(ctx context.Context, name string, machines int, run func
 	}
 	hostBefore, _ := procstat.ReadHost()
 	selfBefore, _ := procstat.Read(os.Getpid())
+	waitBefore, waitErr := scrapeLimiterWait(ctx, b.managerMetrics)
 	from, err := audit.Size(b.cp.auditLog)
 	if err != nil {
 		res.Error = err.Error()
@@ -119,6 +127,13 @@ func (b *bench) measure(ctx context.Context, name string, machines int, run func
 
 	hostAfter, _ := procstat.ReadHost()
 	selfAfter, _ := procstat.Read(os.Getpid())
+	res.ManagerLimiterWaitSeconds, res.ManagerLimiterMeanWaitMillis = -1, -1
+	if waitAfter, err := scrapeLimiterWait(ctx, b.managerMetrics); err == nil && waitErr == nil {
+		res.ManagerLimiterWaitSeconds = waitAfter.seconds - waitBefore.seconds
+		if n := waitAfter.requests - waitBefore.requests; n > 0 {
+			res.ManagerLimiterMeanWaitMillis = 1000 * res.ManagerLimiterWaitSeconds / n
+		}
+	}
 	res.HostCPUBusy = procstat.Utilisation(hostBefore, hostAfter)
 	res.LoadAverage, _ = procstat.LoadAverage()
 	costs := map[string]*ProcessCost{"manager": &res.Manager, "driver": &res.Driver, "apiserver": &res.APIServer, "etcd": &res.Etcd}

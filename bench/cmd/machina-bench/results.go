@@ -81,7 +81,7 @@ func printTable(w io.Writer, r *Results) {
 	}
 	if len(r.Scenarios) > 0 {
 		fmt.Fprintf(w, "\n2-4. Scenarios (virtualnode driver, boot delay %s); targets for scale-up of 1000: < 30 s, <= 5 Machine/Node writes per machine, manager peak RSS < 200 MiB\n", r.Config.BootDelay)
-		row("scenario", "seconds", "done", "mgr writes/machine (Machine+Node)", "mgr writes/machine (all)", "mgr reads/machine", "mgr 409s", "mgr peak req/s", "mgr RSS MiB", "mgr CPU s", "driver CPU s", "apiserver CPU s", "etcd CPU s", "other CPU s", "host CPU busy", "load")
+		row("scenario", "seconds", "done", "mgr writes/machine (Machine+Node)", "mgr writes/machine (all)", "mgr reads/machine", "mgr 409s", "mgr peak req/s", "mgr limiter wait ms/req", "mgr RSS MiB", "mgr CPU s", "driver CPU s", "apiserver CPU s", "etcd CPU s", "other CPU s", "host CPU busy", "load")
 		for _, s := range r.Scenarios {
 			per := func(n int) string {
 				if s.Machines == 0 {
@@ -94,7 +94,7 @@ func printTable(w io.Writer, r *Results) {
 				done = "NO"
 			}
 			row(s.Name, f1(s.Seconds), done, per(s.ManagerRequests.MachineNodeWrites), per(s.ManagerRequests.Writes), per(s.ManagerRequests.Reads),
-				s.ManagerRequests.Conflicts, s.ManagerRequests.PeakPerSecond, f0(s.Manager.PeakRSSMiB), f1(s.Manager.CPUSeconds),
+				s.ManagerRequests.Conflicts, s.ManagerRequests.PeakPerSecond, f1(s.ManagerLimiterMeanWaitMillis), f0(s.Manager.PeakRSSMiB), f1(s.Manager.CPUSeconds),
 				f1(s.Driver.CPUSeconds), f1(s.APIServer.CPUSeconds), f1(s.Etcd.CPUSeconds), f1(s.OtherCPUSeconds), fmt.Sprintf("%.0f%%", 100*s.HostCPUBusy), f1(s.LoadAverage))
 		}
 		flush()
