@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash -o pipefail -o errexit -o nounset
 
 MODULES := proto sdk core conformance cmd drivers/inmemory drivers/virtualnode
 # Go tests of the Python driver (it needs Debian's python3-grpcio, python3-protobuf).
-MODULES += drivers/python-inmemory
+MODULES += drivers/python-inmemory bench
 PACKAGES := $(addsuffix /...,$(addprefix ./,$(MODULES)))
 
 # Tools run through `go run` at pinned versions: nothing is installed by hand.
@@ -57,7 +57,7 @@ verify: deps ## Check generated code is current, buf lint and breaking, gofmt, g
 	go vet $(PACKAGES)
 
 .PHONY: bench
-bench: ## Run the benchmarks (stub until the benchmark issue).
+bench: ## Run the benchmarks (driver calls, scale-up/down, rollout, API server ceiling); BENCH_ARGS for options.
 	hack/bench.sh $(BENCH_ARGS)
 
 .PHONY: demo
