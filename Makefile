@@ -3,7 +3,8 @@ SHELL := /usr/bin/env bash -o pipefail -o errexit -o nounset
 .DEFAULT_GOAL := help
 
 MODULES := proto sdk core conformance cmd drivers/inmemory drivers/virtualnode
-# Go tests of the Python driver (it needs Debian's python3-grpcio, python3-protobuf).
+# drivers/python-inmemory holds the Go tests of the Python driver; bench the
+# benchmark harness (only its unit tests run here; make bench runs it).
 MODULES += drivers/python-inmemory bench
 PACKAGES := $(addsuffix /...,$(addprefix ./,$(MODULES)))
 
