@@ -51,14 +51,14 @@ func (m *Manager) setupControllers(dc *driver.Client) error {
 		return fmt.Errorf("machine controller: %w", err)
 	}
 
-	sets := &machineset.Reconciler{Options: machineset.DefaultOptions()}
+	sets := &machineset.Reconciler{Gate: m.gate, Options: machineset.DefaultOptions()}
 	if err := sets.SetupWithManager(m.mgr, workers); err != nil {
 		return fmt.Errorf("machineset controller: %w", err)
 	}
 
 	mdOpts := machinedeployment.DefaultOptions()
 	mdOpts.AutoscalerScaleDownAnnotationDuringRollout = m.opts.AutoscalerScaleDownAnnotationDuringRollout
-	deployments := &machinedeployment.Reconciler{Target: targetClient, Options: mdOpts}
+	deployments := &machinedeployment.Reconciler{Target: targetClient, Gate: m.gate, Options: mdOpts}
 	if err := deployments.SetupWithManager(m.mgr, workers); err != nil {
 		return fmt.Errorf("machinedeployment controller: %w", err)
 	}
