@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/freeze"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -67,6 +68,10 @@ type Reconciler struct {
 	Target client.Client
 	// Recorder records events on MachineDeployments.
 	Recorder record.EventRecorder
+	// Gate is the API server freeze (MCM issue #718): while it is frozen the
+	// controller neither scales, creates nor deletes machine sets and leaves
+	// nodes alone; it only keeps the status up to date. Nil is never frozen.
+	Gate *freeze.Gate
 
 	Options
 }
@@ -94,6 +99,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Watches(&v1alpha1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(r.deploymentsForOrphanSet)).
 		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.deploymentForMachine),
 			builder.WithPredicates(machineChangesThatMatter())).
+		WatchesRawSource(unfreezeSource(r.Gate, mgr.GetCache())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)}).
 		Complete(r)
 }
@@ -204,6 +210,20 @@ func (s *scope) oldMachinesLeft() bool {
 // autoscaler's requests, then a scaling event, a rollback or a rollout step,
 // and finally one status write.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if apierrors.IsConflict(err) {
+		// The deployment or one of its machine sets changed since the cache
+		// copy this sync started from. The newer version is on its way to the
+		// cache and its event (the deployment's own, or its machine set's
+		// through the owner reference) syncs the deployment again; a
+		// rate-limited retry would only wait longer for the same thing.
+		ctrl.LoggerFrom(ctx).V(1).Info("Conflict; waiting for the newer version", "error", err.Error())
+		return ctrl.Result{}, nil
+	}
+	return res, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	d := &v1alpha1.MachineDeployment{}
 	if err := r.Client.Get(ctx, req.NamespacedName, d); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -236,6 +256,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if err := r.loadSets(ctx, s, selector); err != nil {
 		return ctrl.Result{}, err
+	}
+	if r.Gate.Frozen() {
+		// What the cache shows may be stale: no scaling, no new or deleted
+		// machine sets, no node marks; the counts are still reported. The
+		// gate's source syncs the deployment again when it opens.
+		ctrl.LoggerFrom(ctx).V(1).Info("API server freeze: not scaling machine sets", "reason", r.Gate.Reason())
+		s.d.Status = calculateStatus(s.d, s.all(), s.new, s.now)
+		if err := r.finish(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: frozenRecheck}, nil
 	}
 
 	requeue, syncErr := r.sync(ctx, s)

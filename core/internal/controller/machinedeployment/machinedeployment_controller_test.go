@@ -25,6 +25,7 @@ import (
 	"github.com/machina-io/machina/core/internal/controller/machinedeployment"
 	"github.com/machina-io/machina/core/internal/controller/machineset"
 	"github.com/machina-io/machina/core/internal/controller/machineset/machinesettest"
+	"github.com/machina-io/machina/core/internal/freeze"
 	"github.com/machina-io/machina/core/testenv"
 )
 
@@ -39,20 +40,25 @@ const (
 type suite struct {
 	env *testenv.Env
 	c   client.Client
+	// gate is the MachineDeployment controller's freeze gate; the MachineSet
+	// controller has none, so that a test sees what the deployment does.
+	gate *freeze.Gate
 }
 
 func TestMachineDeploymentController(t *testing.T) {
 	env := testenv.Start(t)
+	gate := &freeze.Gate{}
 	machinesettest.StartManager(t, env.Config, env.Scheme, func(mgr ctrl.Manager) error {
 		if err := (&machineset.Reconciler{}).SetupWithManager(mgr, 4); err != nil {
 			return err
 		}
 		return (&machinedeployment.Reconciler{
 			Target:  mgr.GetClient(),
+			Gate:    gate,
 			Options: machinedeployment.DefaultOptions(),
 		}).SetupWithManager(mgr, 4)
 	})
-	s := &suite{env: env, c: env.Client}
+	s := &suite{env: env, c: env.Client, gate: gate}
 
 	t.Run("scales 0 to 5 to 2 to 0", s.testScale)
 	t.Run("rolling update of 6 stays within maxSurge 2 and maxUnavailable 1", s.testRollingUpdate)
@@ -63,6 +69,7 @@ func TestMachineDeploymentController(t *testing.T) {
 	t.Run("trigger-deletion annotation deletes exactly the named machines", s.testTriggerDeletion)
 	t.Run("scaling during a rollout is proportional", s.testProportionalScaling)
 	t.Run("rollbackTo returns to an earlier template", s.testRollback)
+	t.Run("the API server freeze stops scaling and rollouts until it ends", s.testAPIServerFreeze)
 	t.Run("deleting the deployment deletes machine sets and machines", s.testDelete)
 }
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/freeze"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -65,6 +67,10 @@ type Reconciler struct {
 	APIReader client.Reader
 	// Recorder records events on MachineSets.
 	Recorder record.EventRecorder
+	// Gate is the API server freeze (MCM issue #718): while it is frozen the
+	// controller creates and deletes no machines, Failed replacements
+	// included, and only keeps the status up to date. Nil is never frozen.
+	Gate *freeze.Gate
 
 	Options
 }
@@ -88,7 +94,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&v1alpha1.MachineSet{}).
-		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.setsForMachine)).
+		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.setsForMachine),
+			builder.WithPredicates(machineChangesThatMatter())).
+		WatchesRawSource(unfreezeSource(r.Gate, mgr.GetCache())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)}).
 		Complete(r)
 }
@@ -134,6 +142,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if ms.DeletionTimestamp != nil {
 		return r.reconcileDelete(ctx, ms)
 	}
+	res, err := r.sync(ctx, ms)
+	if apierrors.IsConflict(err) {
+		// The set (or a machine) changed since the cache copy this sync
+		// started from. The newer version is on its way to the cache, and its
+		// event syncs the set again; a rate-limited retry would only wait
+		// longer for the same thing.
+		ctrl.LoggerFrom(ctx).V(1).Info("Conflict; waiting for the newer version", "error", err.Error())
+		return ctrl.Result{}, nil
+	}
+	return res, err
+}
+
+// sync runs one sync of a set that is not being deleted: finalizer, machine
+// claims, template propagation, creations and deletions (unless the API
+// server freeze holds them back), and one status write.
+func (r *Reconciler) sync(ctx context.Context, ms *v1alpha1.MachineSet) (ctrl.Result, error) {
 	if err := r.ensureFinalizer(ctx, ms); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -149,6 +173,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.syncTemplateToMachines(ctx, ms, machines); err != nil {
 		return ctrl.Result{}, err
 	}
+	resync := r.Options.withDefaults().ResyncPeriod
+	if r.Gate.Frozen() {
+		return r.syncFrozen(ctx, ms, machines, resync)
+	}
 	machines, p, err := r.planReplicas(ctx, ms, selector, machines)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -162,7 +190,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if manageErr != nil {
 		return ctrl.Result{}, manageErr
 	}
-	return ctrl.Result{RequeueAfter: nextSync(untilAvailable, r.Options.withDefaults().ResyncPeriod)}, nil
+	return ctrl.Result{RequeueAfter: nextSync(untilAvailable, resync)}, nil
+}
+
+// syncFrozen is the sync while the API server freeze holds: what the cache
+// shows may be stale, so no machine is created or deleted; the counts are
+// still reported. Conditions stay as they are (a ReplicaFailure from before
+// the freeze is neither confirmed nor cleared). The set is looked at again
+// when the gate opens.
+func (r *Reconciler) syncFrozen(ctx context.Context, ms *v1alpha1.MachineSet, machines []*v1alpha1.Machine, resync time.Duration) (ctrl.Result, error) {
+	ctrl.LoggerFrom(ctx).V(1).Info("API server freeze: not creating or deleting machines", "reason", r.Gate.Reason())
+	st, untilAvailable := computeStatus(ms, machines, nil, time.Now())
+	st.Conditions = ms.Status.DeepCopy().Conditions
+	if err := r.patchStatus(ctx, ms, st); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: min(nextSync(untilAvailable, resync), frozenRecheck)}, nil
 }
 
 // nextSync is when to sync the set again without an event: when a ready
@@ -221,37 +264,43 @@ func observedOnly(ms *v1alpha1.MachineSet) v1alpha1.MachineSetStatus {
 }
 
 // indexControllerUID indexes cached Machines by the UID of their controller,
-// so that a set finds the machines it controls without reading every machine
-// of the namespace.
+// and machines without a controller under indexOrphan, so that a set finds
+// the machines it controls and the orphans it may adopt without reading
+// every machine of the namespace.
 const indexControllerUID = "machineset.machina.io/controller-uid"
+
+// indexOrphan is the index value of a machine without a controller; no UID
+// looks like it.
+const indexOrphan = "<orphan>"
 
 func controllerUID(o client.Object) []string {
 	if ref := metav1.GetControllerOf(o); ref != nil {
 		return []string{string(ref.UID)}
 	}
-	return nil
+	return []string{indexOrphan}
 }
 
 // ownedMachines reads from the cache the machines the set may claim: those
-// its selector matches (candidates for adoption) and those it controls
-// (candidates for release), and claims them.
+// it controls (candidates for release) and the orphans its selector matches
+// (candidates for adoption), and claims them. The lists are not deep-copied:
+// a set syncs after most machine changes, and copying every machine each
+// time was most of the controller's CPU. The returned machines are the
+// cache's own objects and must be copied before they are changed.
 func (r *Reconciler) ownedMachines(ctx context.Context, ms *v1alpha1.MachineSet, selector labels.Selector) ([]*v1alpha1.Machine, error) {
-	matching := &v1alpha1.MachineList{}
-	if err := r.Client.List(ctx, matching, client.InNamespace(ms.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
-		return nil, fmt.Errorf("listing machines: %w", err)
-	}
 	controlled := &v1alpha1.MachineList{}
-	if err := r.Client.List(ctx, controlled, client.InNamespace(ms.Namespace), client.MatchingFields{indexControllerUID: string(ms.UID)}); err != nil {
+	if err := r.Client.List(ctx, controlled, client.InNamespace(ms.Namespace),
+		client.MatchingFields{indexControllerUID: string(ms.UID)}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing machines: %w", err)
 	}
-	all := matching.Items
-	seen := make(map[string]bool, len(all))
-	for i := range all {
-		seen[all[i].Name] = true
+	orphans := &v1alpha1.MachineList{}
+	if err := r.Client.List(ctx, orphans, client.InNamespace(ms.Namespace),
+		client.MatchingFields{indexControllerUID: indexOrphan}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing machines: %w", err)
 	}
-	for i := range controlled.Items {
-		if !seen[controlled.Items[i].Name] {
-			all = append(all, controlled.Items[i])
+	all := controlled.Items
+	for i := range orphans.Items {
+		if selector.Matches(labels.Set(orphans.Items[i].Labels)) {
+			all = append(all, orphans.Items[i])
 		}
 	}
 	return r.claimMachines(ctx, ms, selector, all)
@@ -306,6 +355,10 @@ func without(machines, drop []*v1alpha1.Machine) []*v1alpha1.Machine {
 func (r *Reconciler) reconcileDelete(ctx context.Context, ms *v1alpha1.MachineSet) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(ms, FinalizerName) {
 		return ctrl.Result{}, nil
+	}
+	if r.Gate.Frozen() {
+		ctrl.LoggerFrom(ctx).V(1).Info("API server freeze: not deleting the machines of a deleted set", "reason", r.Gate.Reason())
+		return ctrl.Result{RequeueAfter: frozenRecheck}, nil
 	}
 	live := &v1alpha1.MachineList{}
 	if err := r.APIReader.List(ctx, live, client.InNamespace(ms.Namespace)); err != nil {

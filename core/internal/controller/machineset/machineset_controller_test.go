@@ -21,6 +21,7 @@ import (
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/machineset"
 	"github.com/machina-io/machina/core/internal/controller/machineset/machinesettest"
+	"github.com/machina-io/machina/core/internal/freeze"
 	"github.com/machina-io/machina/core/testenv"
 )
 
@@ -32,16 +33,18 @@ const (
 // suite is one API server with the MachineSet controller running; every
 // subtest works in a namespace of its own.
 type suite struct {
-	env *testenv.Env
-	c   client.Client
+	env  *testenv.Env
+	c    client.Client
+	gate *freeze.Gate
 }
 
 func TestMachineSetController(t *testing.T) {
 	env := testenv.Start(t)
+	gate := &freeze.Gate{}
 	machinesettest.StartManager(t, env.Config, env.Scheme, func(mgr ctrl.Manager) error {
-		return (&machineset.Reconciler{}).SetupWithManager(mgr, 4)
+		return (&machineset.Reconciler{Gate: gate}).SetupWithManager(mgr, 4)
 	})
-	s := &suite{env: env, c: env.Client}
+	s := &suite{env: env, c: env.Client, gate: gate}
 
 	t.Run("scales 0 to 5 to 2 to 0", s.testScale)
 	t.Run("replaces a Failed machine", s.testReplaceFailed)
@@ -50,6 +53,7 @@ func TestMachineSetController(t *testing.T) {
 	t.Run("applies node template and configuration to existing machines", s.testTemplatePropagation)
 	t.Run("reports ready and available counts", s.testStatusCounts)
 	t.Run("a frozen set creates no machines", s.testFrozen)
+	t.Run("the API server freeze stops scale-up and Failed replacement until it ends", s.testAPIServerFreeze)
 	t.Run("reports ReplicaFailure while machines cannot be created", s.testReplicaFailure)
 	t.Run("scales through the scale subresource", s.testScaleSubresource)
 	t.Run("deleting the set deletes its machines", s.testDelete)

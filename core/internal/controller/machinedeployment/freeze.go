@@ -1,0 +1,57 @@
+package machinedeployment
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/freeze"
+)
+
+// frozenRecheck is how soon a deployment synced while the gate is frozen is
+// looked at again. The gate source below re-enqueues every deployment the
+// moment the gate opens; the requeue is only a safety net for an unfreeze
+// that happened before that source was watching.
+const frozenRecheck = 30 * time.Second
+
+// unfreezeSource returns a source that, each time gate opens, enqueues every
+// MachineDeployment in the cache, so that the scaling parked while it was
+// frozen happens at once instead of at the next requeue. A nil gate never
+// changes: the source does nothing.
+func unfreezeSource(gate *freeze.Gate, c client.Reader) source.Source {
+	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		if gate == nil {
+			return nil
+		}
+		go func() {
+			for {
+				// Take the channel before looking at the state, so that no
+				// change between the two goes unnoticed.
+				changed := gate.Changed()
+				select {
+				case <-ctx.Done():
+					return
+				case <-changed:
+				}
+				if gate.Frozen() {
+					continue
+				}
+				list := &v1alpha1.MachineDeploymentList{}
+				if err := c.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+					ctrl.LoggerFrom(ctx).Error(err, "Listing machine deployments after the freeze ended")
+					continue
+				}
+				for i := range list.Items {
+					q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+				}
+			}
+		}()
+		return nil
+	})
+}
