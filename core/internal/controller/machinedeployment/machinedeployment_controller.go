@@ -146,13 +146,21 @@ func (r *Reconciler) deploymentForMachine(ctx context.Context, obj client.Object
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: dref.Name}}}
 }
 
-// machineChangesThatMatter passes machine creations and deletions and updates
-// of labels or of the deletion timestamp; status updates reach the
-// deployment through the machine set's status instead.
+// machineChangesThatMatter passes the machine events a deployment reads
+// machines for: deletions and a deletion timestamp being set (a Recreate
+// rollout waits for the last old machine to go; the end of a rollout takes
+// the marks off the nodes), and a machine's node label appearing or changing
+// (its node is marked during a rollout). Everything else, creations and
+// status updates included, reaches the deployment through its machine sets'
+// status; passing it here would sync the deployment, whose work grows with
+// its size, once more per machine write.
 func machineChangesThatMatter() predicate.Predicate {
 	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool {
+			return e.Object.GetLabels()[LabelNode] != ""
+		},
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			return !apiequality.Semantic.DeepEqual(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) ||
+			return e.ObjectOld.GetLabels()[LabelNode] != e.ObjectNew.GetLabels()[LabelNode] ||
 				(e.ObjectOld.GetDeletionTimestamp() == nil) != (e.ObjectNew.GetDeletionTimestamp() == nil)
 		},
 		GenericFunc: func(event.GenericEvent) bool { return false },
@@ -327,7 +335,10 @@ func (r *Reconciler) scaleOnly(ctx context.Context, s *scope, paused bool) error
 }
 
 // loadSets claims the deployment's machine sets, splits them into the new
-// one and the old ones, and groups the machines by set.
+// one and the old ones, and groups the machines by set. The machines are the
+// cache's own objects, not copies (copying every machine on every sync was
+// most of the controller's CPU in a scale-up): they are only read, and must
+// be deep-copied before a change.
 func (r *Reconciler) loadSets(ctx context.Context, s *scope, selector labels.Selector) error {
 	sets, err := r.claimMachineSets(ctx, s.d, selector)
 	if err != nil {
@@ -338,7 +349,7 @@ func (r *Reconciler) loadSets(ctx context.Context, s *scope, selector labels.Sel
 	s.machines = map[types.UID][]*v1alpha1.Machine{}
 	for _, ms := range sets {
 		machines := &v1alpha1.MachineList{}
-		if err := r.Client.List(ctx, machines, client.InNamespace(s.d.Namespace), client.MatchingFields{indexMachineController: string(ms.UID)}); err != nil {
+		if err := r.Client.List(ctx, machines, client.InNamespace(s.d.Namespace), client.MatchingFields{indexMachineController: string(ms.UID)}, client.UnsafeDisableDeepCopy); err != nil {
 			return fmt.Errorf("listing machines of %s: %w", ms.Name, err)
 		}
 		for i := range machines.Items {
