@@ -184,6 +184,9 @@ type scope struct {
 	// skipStatus is set when the sync wrote the deployment's spec; the next
 	// sync, triggered by that write, computes the status.
 	skipStatus bool
+	// retryNodes is set when a node could not be marked for the rollout
+	// because it changed meanwhile; the sync runs again soon for it.
+	retryNodes bool
 }
 
 func (s *scope) setRevision(rev string) { s.revision = rev }
@@ -278,6 +281,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	requeue, syncErr := r.sync(ctx, s)
+	if s.retryNodes && (requeue <= 0 || requeue > nodeConflictRetry) {
+		requeue = nodeConflictRetry
+	}
 	if err := r.finish(ctx, s); err != nil {
 		return ctrl.Result{}, errors.Join(syncErr, err)
 	}

@@ -2,12 +2,16 @@ package machinedeployment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -54,6 +58,14 @@ func (r *Reconciler) syncRolloutNodes(ctx context.Context, s *scope) error {
 				}
 				return changed
 			})
+			var conflict errNodeConflict
+			if errors.As(err, &conflict) {
+				// The other nodes and the rollout step go on; this node is
+				// marked on the next sync.
+				ctrl.LoggerFrom(ctx).V(1).Info("Node changed while being marked; retrying soon", "node", conflict.name)
+				s.retryNodes = true
+				continue
+			}
 			if err != nil {
 				return err
 			}
@@ -68,9 +80,13 @@ func (r *Reconciler) syncRolloutNodes(ctx context.Context, s *scope) error {
 // annotations (all it touches): a deployment syncs often and has many nodes,
 // and most syncs change none of them, so a full copy per node per sync was a
 // large share of the controller's CPU. Only a node that needs a change is
-// copied and patched. The patch carries the resourceVersion, so a concurrent
-// change of the taints (by the kubelet or the node controller) is not
-// overwritten; the sync is retried instead. A missing node is skipped.
+// copied and patched. A patch that changes the taints carries the
+// resourceVersion, because a merge patch replaces the whole taint list and
+// must not overwrite a concurrent change (by the kubelet or the node
+// controller); on a conflict the sync is retried soon (errNodeConflict: the
+// deployment does not watch nodes, so no event would bring it back). A patch
+// of annotations alone merges key by key and needs no lock, so a node's
+// heartbeats cannot make it fail. A missing node is skipped.
 func (r *Reconciler) updateNode(ctx context.Context, name string, change func(*corev1.Node) bool) error {
 	cached := &corev1.Node{}
 	if err := r.Target.Get(ctx, client.ObjectKey{Name: name}, cached, client.UnsafeDisableDeepCopy); err != nil {
@@ -85,11 +101,35 @@ func (r *Reconciler) updateNode(ctx context.Context, name string, change func(*c
 	orig := cached.DeepCopy()
 	n := orig.DeepCopy()
 	change(n)
-	if err := r.Target.Patch(ctx, n, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
+	patch := client.MergeFrom(orig)
+	if !apiequality.Semantic.DeepEqual(orig.Spec.Taints, n.Spec.Taints) {
+		patch = client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
+	}
+	err := r.Target.Patch(ctx, n, patch)
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsConflict(err):
+		return errNodeConflict{name: name}
+	default:
 		return fmt.Errorf("updating node %s: %w", name, err)
 	}
-	return nil
 }
+
+// errNodeConflict reports that a node changed between the cache read and the
+// patch. It is deliberately not an API conflict error: Reconcile takes those
+// as "the newer version's event will sync again", which does not hold for
+// nodes; syncRolloutNodes notes it in the scope and the sync runs again after
+// nodeConflictRetry.
+type errNodeConflict struct{ name string }
+
+func (e errNodeConflict) Error() string {
+	return fmt.Sprintf("node %s changed while being marked for the rollout", e.name)
+}
+
+// nodeConflictRetry is how soon a sync whose node patch met a conflict runs
+// again, by which time the cache holds the newer node.
+const nodeConflictRetry = time.Second
 
 // nodeProbe returns a node with copies of n's taints and annotations and
 // nothing else, for trying a change without touching n, which may be the
