@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
+	"github.com/machina-io/machina/sdk"
 )
 
 // checkRequest validates what the driver needs of a request's machine and
@@ -21,13 +22,13 @@ import (
 func checkRequest(m *driverv1alpha1.Machine, c *driverv1alpha1.MachineClass) error {
 	switch {
 	case m.GetName() == "":
-		return invalid("machine.name is required")
+		return sdk.InvalidArgument("machine.name is required")
 	case m.GetNamespace() == "":
-		return invalid("machine.namespace is required")
+		return sdk.InvalidArgument("machine.namespace is required")
 	case c.GetName() == "":
-		return invalid("machine_class.name is required")
+		return sdk.InvalidArgument("machine_class.name is required")
 	case c.GetNamespace() == "":
-		return invalid("machine_class.namespace is required")
+		return sdk.InvalidArgument("machine_class.namespace is required")
 	}
 	return nil
 }
@@ -172,9 +173,9 @@ func (d *Driver) ListMachines(ctx context.Context, req *driverv1alpha1.ListMachi
 	className, classNamespace := req.GetMachineClass().GetName(), req.GetMachineClass().GetNamespace()
 	switch {
 	case className == "":
-		return nil, invalid("machine_class.name is required")
+		return nil, sdk.InvalidArgument("machine_class.name is required")
 	case classNamespace == "":
-		return nil, invalid("machine_class.namespace is required")
+		return nil, sdk.InvalidArgument("machine_class.namespace is required")
 	}
 	cl, err := d.clusters.forSecrets(req.GetSecrets())
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
+	"github.com/machina-io/machina/sdk"
 )
 
 // defaultCapacity is the capacity of a Node whose class states none.
@@ -129,7 +130,7 @@ func capacityFor(class *driverv1alpha1.MachineClass, spec providerSpec) (corev1.
 	for name, value := range merged {
 		q, err := resource.ParseQuantity(value)
 		if err != nil {
-			return nil, invalid("capacity %s: %q is not a quantity", name, value)
+			return nil, sdk.InvalidArgument("capacity %s: %q is not a quantity", name, value)
 		}
 		out[corev1.ResourceName(name)] = q
 	}

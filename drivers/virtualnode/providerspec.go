@@ -1,14 +1,11 @@
 package virtualnode
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+	"github.com/machina-io/machina/sdk"
 )
 
 // providerSpec is what the driver understands of a class's provider spec.
@@ -20,46 +17,32 @@ type providerSpec struct {
 	hash string
 }
 
-func invalid(format string, args ...any) error {
-	return status.Errorf(codes.InvalidArgument, format, args...)
+// providerSpecJSON is the JSON shape of the keys the driver interprets.
+type providerSpecJSON struct {
+	Capacity  map[string]string `json:"capacity"`
+	BootDelay *string           `json:"bootDelay"`
 }
 
 // parseProviderSpec parses machine_class.provider_spec: a JSON object with
-// the optional keys "capacity" and "bootDelay".
+// the optional keys "capacity" (resource name to quantity string) and
+// "bootDelay" (a duration string such as "30s"); other keys are ignored.
 func parseProviderSpec(raw []byte) (providerSpec, error) {
-	const path = "machine_class.provider_spec"
 	var spec providerSpec
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
-		return spec, invalid("%s must be a JSON object", path)
+	var fields providerSpecJSON
+	if err := sdk.DecodeProviderSpec(raw, &fields); err != nil {
+		return spec, err
 	}
-	if c, ok := fields["capacity"]; ok {
-		if err := json.Unmarshal(c, &spec.capacity); err != nil {
-			return spec, invalid("%s.capacity must map resource names to quantity strings", path)
-		}
-	}
-	if b, ok := fields["bootDelay"]; ok {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return spec, invalid("%s.bootDelay must be a duration string such as \"30s\"", path)
-		}
-		d, err := time.ParseDuration(s)
+	spec.capacity = fields.Capacity
+	if fields.BootDelay != nil {
+		d, err := time.ParseDuration(*fields.BootDelay)
 		if err != nil || d < 0 {
-			return spec, invalid("%s.bootDelay %q is not a non-negative duration", path, s)
+			return spec, sdk.InvalidArgument("machine_class.provider_spec.bootDelay %q is not a non-negative duration", *fields.BootDelay)
 		}
 		spec.bootDelay = d
 	}
-	// Decoding into any and encoding again sorts object keys at every level;
-	// UseNumber keeps numbers exactly as written.
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
-		return spec, invalid("%s must be a JSON object", path)
-	}
-	canonical, err := json.Marshal(v)
+	canonical, err := sdk.CanonicalProviderSpec(raw)
 	if err != nil {
-		return spec, invalid("%s cannot be re-encoded: %v", path, err)
+		return spec, err
 	}
 	sum := sha256.Sum256(canonical)
 	spec.hash = hex.EncodeToString(sum[:])

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
+	"github.com/machina-io/machina/sdk"
 )
 
 // GetVolumeIDs maps CSI volumes of CSIDriverName to their volume handles
@@ -12,12 +13,12 @@ import (
 // request's csi fields, or from spec.csi when those are empty.
 func (d *Driver) GetVolumeIDs(_ context.Context, req *driverv1alpha1.GetVolumeIDsRequest) (*driverv1alpha1.GetVolumeIDsResponse, error) {
 	if len(req.GetVolumes()) == 0 {
-		return nil, invalid("volumes is required")
+		return nil, sdk.InvalidArgument("volumes is required")
 	}
 	resp := &driverv1alpha1.GetVolumeIDsResponse{}
 	for i, v := range req.GetVolumes() {
 		if v.GetName() == "" {
-			return nil, invalid("volumes[%d].name is required", i)
+			return nil, sdk.InvalidArgument("volumes[%d].name is required", i)
 		}
 		csiDriver, handle := v.GetCsiDriver(), v.GetCsiVolumeHandle()
 		if csiDriver == "" && len(v.GetSpec()) > 0 {
@@ -28,7 +29,7 @@ func (d *Driver) GetVolumeIDs(_ context.Context, req *driverv1alpha1.GetVolumeID
 				} `json:"csi"`
 			}
 			if err := json.Unmarshal(v.GetSpec(), &spec); err != nil {
-				return nil, invalid("volumes[%d].spec is not a JSON PersistentVolumeSpec", i)
+				return nil, sdk.InvalidArgument("volumes[%d].spec is not a JSON PersistentVolumeSpec", i)
 			}
 			if spec.CSI != nil {
 				csiDriver, handle = spec.CSI.Driver, spec.CSI.VolumeHandle
