@@ -2,35 +2,27 @@ package node_test
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/internal/controller/node"
 	"github.com/machina-io/machina/core/testenv"
 )
 
-const (
-	waitFor = 30 * time.Second
-	tick    = 50 * time.Millisecond
-	// hold is a finalizer of the test's own that keeps a deleted Machine
-	// around, standing in for the Machine controller's deletion flow.
-	hold = "test.machina.io/hold"
-)
+// hold is a finalizer of the test's own that keeps a deleted Machine around,
+// standing in for the Machine controller's deletion flow.
+const hold = "test.machina.io/hold"
 
 // TestNodeController runs with two clusters, Machines in the control
 // cluster and Nodes in the target cluster, as in production.
@@ -46,12 +38,12 @@ func TestNodeController(t *testing.T) {
 		ctx := t.Context()
 		m := newMachine(ns, "m-owned", "n-owned")
 		require.NoError(t, cc.Create(ctx, m))
-		waitCached(t, mgr, m)
+		controllertest.WaitCached(t, mgr, m)
 		owned, stranger := newNode("n-owned"), newNode("n-stranger")
 		require.NoError(t, tc.Create(ctx, owned))
 		require.NoError(t, tc.Create(ctx, stranger))
-		requireFinalizer(t, tc, owned, true)
-		requireNoFinalizerFor(t, tc, stranger, time.Second)
+		controllertest.RequireFinalizer(t, tc, owned, v1alpha1.NodeFinalizer, true)
+		controllertest.RequireFinalizerFor(t, tc, stranger, v1alpha1.NodeFinalizer, false, time.Second)
 	})
 
 	t.Run("a machine naming an existing node puts the finalizer on it", func(t *testing.T) {
@@ -60,12 +52,12 @@ func TestNodeController(t *testing.T) {
 		require.NoError(t, tc.Create(ctx, n))
 		m := newMachine(ns, "m-late", "")
 		require.NoError(t, cc.Create(ctx, m))
-		requireNoFinalizerFor(t, tc, n, 500*time.Millisecond)
+		controllertest.RequireFinalizerFor(t, tc, n, v1alpha1.NodeFinalizer, false, 500*time.Millisecond)
 
 		patch := client.MergeFrom(m.DeepCopy())
 		m.Labels = map[string]string{v1alpha1.NodeLabelKey: n.Name}
 		require.NoError(t, cc.Patch(ctx, m, patch))
-		requireFinalizer(t, tc, n, true)
+		controllertest.RequireFinalizer(t, tc, n, v1alpha1.NodeFinalizer, true)
 	})
 
 	t.Run("deleting a node deletes its machine; the node goes with the machine", func(t *testing.T) {
@@ -73,18 +65,18 @@ func TestNodeController(t *testing.T) {
 		m := newMachine(ns, "m-doomed", "n-doomed")
 		m.Finalizers = []string{hold}
 		require.NoError(t, cc.Create(ctx, m))
-		waitCached(t, mgr, m)
+		controllertest.WaitCached(t, mgr, m)
 		n := newNode("n-doomed")
 		require.NoError(t, tc.Create(ctx, n))
-		requireFinalizer(t, tc, n, true)
+		controllertest.RequireFinalizer(t, tc, n, v1alpha1.NodeFinalizer, true)
 
 		require.NoError(t, tc.Delete(ctx, n))
 		require.Eventually(t, func() bool {
 			got := &v1alpha1.Machine{}
 			return cc.Get(ctx, client.ObjectKeyFromObject(m), got) == nil && !got.DeletionTimestamp.IsZero()
-		}, waitFor, tick, "machine was not deleted")
-		requireEvent(t, cc, ns, "Machine", m.Name, node.ReasonNodeDeleted, "Node n-doomed is being deleted")
-		requireEvent(t, tc, metav1.NamespaceDefault, "Node", n.Name, node.ReasonNodeDeleted, "deleting machine machines/m-doomed")
+		}, controllertest.WaitFor, controllertest.Tick, "machine was not deleted")
+		controllertest.RequireEvent(t, cc, m, node.ReasonNodeDeleted, "Node n-doomed is being deleted")
+		controllertest.RequireEvent(t, tc, n, node.ReasonNodeDeleted, "deleting machine machines/m-doomed")
 
 		// The node waits for its machine.
 		got := &corev1.Node{}
@@ -95,7 +87,7 @@ func TestNodeController(t *testing.T) {
 		// node finalizer first; here the machine simply disappears), and
 		// the node no one claims any more is released.
 		releaseMachine(t, cc, m)
-		requireNodeGone(t, tc, n)
+		controllertest.RequireGone(t, tc, n)
 	})
 
 	t.Run("a node of a machine being deleted gets no finalizer", func(t *testing.T) {
@@ -108,11 +100,11 @@ func TestNodeController(t *testing.T) {
 		require.Eventually(t, func() bool {
 			got := &v1alpha1.Machine{}
 			return mgr.GetCache().Get(ctx, client.ObjectKeyFromObject(m), got) == nil && !got.DeletionTimestamp.IsZero()
-		}, waitFor, tick)
+		}, controllertest.WaitFor, controllertest.Tick)
 
 		n := newNode("n-leaving")
 		require.NoError(t, tc.Create(ctx, n))
-		requireNoFinalizerFor(t, tc, n, time.Second)
+		controllertest.RequireFinalizerFor(t, tc, n, v1alpha1.NodeFinalizer, false, time.Second)
 	})
 
 	t.Run("a node claimed by two machines deletes neither", func(t *testing.T) {
@@ -120,13 +112,13 @@ func TestNodeController(t *testing.T) {
 		a, b := newMachine(ns, "m-twin-a", "n-twin"), newMachine(ns, "m-twin-b", "n-twin")
 		require.NoError(t, cc.Create(ctx, a))
 		require.NoError(t, cc.Create(ctx, b))
-		waitCached(t, mgr, a, b)
+		controllertest.WaitCached(t, mgr, a, b)
 		n := newNode("n-twin")
 		require.NoError(t, tc.Create(ctx, n))
-		requireFinalizer(t, tc, n, true)
+		controllertest.RequireFinalizer(t, tc, n, v1alpha1.NodeFinalizer, true)
 
 		require.NoError(t, tc.Delete(ctx, n))
-		requireEvent(t, tc, metav1.NamespaceDefault, "Node", n.Name, node.ReasonAmbiguousNode, "m-twin-a")
+		controllertest.RequireEvent(t, tc, n, node.ReasonAmbiguousNode, "m-twin-a")
 		for _, m := range []*v1alpha1.Machine{a, b} {
 			got := &v1alpha1.Machine{}
 			require.NoError(t, cc.Get(ctx, client.ObjectKeyFromObject(m), got))
@@ -137,8 +129,8 @@ func TestNodeController(t *testing.T) {
 		require.NoError(t, cc.Delete(ctx, a))
 		require.Eventually(t, func() bool {
 			return apierrors.IsNotFound(cc.Get(ctx, client.ObjectKeyFromObject(b), &v1alpha1.Machine{}))
-		}, waitFor, tick, "the remaining machine was not deleted")
-		requireNodeGone(t, tc, n)
+		}, controllertest.WaitFor, controllertest.Tick, "the remaining machine was not deleted")
+		controllertest.RequireGone(t, tc, n)
 	})
 }
 
@@ -146,27 +138,15 @@ func TestNodeController(t *testing.T) {
 // controller watching the target cluster.
 func startManager(t *testing.T, control, target *testenv.Env) ctrl.Manager {
 	t.Helper()
-	skip := true
-	mgr, err := ctrl.NewManager(control.Config, ctrl.Options{
-		Scheme:                 control.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: &skip},
-	})
-	require.NoError(t, err)
 	tcl, err := cluster.New(target.Config, func(o *cluster.Options) { o.Scheme = target.Scheme })
 	require.NoError(t, err)
-	require.NoError(t, mgr.Add(tcl))
-	require.NoError(t, (&node.Reconciler{}).SetupWithManager(mgr, tcl, 2))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
+	mgr := controllertest.StartManager(t, control, func(mgr ctrl.Manager) error {
+		if err := mgr.Add(tcl); err != nil {
+			return err
+		}
+		return (&node.Reconciler{}).SetupWithManager(mgr, tcl, 2)
 	})
-	require.True(t, mgr.GetCache().WaitForCacheSync(ctx))
-	require.True(t, tcl.GetCache().WaitForCacheSync(ctx))
+	require.True(t, tcl.GetCache().WaitForCacheSync(t.Context()), "the target cluster's cache did not sync")
 	return mgr
 }
 
@@ -196,64 +176,4 @@ func releaseMachine(t *testing.T, c client.Client, m *v1alpha1.Machine) {
 	patch := client.MergeFrom(got.DeepCopy())
 	got.Finalizers = nil
 	require.NoError(t, client.IgnoreNotFound(c.Patch(context.Background(), got, patch)))
-}
-
-func waitCached(t *testing.T, mgr ctrl.Manager, objs ...client.Object) {
-	t.Helper()
-	for _, obj := range objs {
-		into := obj.DeepCopyObject().(client.Object)
-		require.Eventually(t, func() bool {
-			return mgr.GetCache().Get(t.Context(), client.ObjectKeyFromObject(obj), into) == nil
-		}, waitFor, tick, "cache never saw %s", obj.GetName())
-	}
-}
-
-func hasFinalizer(t *testing.T, c client.Client, n *corev1.Node) bool {
-	got := &corev1.Node{}
-	require.NoError(t, c.Get(t.Context(), client.ObjectKeyFromObject(n), got))
-	return controllerutil.ContainsFinalizer(got, v1alpha1.NodeFinalizer)
-}
-
-func requireFinalizer(t *testing.T, c client.Client, n *corev1.Node, want bool) {
-	t.Helper()
-	require.Eventually(t, func() bool { return hasFinalizer(t, c, n) == want }, waitFor, tick,
-		"node %s: finalizer present should be %v", n.Name, want)
-}
-
-// requireNoFinalizerFor checks that the node stays without the finalizer
-// for d.
-func requireNoFinalizerFor(t *testing.T, c client.Client, n *corev1.Node, d time.Duration) {
-	t.Helper()
-	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(tick) {
-		require.False(t, hasFinalizer(t, c, n), "node %s got the finalizer", n.Name)
-	}
-}
-
-func requireNodeGone(t *testing.T, c client.Client, n *corev1.Node) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		return apierrors.IsNotFound(c.Get(t.Context(), client.ObjectKeyFromObject(n), &corev1.Node{}))
-	}, waitFor, tick, "node %s is still there", n.Name)
-}
-
-func requireEvent(t *testing.T, c client.Client, ns, kind, name, reason, want string) {
-	t.Helper()
-	var notes []string
-	require.Eventually(t, func() bool {
-		list := &eventsv1.EventList{}
-		if err := c.List(t.Context(), list, client.InNamespace(ns)); err != nil {
-			return false
-		}
-		notes = notes[:0]
-		for _, e := range list.Items {
-			if e.Regarding.Kind != kind || e.Regarding.Name != name || e.Reason != reason {
-				continue
-			}
-			notes = append(notes, e.Note)
-			if strings.Contains(e.Note, want) {
-				return true
-			}
-		}
-		return false
-	}, waitFor, tick, "no %s event on %s %s containing %q; saw %s", reason, kind, name, want, fmt.Sprint(notes))
 }

@@ -1,0 +1,54 @@
+package controllertest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/machina-io/machina/core/testenv"
+)
+
+// StartManager starts a manager on env with the controllers that setup
+// registers, and returns once its cache has synced. The metrics and health
+// servers are off, and controller names need not be unique, because a test
+// binary starts one manager per test. The manager stops when the test ends;
+// an error from it fails the test.
+func StartManager(t *testing.T, env *testenv.Env, setup func(ctrl.Manager) error) ctrl.Manager {
+	t.Helper()
+	skip := true
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                 env.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: &skip},
+	})
+	require.NoError(t, err)
+	require.NoError(t, setup(mgr))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	require.True(t, mgr.GetCache().WaitForCacheSync(ctx), "the manager's cache did not sync")
+	return mgr
+}
+
+// WaitCached waits until the manager's cache holds every object. A test
+// waits for it before an action whose outcome depends on the controller
+// having seen the objects.
+func WaitCached(t *testing.T, mgr ctrl.Manager, objs ...client.Object) {
+	t.Helper()
+	for _, obj := range objs {
+		into := obj.DeepCopyObject().(client.Object)
+		require.Eventually(t, func() bool {
+			return mgr.GetCache().Get(t.Context(), client.ObjectKeyFromObject(obj), into) == nil
+		}, WaitFor, Tick, "cache never saw %s", obj.GetName())
+	}
+}
