@@ -99,7 +99,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Watches(&v1alpha1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(r.deploymentsForOrphanSet)).
 		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.deploymentForMachine),
 			builder.WithPredicates(machineChangesThatMatter())).
-		WatchesRawSource(unfreezeSource(r.Gate, mgr.GetCache())).
+		WatchesRawSource(freeze.UnfreezeSource(r.Gate, mgr.GetCache(), func() client.ObjectList { return &v1alpha1.MachineDeploymentList{} })).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)}).
 		Complete(r)
 }
@@ -277,7 +277,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.finish(ctx, s); err != nil {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{RequeueAfter: frozenRecheck}, nil
+		return ctrl.Result{RequeueAfter: freeze.Recheck}, nil
 	}
 
 	requeue, syncErr := r.sync(ctx, s)

@@ -96,7 +96,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		For(&v1alpha1.MachineSet{}).
 		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.setsForMachine),
 			builder.WithPredicates(machineChangesThatMatter())).
-		WatchesRawSource(unfreezeSource(r.Gate, mgr.GetCache())).
+		WatchesRawSource(freeze.UnfreezeSource(r.Gate, mgr.GetCache(), func() client.ObjectList { return &v1alpha1.MachineSetList{} })).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)}).
 		Complete(r)
 }
@@ -205,7 +205,7 @@ func (r *Reconciler) syncFrozen(ctx context.Context, ms *v1alpha1.MachineSet, ma
 	if err := r.patchStatus(ctx, ms, st); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: min(nextSync(untilAvailable, resync), frozenRecheck)}, nil
+	return ctrl.Result{RequeueAfter: min(nextSync(untilAvailable, resync), freeze.Recheck)}, nil
 }
 
 // nextSync is when to sync the set again without an event: when a ready
@@ -358,7 +358,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, ms *v1alpha1.MachineSe
 	}
 	if r.Gate.Frozen() {
 		ctrl.LoggerFrom(ctx).V(1).Info("API server freeze: not deleting the machines of a deleted set", "reason", r.Gate.Reason())
-		return ctrl.Result{RequeueAfter: frozenRecheck}, nil
+		return ctrl.Result{RequeueAfter: freeze.Recheck}, nil
 	}
 	live := &v1alpha1.MachineList{}
 	if err := r.APIReader.List(ctx, live, client.InNamespace(ms.Namespace)); err != nil {
