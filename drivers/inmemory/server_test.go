@@ -2,10 +2,7 @@ package inmemory
 
 import (
 	"context"
-	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,41 +10,19 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 	"github.com/machina-io/machina/sdk"
+	"github.com/machina-io/machina/sdk/sdktest"
 )
 
-// serve serves d on a real Unix socket until the test ends and returns a
-// connection to it.
+// serve serves d with the SDK's server on a real Unix socket until the test
+// ends and returns a connection to it.
 func serve(t *testing.T, d *Driver) *grpc.ClientConn {
 	t.Helper()
-	// t.TempDir() can exceed the 108-byte limit of a socket path.
-	dir, err := os.MkdirTemp("", "m")
+	srv, err := NewServer(d, sdk.WithLogger(slog.New(slog.DiscardHandler)))
 	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	endpoint := "unix://" + filepath.Join(dir, "driver.sock")
-
-	srv, err := NewServer(d, sdk.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, endpoint) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-served)
-	})
-
-	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close() })
-	identity := driverv1alpha1.NewIdentityServiceClient(conn)
-	require.Eventually(t, func() bool {
-		_, err := identity.GetPluginInfo(context.Background(), &driverv1alpha1.GetPluginInfoRequest{})
-		return err == nil
-	}, 30*time.Second, 10*time.Millisecond, "the server did not come up")
-	return conn
+	return sdktest.Serve(t, srv)
 }
 
 func TestServedDriverAdvertisesAndServesEveryCapability(t *testing.T) {

@@ -2,47 +2,26 @@ package virtualnode
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
 
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 	"github.com/machina-io/machina/sdk"
+	"github.com/machina-io/machina/sdk/sdktest"
 )
 
 func TestServedOverASocket(t *testing.T) {
 	d := startDriver(t, Options{HeartbeatInterval: time.Hour, WatchNodes: true})
 	srv, err := sdk.NewServer(Info(""), d, sdk.WithLogger(quiet))
 	require.NoError(t, err)
-	dir, err := os.MkdirTemp("", "m") // t.TempDir() may exceed the socket path limit
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	endpoint := "unix://" + filepath.Join(dir, "d.sock")
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, endpoint) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-served)
-	})
-
-	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close() })
+	conn := sdktest.Serve(t, srv)
 	identity := driverv1alpha1.NewIdentityServiceClient(conn)
 	machines := driverv1alpha1.NewMachineServiceClient(conn)
-	require.Eventually(t, func() bool {
-		_, err := identity.GetPluginInfo(context.Background(), &driverv1alpha1.GetPluginInfoRequest{})
-		return err == nil
-	}, 30*time.Second, 10*time.Millisecond)
 
 	info, err := identity.GetPluginInfo(context.Background(), &driverv1alpha1.GetPluginInfoRequest{})
 	require.NoError(t, err)
