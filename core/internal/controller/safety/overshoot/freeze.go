@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -91,58 +90,23 @@ func (r *Reconciler) patchLabels(ctx context.Context, obj client.Object, frozen,
 // is nil, with an optimistic lock: the MachineSet controller writes the
 // same status.
 func (r *Reconciler) patchSetCondition(ctx context.Context, ms *v1alpha1.MachineSet, c *v1alpha1.MachineSetCondition) error {
+	conds, changed := setFrozen(ms.Status.Conditions, c, setConditionFields)
+	if !changed {
+		return nil
+	}
 	base := ms.DeepCopy()
-	var kept []v1alpha1.MachineSetCondition
-	var old *v1alpha1.MachineSetCondition
-	for i := range ms.Status.Conditions {
-		if ms.Status.Conditions[i].Type == v1alpha1.MachineSetFrozen {
-			old = &ms.Status.Conditions[i]
-			continue
-		}
-		kept = append(kept, ms.Status.Conditions[i])
-	}
-	switch {
-	case c == nil && old == nil:
-		return nil
-	case c != nil && old != nil && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message:
-		return nil
-	case c != nil:
-		c.LastTransitionTime = metav1.Now()
-		if old != nil && old.Status == c.Status {
-			c.LastTransitionTime = old.LastTransitionTime
-		}
-		kept = append(kept, *c)
-	}
-	ms.Status.Conditions = kept
+	ms.Status.Conditions = conds
 	return r.Client.Status().Patch(ctx, ms, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 
 // patchDeploymentCondition is patchSetCondition for a MachineDeployment.
 func (r *Reconciler) patchDeploymentCondition(ctx context.Context, md *v1alpha1.MachineDeployment, c *v1alpha1.MachineDeploymentCondition) error {
+	conds, changed := setFrozen(md.Status.Conditions, c, deploymentConditionFields)
+	if !changed {
+		return nil
+	}
 	base := md.DeepCopy()
-	var kept []v1alpha1.MachineDeploymentCondition
-	var old *v1alpha1.MachineDeploymentCondition
-	for i := range md.Status.Conditions {
-		if md.Status.Conditions[i].Type == v1alpha1.MachineDeploymentFrozen {
-			old = &md.Status.Conditions[i]
-			continue
-		}
-		kept = append(kept, md.Status.Conditions[i])
-	}
-	switch {
-	case c == nil && old == nil:
-		return nil
-	case c != nil && old != nil && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message:
-		return nil
-	case c != nil:
-		now := metav1.Now()
-		c.LastUpdateTime, c.LastTransitionTime = now, now
-		if old != nil && old.Status == c.Status {
-			c.LastTransitionTime = old.LastTransitionTime
-		}
-		kept = append(kept, *c)
-	}
-	md.Status.Conditions = kept
+	md.Status.Conditions = conds
 	return r.Client.Status().Patch(ctx, md, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 
