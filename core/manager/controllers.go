@@ -12,6 +12,7 @@ import (
 	"github.com/machina-io/machina/core/internal/controller/machineset"
 	"github.com/machina-io/machina/core/internal/controller/node"
 	"github.com/machina-io/machina/core/internal/controller/safety/apiserver"
+	"github.com/machina-io/machina/core/internal/controller/safety/meltdown"
 	"github.com/machina-io/machina/core/internal/controller/safety/orphan"
 	"github.com/machina-io/machina/core/internal/controller/safety/overshoot"
 	"github.com/machina-io/machina/core/internal/controller/secret"
@@ -43,10 +44,11 @@ func (m *Manager) setupControllers(dc *driver.Client) error {
 			MaxConcurrentReconciles:       workers,
 		},
 	}
-	// TODO(meltdown): once the Machine controller consults a meltdown guard
-	// before it fails a machine by the health timeout, give it
-	// meltdown.NewGuard(m.mgr.GetClient(), meltdown.MustParseLimit(m.opts.MachineMaxReplacements));
-	// until then --machine-max-replacements is validated but has no effect.
+	// The Machine controller stands still on health decisions while the
+	// API servers are unreachable, and fails at most
+	// --machine-max-replacements machines of a deployment at a time.
+	machines.Gate = m.gate
+	machines.Meltdown = meltdown.NewGuard(m.mgr.GetClient(), meltdown.MustParseLimit(m.opts.MachineMaxReplacements))
 	if err := machines.SetupWithManager(m.mgr, target); err != nil {
 		return fmt.Errorf("machine controller: %w", err)
 	}
@@ -101,10 +103,6 @@ func (m *Manager) setupControllers(dc *driver.Client) error {
 	// The API server check freezes m.gate while an API server is
 	// unreachable and resets the health timeout of Unknown machines when it
 	// is back.
-	// TODO(safety): hand m.gate to the Machine, MachineSet and
-	// MachineDeployment controllers once they read it, so that they stand
-	// still while it is frozen; until then the freeze is measured and
-	// reported but does not stop them (docs/operating.md).
 	clusters := make([]apiserver.Cluster, 0, len(m.probes))
 	for _, p := range m.probes {
 		clusters = append(clusters, apiserver.Cluster{Name: p.name, Config: p.config})

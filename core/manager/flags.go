@@ -72,7 +72,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.Var((*listValue)(&o.BootstrapTokenAuthExtraGroups), "bootstrap-token-auth-extra-groups",
 		"comma-separated groups added to the bootstrap tokens of new machines")
 	fs.StringVar(&o.MachineMaxReplacements, meltdown.FlagName, o.MachineMaxReplacements,
-		"reserved: machines of one MachineDeployment the health timeout may fail at a time, a count or a percentage of replicas (\"10%\")")
+		"machines of one MachineDeployment the health timeout may fail at a time, a count or a percentage of replicas (\"10%\")")
 	fs.DurationVar(&o.ResourceExhaustedRetry, "resource-exhausted-retry", o.ResourceExhaustedRetry,
 		"retry period after a create failed with RESOURCE_EXHAUSTED (no capacity or quota)")
 

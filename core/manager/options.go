@@ -120,7 +120,8 @@ type Options struct {
 	// MachineMaxReplacements (--machine-max-replacements) is how many
 	// machines of one MachineDeployment may be failed by the health timeout
 	// at a time: a count ("1", MCM's fixed value) or a percentage of the
-	// deployment's replicas ("10%"). Reserved: see docs/operating.md.
+	// deployment's replicas ("10%"). The Machine controller consults it through
+	// a meltdown.Guard.
 	MachineMaxReplacements string
 
 	// Machine sets and deployments (MCM's machine-controller-manager flags).

@@ -20,8 +20,10 @@ import (
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/bootstrap"
+	"github.com/machina-io/machina/core/internal/controller/safety/meltdown"
 	"github.com/machina-io/machina/core/internal/drain"
 	"github.com/machina-io/machina/core/internal/driver"
+	"github.com/machina-io/machina/core/internal/freeze"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -48,6 +50,16 @@ type Reconciler struct {
 	// Recorder emits events on Machines; the manager's recorder for
 	// ControllerName when nil.
 	Recorder events.EventRecorder
+	// Gate is the API server freeze gate: while it is frozen the controller
+	// makes no health decisions (no machine goes Unknown→Failed or
+	// Pending→Failed), because a node that looks unhealthy may only be
+	// unreachable through a broken API server. Deletions go on. Nil is a
+	// gate that never freezes.
+	Gate *freeze.Gate
+	// Meltdown limits how many machines of one MachineDeployment the health
+	// timeout may fail at a time (--machine-max-replacements). Nil: no
+	// limit.
+	Meltdown *meltdown.Guard
 	// Options tune the controller; zero fields take their defaults.
 	Options Options
 }
@@ -66,8 +78,9 @@ const (
 // or nil to run without a target cluster.
 //
 // The controller watches Machines (spec, label, annotation and deletion
-// changes, not its own status writes), MachineClasses and Secrets when they
-// appear (a machine may be waiting for them), and the target cluster's
+// changes, not its own status writes), MachineClasses when they appear or
+// their generation changes, Secrets when they appear (a machine may be
+// waiting for them), the freeze gate when it opens, and the target cluster's
 // Nodes (condition, label, annotation, taint and existence changes), each
 // mapped to the Machine whose label "node" names it.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster) error {
@@ -114,9 +127,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster) 
 			predicate.AnnotationChangedPredicate{},
 		))).
 		Watches(&v1alpha1.MachineClass{}, handler.EnqueueRequestsFromMapFunc(r.machinesOfClass),
-			builder.WithPredicates(createdOnly())).
+			builder.WithPredicates(classChanged())).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.machinesOfSecret),
 			builder.WithPredicates(createdOnly())).
+		// Machines whose health decision waited for the gate are looked at
+		// again the moment it opens.
+		WatchesRawSource(freeze.UnfreezeSource(r.Gate, r.Control, func() client.ObjectList { return &v1alpha1.MachineList{} })).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles})
 	if target != nil {
 		b = b.WatchesRawSource(source.Kind(target.GetCache(), &corev1.Node{},
@@ -192,6 +208,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if perr := r.patch(ctx, s); perr != nil {
 		err = errors.Join(err, perr)
+		if s.permitHeld {
+			// The machine is not Failed after all: its permit must not
+			// keep another machine waiting until it expires.
+			r.Meltdown.Release(m)
+		}
 	}
 	if err != nil {
 		return ctrl.Result{}, err

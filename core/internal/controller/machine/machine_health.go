@@ -19,7 +19,9 @@ import (
 // creation timeout passes first; a Running machine whose Node turns
 // unhealthy (or disappears) becomes Unknown, and Failed once it has been
 // unhealthy for the health timeout; an Unknown machine whose Node recovers
-// is Running again. The Node's conditions are mirrored into
+// is Running again. While the freeze gate is closed no machine is failed
+// by a timeout, and the meltdown guard limits how many machines of one
+// MachineDeployment the health timeout fails at a time. The Node's conditions are mirrored into
 // status.conditions.
 func (r *Reconciler) reconcileHealth(ctx context.Context, s *scope) (result, error) {
 	m := s.machine
@@ -77,6 +79,12 @@ func (r *Reconciler) reconcileHealth(ctx context.Context, s *scope) (result, err
 	if s.now.Before(deadline) {
 		return result{requeueAfter: deadline.Sub(s.now)}, nil
 	}
+	if res, held := r.holdWhileFrozen(s, "failing an unhealthy machine by the health timeout"); held {
+		return res, nil
+	}
+	if res, held, err := r.admitReplacement(ctx, s, why); held || err != nil {
+		return res, err
+	}
 	desc := fmt.Sprintf("Machine has been unhealthy since %s, longer than the health timeout of %s: %s",
 		m.Status.UnhealthySince.UTC().Format(time.RFC3339), r.healthTimeout(s), why)
 	setPhase(s, v1alpha1.MachineFailed, false)
@@ -116,6 +124,9 @@ func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, node *corev1.N
 	deadline := r.creationDeadline(s)
 	if s.now.Before(deadline) {
 		return result{requeueAfter: deadline.Sub(s.now)}, nil
+	}
+	if res, held := r.holdWhileFrozen(s, "failing a machine that did not join by the creation timeout"); held {
+		return res, nil
 	}
 	desc := fmt.Sprintf("Machine did not join the cluster within the creation timeout of %s: %s", r.creationTimeout(s), why)
 	setPhase(s, v1alpha1.MachineFailed, false)

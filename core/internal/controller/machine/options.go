@@ -17,6 +17,7 @@ const (
 	DefaultDrainPollInterval       = 5 * time.Second
 	DefaultUnreachableThreshold    = 5 * time.Minute
 	DefaultMaxConcurrentReconciles = 50
+	DefaultReplacementRecheck      = 30 * time.Second
 )
 
 // DefaultNodeConditions are the node conditions that make a machine
@@ -61,6 +62,10 @@ type Options struct {
 	// read-only filesystem) before its drain is forced (MCM: fixed 5m).
 	UnreachableThreshold time.Duration
 
+	// ReplacementRecheck is how soon a machine that the meltdown guard kept
+	// from becoming Failed asks again.
+	ReplacementRecheck time.Duration
+
 	// MaxConcurrentReconciles (--concurrent-syncs) is the number of workers.
 	MaxConcurrentReconciles int
 }
@@ -81,6 +86,7 @@ func (o Options) withDefaults() Options {
 	def(&o.ResourceExhaustedRetry, DefaultResourceExhaustedRetry)
 	def(&o.DrainPollInterval, DefaultDrainPollInterval)
 	def(&o.UnreachableThreshold, DefaultUnreachableThreshold)
+	def(&o.ReplacementRecheck, DefaultReplacementRecheck)
 	if o.NodeConditions == nil {
 		o.NodeConditions = DefaultNodeConditions
 	}

@@ -34,6 +34,11 @@ type scope struct {
 	// released is set once the finalizer is gone: the Machine is about to
 	// disappear and must not be written again.
 	released bool
+
+	// permitHeld is set when the meltdown guard admitted the machine's
+	// replacement in this reconcile; the permit is released if the Failed
+	// phase cannot be written.
+	permitHeld bool
 }
 
 // nodeName is the name of the Machine's Node, from the label the controller

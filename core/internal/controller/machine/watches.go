@@ -84,6 +84,23 @@ func createdOnly() predicate.Predicate {
 	}
 }
 
+// classChanged lets through a MachineClass's creation (machines may wait
+// for it) and changes of its generation: a changed provider spec or node
+// template reaches the machines of the class at once (their node template,
+// and the spec the next create or initialize sends), instead of at their
+// next unrelated reconcile. Status-only and metadata-only writes do not
+// fan out to every machine of the class.
+func classChanged() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return true },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld != nil && e.ObjectNew != nil && e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration()
+		},
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
 // nodeChanged lets through the Node events the controller acts on:
 // creation, deletion, and updates that change a condition's status, a
 // label, an annotation or a taint. Kubelet heartbeats, which change only

@@ -1,0 +1,64 @@
+package machine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/freeze"
+)
+
+// Event reasons of the safety hooks.
+const (
+	reasonReplacementHeld = "ReplacementLimited"
+)
+
+// holdWhileFrozen tells whether a health decision (failing a machine by
+// its health or creation timeout) must wait because the freeze gate is
+// closed: while an API server is unreachable, a Node that looks unhealthy
+// may only be unreachable, and failing its machine would replace healthy
+// capacity. The machine keeps its phase and is looked at again when the
+// gate opens (UnfreezeSource) or, as a safety net, after freeze.Recheck.
+// Nothing is written: the API server may be the thing that is down.
+func (r *Reconciler) holdWhileFrozen(s *scope, decision string) (result, bool) {
+	if !r.Gate.Frozen() {
+		return result{}, false
+	}
+	s.log.V(1).Info("Machine controller frozen; not "+decision, "reason", r.Gate.Reason())
+	return result{requeueAfter: freeze.Recheck}, true
+}
+
+// admitReplacement asks the meltdown guard whether the machine, unhealthy
+// for longer than its health timeout, may become Failed now. When the
+// machine's MachineDeployment already has as many machines being replaced
+// as --machine-max-replacements (or its annotation) allows, the machine
+// stays Unknown, the reason is recorded in lastOperation (with an event
+// when it is new), and the machine is asked about again after
+// Options.ReplacementRecheck. An admitted machine holds a permit that
+// Reconcile gives back if the Failed phase cannot be written.
+func (r *Reconciler) admitReplacement(ctx context.Context, s *scope, why string) (result, bool, error) {
+	if r.Meltdown == nil {
+		return result{}, false, nil
+	}
+	d, err := r.Meltdown.Admit(ctx, s.machine)
+	if err != nil {
+		return result{}, true, fmt.Errorf("meltdown protection: %w", err)
+	}
+	if d.Warning != nil {
+		s.log.Info("Malformed replacement limit on the MachineDeployment; the default applies", "machineDeployment", d.Deployment, "problem", d.Warning.Error())
+	}
+	if d.Allowed {
+		s.permitHeld = true
+		return result{}, false, nil
+	}
+	m := s.machine
+	desc := fmt.Sprintf("Machine has been unhealthy for longer than the health timeout of %s (%s), but %d of the %d machines of MachineDeployment %s that may be replaced at a time are being replaced (--machine-max-replacements); it stays Unknown until one of them is done",
+		r.healthTimeout(s), why, d.InProgress, d.Limit, d.Deployment)
+	prev := m.Status.LastOperation.Description
+	setLastOperation(s, v1alpha1.MachineOperationHealthCheck, v1alpha1.MachineStateProcessing, "", desc)
+	if prev != desc {
+		r.warning(s, reasonReplacementHeld, actionHealthCheck, "%s", desc)
+		s.log.Info("Replacement limit reached; machine stays Unknown", "machineDeployment", d.Deployment, "limit", d.Limit, "inProgress", d.InProgress)
+	}
+	return result{requeueAfter: r.Options.ReplacementRecheck}, true, nil
+}
