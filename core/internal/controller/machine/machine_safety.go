@@ -52,8 +52,10 @@ func (r *Reconciler) admitReplacement(ctx context.Context, s *scope, why string)
 		return result{}, false, nil
 	}
 	m := s.machine
-	desc := fmt.Sprintf("Machine has been unhealthy for longer than the health timeout of %s (%s), but %d of the %d machines of MachineDeployment %s that may be replaced at a time are being replaced (--machine-max-replacements); it stays Unknown until one of them is done",
-		r.healthTimeout(s), why, d.InProgress, d.Limit, d.Deployment)
+	// The text stays the same while the machine waits (the observed count
+	// goes to the log only), so that the event is emitted once.
+	desc := fmt.Sprintf("Machine has been unhealthy for longer than the health timeout of %s (%s), but MachineDeployment %s already has its limit of %d machines being replaced (--machine-max-replacements); it stays Unknown until one of them is done",
+		r.healthTimeout(s), why, d.Deployment, d.Limit)
 	prev := m.Status.LastOperation.Description
 	setLastOperation(s, v1alpha1.MachineOperationHealthCheck, v1alpha1.MachineStateProcessing, "", desc)
 	if prev != desc {
