@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -34,6 +35,34 @@ type Options struct {
 	// deleted again with a zero grace period so that a Node with no kubelet
 	// left does not keep them forever.
 	Force bool
+
+	// Wait is the wait for a pod's volumes that the previous pass returned
+	// (Result.Waiting), nil when there was none.
+	Wait *VolumeWait
+	// DetachTimeout bounds the wait for the volumes of one pod
+	// (--machine-pv-detach-timeout); DefaultDetachTimeout when zero.
+	DetachTimeout time.Duration
+	// VolumeIDs maps PersistentVolumes to provider volume IDs, to find
+	// volumes without a VolumeAttachment in node.status.volumesAttached;
+	// nil when the driver does not offer GetVolumeIDs (then only
+	// VolumeAttachments tell a detach).
+	VolumeIDs VolumeIDsFunc
+	// Now is the time of the pass; time.Now() when zero.
+	Now time.Time
+}
+
+func (o Options) now() time.Time {
+	if o.Now.IsZero() {
+		return time.Now()
+	}
+	return o.Now
+}
+
+func (o Options) detachTimeout() time.Duration {
+	if o.DetachTimeout <= 0 {
+		return DefaultDetachTimeout
+	}
+	return o.DetachTimeout
 }
 
 // Result tells what one pass saw and did.
@@ -56,10 +85,21 @@ type Result struct {
 	// Failed maps pods ("namespace/name") to the error their eviction
 	// returned, for errors other than a PodDisruptionBudget refusal.
 	Failed map[string]string
+
+	// Waiting is the wait for the volumes of an evicted pod that the next
+	// pass must continue; the caller stores it and passes it back in
+	// Options.Wait. Nil when the drain waits for no detach.
+	Waiting *VolumeWait
+	// AttachedVolumes is how many volumes of the Waiting pod are still
+	// attached to the Node (0 while the pod itself is still there).
+	AttachedVolumes int
+	// DetachTimedOut lists the pods whose volumes did not detach within
+	// the detach timeout; the drain went on without waiting longer.
+	DetachTimedOut []string
 }
 
 // Drained tells whether the Node has no pod left that the drain waits for.
-func (r Result) Drained() bool { return r.Remaining == 0 }
+func (r Result) Drained() bool { return r.Remaining == 0 && r.Waiting == nil }
 
 // Summary is a one-line, human-readable account of the pass, for events,
 // conditions and lastOperation.
@@ -71,6 +111,13 @@ func (r Result) Summary() string {
 		return "node drained"
 	}
 	parts := []string{fmt.Sprintf("%d pods remaining", r.Remaining)}
+	if w := r.Waiting; w != nil {
+		if r.AttachedVolumes > 0 {
+			parts = append(parts, fmt.Sprintf("waiting for %d volumes of pod %s to detach (evicted at %s)", r.AttachedVolumes, w.Pod, w.Since.UTC().Format(time.RFC3339)))
+		} else {
+			parts = append(parts, fmt.Sprintf("waiting for pod %s to go and its %d volumes to detach (evicted at %s)", w.Pod, len(w.Volumes), w.Since.UTC().Format(time.RFC3339)))
+		}
+	}
 	if r.Terminating > 0 {
 		parts = append(parts, fmt.Sprintf("%d terminating", r.Terminating))
 	}
@@ -88,13 +135,19 @@ func (r Result) Summary() string {
 		sort.Strings(keys)
 		parts = append(parts, fmt.Sprintf("%d evictions failed (%s: %s)", len(r.Failed), keys[0], r.Failed[keys[0]]))
 	}
+	if len(r.DetachTimedOut) > 0 {
+		parts = append(parts, fmt.Sprintf("gave up waiting for the volumes of %s to detach", abbreviate(r.DetachTimedOut, 5)))
+	}
 	return strings.Join(parts, ", ")
 }
 
 // Pass runs one drain pass over the Node named nodeName: it cordons the Node,
-// then evicts (or, with opts.Force, deletes) every pod the drain has to
-// remove that is not terminating yet, and returns without waiting for any
-// pod to go. Call it again later until Result.Drained.
+// then evicts every pod without a PersistentVolumeClaim that is not
+// terminating yet, and evicts the pods with claims one at a time, by
+// priority, each after the volumes of the previous one have detached (see
+// drainVolumePods). It returns without waiting for anything. Call it again
+// later, with opts.Wait set to the last Result.Waiting, until
+// Result.Drained. With opts.Force every pod is deleted at once.
 //
 // An error means the pass could not see the Node or its pods (or could not
 // cordon it); per-pod eviction failures are reported in Result instead.
@@ -119,7 +172,12 @@ func (d *Drainer) Pass(ctx context.Context, nodeName string, opts Options) (Resu
 		return res, fmt.Errorf("listing pods of node %s: %w", nodeName, errors.Join(errs...))
 	}
 
+	var withVolumes []corev1.Pod
 	for _, pod := range list.Pods() {
+		if !opts.Force && hasPersistentVolume(&pod) {
+			withVolumes = append(withVolumes, pod)
+			continue
+		}
 		key := pod.Namespace + "/" + pod.Name
 		terminating := pod.DeletionTimestamp != nil
 		if terminating && !opts.Force {
@@ -151,6 +209,9 @@ func (d *Drainer) Pass(ctx context.Context, nodeName string, opts Options) (Resu
 			}
 			res.Failed[key] = err.Error()
 		}
+	}
+	if err := d.drainVolumePods(ctx, node, withVolumes, opts, &res); err != nil {
+		return res, fmt.Errorf("draining the pods with volumes of node %s: %w", nodeName, err)
 	}
 	return res, nil
 }
