@@ -55,7 +55,7 @@ func (r *Reconciler) loadClass(ctx context.Context, s *scope) error {
 			ns = class.Namespace
 		}
 		secret := &corev1.Secret{}
-		if err := r.Control.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, secret); err != nil {
+		if err := r.Control.Get(quiet(ctx), client.ObjectKey{Namespace: ns, Name: ref.Name}, secret); err != nil {
 			if apierrors.IsNotFound(err) {
 				return &configError{fmt.Sprintf("Secret %s/%s of MachineClass %s not found", ns, ref.Name, name)}
 			}

@@ -60,8 +60,14 @@ type Reconciler struct {
 	// timeout may fail at a time (--machine-max-replacements). Nil: no
 	// limit.
 	Meltdown *meltdown.Guard
+	// APIReader reads Machines straight from the API server, when the
+	// cache has not caught up with the controller's own last write; the
+	// manager's API reader when nil.
+	APIReader client.Reader
 	// Options tune the controller; zero fields take their defaults.
 	Options Options
+
+	written writtenVersions
 }
 
 // Field indexes of the controller's Machine cache. The names carry the
@@ -93,6 +99,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster) 
 	}
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder(ControllerName)
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	if target != nil {
 		if err := r.setupTarget(target); err != nil {
@@ -197,10 +206,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Control.Get(ctx, req.NamespacedName, m); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	m, err := r.fresh(ctx, m)
+	if m == nil || err != nil {
+		return ctrl.Result{}, err
+	}
 	s := &scope{machine: m.DeepCopy(), original: m, now: time.Now(), log: log}
 
 	var res result
-	var err error
 	if m.DeletionTimestamp.IsZero() {
 		res, err = r.reconcileNormal(ctx, s)
 	} else {

@@ -186,7 +186,7 @@ func (r *Reconciler) createVM(ctx context.Context, s *scope) (*driverv1alpha1.Cr
 		token := ""
 		if bootstrap.NeedsToken(userData) && r.Tokens != nil {
 			var err error
-			token, err = r.Tokens.Ensure(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, r.creationTimeout(s))
+			token, err = r.Tokens.Ensure(quiet(ctx), types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, r.creationTimeout(s))
 			if err != nil {
 				desc := fmt.Sprintf("Cannot prepare the bootstrap token: %v", err)
 				r.warning(s, reasonTokenFailed, actionCreate, "%s", desc)
@@ -258,7 +258,7 @@ func (r *Reconciler) staleNodeGuard(ctx context.Context, s *scope, vm vmInfo) (b
 // retry period.
 func (r *Reconciler) creationFailed(s *scope, t callTable, code codes.Code, msg string) (result, error) {
 	rc := t.react(code)
-	desc := fmt.Sprintf("%s failed: %s", t.rpc, msg)
+	desc := fmt.Sprintf("%s failed (%s): %s", t.rpc, errorCodeName(code), msg)
 	if rc.brokenDriver {
 		desc = fmt.Sprintf("Broken driver: it answered UNIMPLEMENTED to %s, which it must serve: %s", t.rpc, msg)
 		s.log.Error(nil, "Broken driver: UNIMPLEMENTED from an RPC it must serve", "rpc", t.rpc)

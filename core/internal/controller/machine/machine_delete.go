@@ -116,14 +116,20 @@ func (r *Reconciler) stepGetVMStatus(ctx context.Context, s *scope) (v1alpha1.De
 		Secrets:      s.secrets,
 	})
 	code := driver.Code(err)
-	if !statusForDeleteTable.react(code).proceed {
+	rc := statusForDeleteTable.react(code)
+	if !rc.proceed {
 		return v1alpha1.DeletionStepGetVMStatus, r.deletionFailed(s, statusForDeleteTable, code, status.Convert(err).Message()), nil
 	}
-	if code == codes.OK && resp.GetNodeName() != "" {
+	switch {
+	case rc.warn:
+		desc := fmt.Sprintf("GetMachineStatus failed (%s: %s); continuing the deletion without a node name", code, status.Convert(err).Message())
+		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, errorCodeName(code), desc)
+		r.warning(s, reasonDeleteFailed, actionDelete, "%s", desc)
+	case code == codes.OK && resp.GetNodeName() != "":
 		setNodeLabel(s, resp.GetNodeName())
 		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "",
 			fmt.Sprintf("Found node %s of the machine; draining it", resp.GetNodeName()))
-	} else {
+	default:
 		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "",
 			"The VM was not found at the provider and no node is known; continuing the deletion")
 	}
@@ -292,7 +298,7 @@ func (r *Reconciler) stepDeleteNode(ctx context.Context, s *scope) (v1alpha1.Del
 		r.normal(s, reasonNodeDeleted, actionDelete, "Node %s deleted", name)
 	}
 	if r.Tokens != nil {
-		if err := r.Tokens.Delete(ctx, types.NamespacedName{Namespace: s.machine.Namespace, Name: s.machine.Name}); err != nil {
+		if err := r.Tokens.Delete(quiet(ctx), types.NamespacedName{Namespace: s.machine.Namespace, Name: s.machine.Name}); err != nil {
 			return v1alpha1.DeletionStepDeleteNode, result{requeueAfter: r.Options.ShortRetry}, nil
 		}
 	}
@@ -334,7 +340,7 @@ func (r *Reconciler) stepRemoveFinalizer(ctx context.Context, s *scope) (v1alpha
 // the step runs again after the table's retry period.
 func (r *Reconciler) deletionFailed(s *scope, t callTable, code codes.Code, msg string) result {
 	rc := t.react(code)
-	desc := fmt.Sprintf("%s failed: %s", t.rpc, msg)
+	desc := fmt.Sprintf("%s failed (%s): %s", t.rpc, errorCodeName(code), msg)
 	if rc.brokenDriver {
 		desc = fmt.Sprintf("Broken driver: it answered UNIMPLEMENTED to %s, which it must serve: %s", t.rpc, msg)
 		s.log.Error(nil, "Broken driver: UNIMPLEMENTED from an RPC it must serve", "rpc", t.rpc)

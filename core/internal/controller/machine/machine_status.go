@@ -91,6 +91,7 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) error {
 	if err := r.Control.Patch(ctx, obj, client.MergeFromWithOptions(s.original, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("adding finalizer: %w", err)
 	}
+	r.written.record(obj.UID, obj.ResourceVersion)
 	// Both copies now start from the persisted object.
 	status := s.machine.Status
 	s.original = obj.DeepCopy()
@@ -111,6 +112,7 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) error {
 	if err := r.Control.Patch(ctx, obj, client.MergeFromWithOptions(s.original, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("removing finalizer: %w", err)
 	}
+	r.written.forget(obj.UID)
 	s.released = true
 	return nil
 }
@@ -136,6 +138,7 @@ func (r *Reconciler) patch(ctx context.Context, s *scope) error {
 		if err := r.Control.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 			return fmt.Errorf("patching machine: %w", err)
 		}
+		r.written.record(obj.UID, obj.ResourceVersion)
 		// The patch answered with the stored object, whose status is still
 		// the old one: continue from it with the status computed here.
 		b := obj.DeepCopy()
@@ -148,8 +151,10 @@ func (r *Reconciler) patch(ctx context.Context, s *scope) error {
 	if equality.Semantic.DeepEqual(base.Status, desired.Status) {
 		return nil
 	}
-	if err := r.Control.Status().Patch(ctx, desired.DeepCopy(), client.MergeFrom(base)); err != nil {
+	written := desired.DeepCopy()
+	if err := r.Control.Status().Patch(ctx, written, client.MergeFrom(base)); err != nil {
 		return fmt.Errorf("patching machine status: %w", err)
 	}
+	r.written.record(written.UID, written.ResourceVersion)
 	return nil
 }

@@ -65,6 +65,9 @@ type reaction struct {
 	// proceed: the code is an answer, not a failure; the flow goes on (for
 	// example NOT_FOUND from GetMachineStatus, or from DeleteMachine).
 	proceed bool
+	// warn: the flow goes on despite a failure, which is reported in a
+	// Warning event (a failed node lookup must not block a deletion).
+	warn bool
 	// retry is the period after which the failed step runs again.
 	retry retryClass
 	// brokenDriver marks UNIMPLEMENTED from an RPC the driver must serve:
@@ -151,14 +154,17 @@ var (
 		}),
 		otherwise: reaction{retry: retryMedium},
 	}
-	// statusForDeleteTable: §6.4.4, column Deletion.
+	// statusForDeleteTable: §6.4.4, column Deletion. The lookup only wants
+	// the node name: a transient failure is retried, a broken driver waits
+	// for a new one, and any other failure goes on without a node name
+	// (there is no known Node to drain; DeleteMachine removes the VM).
 	statusForDeleteTable = callTable{
 		rpc: "GetMachineStatus", flow: v1alpha1.MachineOperationDelete,
 		codes: withRows(transientShort, map[codes.Code]reaction{
 			codes.NotFound:      {proceed: true},
 			codes.Unimplemented: {retry: retryLong, brokenDriver: true},
 		}),
-		otherwise: reaction{retry: retryMedium},
+		otherwise: reaction{proceed: true, warn: true},
 	}
 	// deleteMachineTable: §6.3.4. NOT_FOUND is tolerated as OK.
 	deleteMachineTable = callTable{

@@ -18,6 +18,7 @@ func TestReactionTables(t *testing.T) {
 	long := reaction{retry: retryLong}
 	exhausted := reaction{retry: retryResourceExhausted}
 	broken := reaction{retry: retryLong, brokenDriver: true}
+	goOnWarning := reaction{proceed: true, warn: true}
 
 	rows := []struct {
 		table callTable
@@ -75,13 +76,14 @@ func TestReactionTables(t *testing.T) {
 		// GetMachineStatus in the deletion flow, §6.4.4.
 		{statusForDeleteTable, codes.OK, proceed},
 		{statusForDeleteTable, codes.NotFound, proceed},
-		{statusForDeleteTable, codes.FailedPrecondition, medium},
-		{statusForDeleteTable, codes.InvalidArgument, medium},
-		{statusForDeleteTable, codes.Unauthenticated, medium},
+		{statusForDeleteTable, codes.FailedPrecondition, goOnWarning},
+		{statusForDeleteTable, codes.InvalidArgument, goOnWarning},
+		{statusForDeleteTable, codes.Unauthenticated, goOnWarning},
+		{statusForDeleteTable, codes.PermissionDenied, goOnWarning},
 		{statusForDeleteTable, codes.Aborted, short},
 		{statusForDeleteTable, codes.Unavailable, short},
 		{statusForDeleteTable, codes.DeadlineExceeded, short},
-		{statusForDeleteTable, codes.Internal, medium},
+		{statusForDeleteTable, codes.Internal, goOnWarning},
 		{statusForDeleteTable, codes.Unknown, short},
 		{statusForDeleteTable, codes.Unimplemented, broken},
 

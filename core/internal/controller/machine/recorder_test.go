@@ -1,0 +1,141 @@
+package machine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/testenv"
+)
+
+// recorder watches the Machines of a namespace and remembers every phase,
+// deletion step and lastOperation error code each one showed, in order
+// (consecutive repeats collapsed), so that tests assert on the path a
+// machine took, not only on where it ended.
+type recorder struct {
+	mu     sync.Mutex
+	phases map[string][]string
+	steps  map[string][]string
+	codes  map[string][]string
+	writes map[string]int
+	gone   map[string]bool
+}
+
+func startRecorder(t *testing.T, ctx context.Context, env *testenv.Env, ns string) *recorder {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatalf("recorder: %v", err)
+	}
+	wi, err := wc.Watch(ctx, &v1alpha1.MachineList{}, client.InNamespace(ns))
+	if err != nil {
+		cancel()
+		t.Fatalf("recorder: watch: %v", err)
+	}
+	r := &recorder{phases: map[string][]string{}, steps: map[string][]string{}, codes: map[string][]string{}, writes: map[string]int{}, gone: map[string]bool{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer wi.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-wi.ResultChan():
+				if !ok {
+					return
+				}
+				if m, ok := ev.Object.(*v1alpha1.Machine); ok {
+					r.observe(m)
+					if ev.Type == watch.Deleted {
+						r.mu.Lock()
+						r.gone[m.Name] = true
+						r.mu.Unlock()
+					}
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return r
+}
+
+func appendChange(list []string, v string) []string {
+	if len(list) > 0 && list[len(list)-1] == v {
+		return list
+	}
+	return append(list, v)
+}
+
+func (r *recorder) observe(m *v1alpha1.Machine) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.writes[m.Name]++
+	r.phases[m.Name] = appendChange(r.phases[m.Name], string(m.Status.CurrentStatus.Phase))
+	if s := string(m.Status.DeletionStep); s != "" {
+		r.steps[m.Name] = appendChange(r.steps[m.Name], s)
+	}
+	if c := m.Status.LastOperation.ErrorCode; c != "" {
+		r.codes[m.Name] = appendChange(r.codes[m.Name], c)
+	}
+}
+
+// writesOf counts the watch events of a machine: every write to it.
+func (r *recorder) writesOf(name string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.writes[name]
+}
+
+// deleted tells whether the watch saw the machine disappear.
+func (r *recorder) deleted(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.gone[name]
+}
+
+func (r *recorder) phasesOf(name string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.phases[name])
+}
+
+func (r *recorder) stepsOf(name string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.steps[name])
+}
+
+func (r *recorder) codesOf(name string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.codes[name])
+}
+
+// everPhase tells whether any machine of the namespace was ever seen in
+// phase.
+func (r *recorder) everPhase(phase v1alpha1.MachinePhase) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var who []string
+	for name, ps := range r.phases {
+		if slices.Contains(ps, string(phase)) {
+			who = append(who, name)
+		}
+	}
+	return who
+}
+
+func (r *recorder) history(name string) string {
+	return fmt.Sprintf("phases %q, steps %q, error codes %q", r.phasesOf(name), r.stepsOf(name), r.codesOf(name))
+}
