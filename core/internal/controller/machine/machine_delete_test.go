@@ -119,10 +119,24 @@ func testDeleteForcedByDrainTimeout(t *testing.T, env *testenv.Env) {
 	w.machine("m2", "small", func(m *v1alpha1.Machine) {
 		m.Labels = map[string]string{v1alpha1.ForceDeletionLabel: v1alpha1.ForceDeletionValue}
 	})
+	w.machine("m3", "small")
 	w.waitPhase("m1", v1alpha1.MachineRunning, waitLong)
 	w.waitPhase("m2", v1alpha1.MachineRunning, waitLong)
+	w.waitPhase("m3", v1alpha1.MachineRunning, waitLong)
 
-	for _, n := range []string{"m1", "m2"} {
+	// m3's node has been NotReady for ten minutes: its kubelet is gone.
+	node3 := &corev1.Node{}
+	require.NoError(t, env.Client.Get(w.ctx, client.ObjectKey{Name: "m3"}, node3))
+	for i := range node3.Status.Conditions {
+		if node3.Status.Conditions[i].Type == corev1.NodeReady {
+			node3.Status.Conditions[i].Status = corev1.ConditionFalse
+			node3.Status.Conditions[i].LastTransitionTime = metav1.NewTime(time.Now().Add(-10 * time.Minute))
+		}
+	}
+	require.NoError(t, env.Client.Status().Update(w.ctx, node3))
+	w.waitPhase("m3", v1alpha1.MachineUnknown, waitLong)
+
+	for _, n := range []string{"m1", "m2", "m3"} {
 		runningPod(t, w.ctx, env.Client, w.ns, "db-"+n, n, map[string]string{"app": "db"})
 		require.NoError(t, env.Client.Create(w.ctx, &storagev1.VolumeAttachment{
 			ObjectMeta: metav1.ObjectMeta{Name: "va-" + w.ns + "-" + n},
@@ -137,19 +151,23 @@ func testDeleteForcedByDrainTimeout(t *testing.T, env *testenv.Env) {
 	start := time.Now()
 	w.delete("m1")
 	w.delete("m2")
+	w.delete("m3")
 	w.waitGone("m2", waitLong)
+	w.waitGone("m3", waitLong)
 	w.waitGone("m1", waitLong)
 	assert.GreaterOrEqual(t, time.Since(start), 2*time.Second, "m1 was drained gracefully until its timeout")
 
 	forced := []string{"GetVMStatus", "Drain", "DeleteVolumeAttachments", "DeleteVM", "DeleteNode", "RemoveFinalizer"}
 	assert.Equal(t, forced, w.rec.stepsOf("m1"))
 	assert.Equal(t, forced, w.rec.stepsOf("m2"))
-	for _, n := range []string{"m1", "m2"} {
+	assert.Equal(t, forced, w.rec.stepsOf("m3"))
+	for _, n := range []string{"m1", "m2", "m3"} {
 		assert.True(t, gone(t, w, env.Client, &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "va-" + w.ns + "-" + n}}))
 		assert.True(t, gone(t, w, env.Client, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "db-" + n}}))
 	}
 	assert.Contains(t, w.waitEvent("m1", corev1.EventTypeWarning, reasonForceDrain), "the drain timeout of 3s has passed")
 	assert.Contains(t, w.waitEvent("m2", corev1.EventTypeWarning, reasonForceDrain), "force-deletion=True")
+	assert.Contains(t, w.waitEvent("m3", corev1.EventTypeWarning, reasonForceDrain), "node m3 has been Ready=False since")
 }
 
 // DeleteMachine fails: the machine stays at DeleteVM with the error code,

@@ -109,3 +109,24 @@ func testSecretsNeverLeak(t *testing.T, env *testenv.Env) {
 		}
 	}
 }
+
+// Without a target cluster there is no Node: a created machine is
+// Available, and its deletion skips the node lookup, the drain and the
+// Node's deletion.
+func testNoTargetCluster(t *testing.T, env *testenv.Env) {
+	w := newWorld(t, env, env, inmemory.Options{})
+	w.noTarget = true
+	w.class("small", map[string]string{"userData": "name=<<MACHINE_NAME>> token=<<BOOTSTRAP_TOKEN>>"})
+	w.start()
+	w.machine("nt1", "small")
+	m := w.waitPhase("nt1", v1alpha1.MachineAvailable, waitLong)
+	assert.NotEmpty(t, m.Spec.ProviderID)
+	assert.Empty(t, m.Labels[v1alpha1.NodeLabelKey], "no node label without a target cluster")
+	assert.Equal(t, v1alpha1.MachineStateSuccessful, m.Status.LastOperation.State)
+	assert.Equal(t, "name=nt1 token=", string(w.drv.createRequest().GetUserData()), "no bootstrap token without a target cluster")
+
+	w.delete("nt1")
+	w.waitGone("nt1", waitLong)
+	assert.Equal(t, []string{"GetVMStatus", "DeleteVM", "DeleteNode", "RemoveFinalizer"}, w.rec.stepsOf("nt1"))
+	assert.Empty(t, w.mem.VMs())
+}

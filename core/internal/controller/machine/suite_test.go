@@ -90,6 +90,8 @@ type world struct {
 	stopMgr  func()
 	opts     Options
 	mgrCount int
+	// noTarget runs the controller without a target cluster.
+	noTarget bool
 }
 
 var nsCounter struct {
@@ -190,7 +192,9 @@ func (w *world) start() {
 	require.NoError(w.t, err)
 
 	var target cluster.Cluster = mgr
-	if w.target != w.control {
+	if w.noTarget {
+		target = nil
+	} else if w.target != w.control {
 		tc, err := cluster.New(w.target.Config, func(o *cluster.Options) {
 			o.Scheme = w.target.Scheme
 			o.Logger = log.WithName("target")
@@ -438,6 +442,7 @@ func TestMachineController(t *testing.T) {
 		{"restart mid deletion", testRestartMidDeletion},
 		{"driver restart", testDriverRestart},
 		{"secrets never leak", testSecretsNeverLeak},
+		{"no target cluster", testNoTargetCluster},
 	}
 	for _, s := range scenarios {
 		t.Run(s.name, func(t *testing.T) { s.run(t, env) })
