@@ -216,6 +216,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if m.DeletionTimestamp.IsZero() {
 		res, err = r.reconcileNormal(ctx, s)
 	} else {
+		// A machine being deleted counts as being replaced by what the
+		// cache shows; a permit it may hold from being failed is no longer
+		// needed, and would outlive the machine.
+		r.releasePermit(m)
 		res, err = r.reconcileDelete(ctx, s)
 	}
 	if perr := r.patch(ctx, s); perr != nil {
@@ -223,7 +227,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if s.permitHeld {
 			// The machine is not Failed after all: its permit must not
 			// keep another machine waiting until it expires.
-			r.Meltdown.Release(m)
+			r.releasePermit(m)
 		}
 	}
 	if err != nil {

@@ -51,6 +51,7 @@ func (r *Reconciler) reconcileHealth(ctx context.Context, s *scope) (result, err
 	if healthy {
 		m.Status.UnhealthySince = nil
 		if phase == v1alpha1.MachineUnknown {
+			r.releasePermit(m)
 			setPhase(s, v1alpha1.MachineRunning, false)
 			setLastOperation(s, v1alpha1.MachineOperationHealthCheck, v1alpha1.MachineStateSuccessful, "",
 				fmt.Sprintf("Node %s is healthy again", s.nodeName()))

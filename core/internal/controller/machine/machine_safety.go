@@ -64,3 +64,11 @@ func (r *Reconciler) admitReplacement(ctx context.Context, s *scope, why string)
 	}
 	return result{requeueAfter: r.Options.ReplacementRecheck}, true, nil
 }
+
+// releasePermit gives back the meltdown permit the machine may hold: when
+// it is being deleted (from then on the cache counts it) or healthy again.
+func (r *Reconciler) releasePermit(m *v1alpha1.Machine) {
+	if r.Meltdown != nil {
+		r.Meltdown.Release(m)
+	}
+}
