@@ -132,7 +132,12 @@ func (r *Reconciler) reconcileCreate(ctx context.Context, s *scope) (result, err
 		r.normal(s, reasonInitialized, actionCreate, "Initialized VM %s", ivm.providerID)
 	}
 
-	// Step 4: wait for the Node (or, without a target cluster, done).
+	// Step 4: wait for the Node (or, without a target cluster, done). A
+	// machine past its creation (it only lost its provider ID) keeps its
+	// phase; the health checks go on with it.
+	if p := m.Status.CurrentStatus.Phase; p != "" && p != v1alpha1.MachineCrashLoopBackOff {
+		return result{}, nil
+	}
 	if r.Target == nil {
 		setPhase(s, v1alpha1.MachineAvailable, false)
 		setLastOperation(s, v1alpha1.MachineOperationCreate, v1alpha1.MachineStateSuccessful, "",

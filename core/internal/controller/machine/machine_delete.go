@@ -289,16 +289,20 @@ func (r *Reconciler) stepDeleteNode(ctx context.Context, s *scope) (v1alpha1.Del
 		return v1alpha1.DeletionStepRemoveFinalizer, result{}, nil
 	}
 	if name := s.nodeName(); name != "" {
-		if err := r.deleteNode(ctx, name); err != nil {
+		deleted, err := r.deleteNode(ctx, name)
+		if err != nil {
 			desc := fmt.Sprintf("Deleting node %s failed: %v", name, err)
 			setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateFailed, "", desc)
 			r.warning(s, reasonDeleteFailed, actionDelete, "%s", desc)
 			return v1alpha1.DeletionStepDeleteNode, result{requeueAfter: r.Options.ShortRetry}, nil
 		}
-		r.normal(s, reasonNodeDeleted, actionDelete, "Node %s deleted", name)
+		if deleted {
+			r.normal(s, reasonNodeDeleted, actionDelete, "Node %s deleted", name)
+		}
 	}
 	if r.Tokens != nil {
 		if err := r.Tokens.Delete(quiet(ctx), types.NamespacedName{Namespace: s.machine.Namespace, Name: s.machine.Name}); err != nil {
+			s.log.Error(err, "Deleting the machine's bootstrap token; retrying")
 			return v1alpha1.DeletionStepDeleteNode, result{requeueAfter: r.Options.ShortRetry}, nil
 		}
 	}
@@ -307,23 +311,32 @@ func (r *Reconciler) stepDeleteNode(ctx context.Context, s *scope) (v1alpha1.Del
 	return v1alpha1.DeletionStepRemoveFinalizer, result{}, nil
 }
 
-func (r *Reconciler) deleteNode(ctx context.Context, name string) error {
+// deleteNode removes the Node finalizer and deletes the Node. It tells
+// whether there was a Node to delete. A Node that was registered again
+// meanwhile (another UID) fails the precondition and is deleted on the
+// retry: its VM is gone, so it is stale.
+func (r *Reconciler) deleteNode(ctx context.Context, name string) (bool, error) {
 	node := &corev1.Node{}
 	if err := r.Target.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
-		return client.IgnoreNotFound(err)
+		return false, client.IgnoreNotFound(err)
 	}
 	if controllerutil.ContainsFinalizer(node, v1alpha1.NodeFinalizer) {
 		updated := node.DeepCopy()
 		controllerutil.RemoveFinalizer(updated, v1alpha1.NodeFinalizer)
 		if err := r.Target.Patch(ctx, updated, client.MergeFromWithOptions(node, client.MergeFromWithOptimisticLock{})); err != nil {
-			return client.IgnoreNotFound(err)
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			return false, err
 		}
 	}
-	if err := r.Target.Delete(ctx, node, client.Preconditions{UID: &node.UID}); err != nil &&
-		!apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return err
+	if err := r.Target.Delete(ctx, node, client.Preconditions{UID: &node.UID}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, err
 	}
-	return nil
+	return true, nil
 }
 
 // stepRemoveFinalizer releases the Machine; the API server then removes it.
