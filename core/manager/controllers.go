@@ -38,6 +38,7 @@ func (m *Manager) setupControllers(dc *driver.Client) error {
 			CreationTimeout:               m.opts.MachineCreationTimeout,
 			HealthTimeout:                 m.opts.MachineHealthTimeout,
 			DrainTimeout:                  m.opts.MachineDrainTimeout,
+			PVDetachTimeout:               m.opts.MachinePVDetachTimeout,
 			NodeConditions:                m.opts.NodeConditions,
 			BootstrapTokenAuthExtraGroups: m.opts.BootstrapTokenAuthExtraGroups,
 			ResourceExhaustedRetry:        m.opts.ResourceExhaustedRetry,

@@ -64,7 +64,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.MachineMaxEvictRetries, "machine-max-evict-retries", o.MachineMaxEvictRetries,
 		"accepted for MCM compatibility; the drain retries evictions until --machine-drain-timeout instead")
 	fs.DurationVar(&o.MachinePVDetachTimeout, "machine-pv-detach-timeout", o.MachinePVDetachTimeout,
-		"accepted for MCM compatibility; not used by the drain yet")
+		"how long a drain waits for the volumes of one evicted pod to detach before it goes on")
 	fs.DurationVar(&o.MachinePVReattachTimeout, "machine-pv-reattach-timeout", o.MachinePVReattachTimeout,
 		"accepted for MCM compatibility; not used by the drain yet")
 	fs.Var((*listValue)(&o.NodeConditions), "node-conditions",

@@ -112,7 +112,7 @@ type Options struct {
 	MachineHealthTimeout          time.Duration // --machine-health-timeout
 	MachineDrainTimeout           time.Duration // --machine-drain-timeout
 	MachineMaxEvictRetries        int           // --machine-max-evict-retries (accepted; see docs)
-	MachinePVDetachTimeout        time.Duration // --machine-pv-detach-timeout (accepted; see docs)
+	MachinePVDetachTimeout        time.Duration // --machine-pv-detach-timeout
 	MachinePVReattachTimeout      time.Duration // --machine-pv-reattach-timeout (accepted; see docs)
 	NodeConditions                []string      // --node-conditions
 	BootstrapTokenAuthExtraGroups []string      // --bootstrap-token-auth-extra-groups

@@ -144,7 +144,9 @@ func setNodeLabel(s *scope, name string) {
 }
 
 // stepDrain runs one drain pass over the Node and comes back after
-// Options.DrainPollInterval while pods remain. The drain is forced (pods
+// Options.DrainPollInterval while pods remain or the volumes of an evicted
+// pod have not detached yet (the wait is stored in VolumeWaitAnnotation,
+// so no worker waits). The drain is forced (pods
 // deleted without eviction, then the VolumeAttachments removed) once the
 // drain timeout has passed since the deletionTimestamp, when the Node has
 // been unreachable for Options.UnreachableThreshold, or when the Machine
@@ -162,13 +164,15 @@ func (r *Reconciler) stepDrain(ctx context.Context, s *scope) (v1alpha1.Deletion
 	}
 
 	forceReason := r.forceDrainReason(s, node)
-	res, err := r.Drainer.Pass(ctx, node.Name, drain.Options{Force: forceReason != ""})
+	res, err := r.Drainer.Pass(ctx, node.Name, r.drainOptions(s, forceReason != ""))
 	if err != nil {
 		desc := fmt.Sprintf("Draining node %s failed: %v", node.Name, err)
 		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateFailed, "", desc)
 		r.warning(s, reasonDrainFailed, actionDrain, "%s", desc)
 		return v1alpha1.DeletionStepDrain, result{requeueAfter: r.Options.ShortRetry}, nil
 	}
+	// The wait for a pod's volumes lives on the Machine between passes.
+	r.recordVolumeWait(s, node.Name, res)
 
 	if forceReason != "" {
 		if len(res.Failed) > 0 {

@@ -43,6 +43,8 @@ func TestMachineSafety(t *testing.T) {
 		{"meltdown limit", testMeltdownLimit},
 		{"frozen gate", testFrozenGate},
 		{"class change re-enqueues", testClassChangeReenqueues},
+		{"drain waits for detach", testDrainWaitsForDetach},
+		{"drain forced while waiting", testDrainForcedWhileWaiting},
 	}
 	for _, s := range scenarios {
 		t.Run(s.name, func(t *testing.T) { s.run(t, env) })

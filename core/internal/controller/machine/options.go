@@ -2,6 +2,8 @@ package machine
 
 import (
 	"time"
+
+	"github.com/machina-io/machina/core/internal/drain"
 )
 
 // Defaults of Options, the values MCM ships (reference: MCM's
@@ -55,6 +57,10 @@ type Options struct {
 	// ResourceExhaustedRetry (--resource-exhausted-retry) is the retry after
 	// a RESOURCE_EXHAUSTED from CreateMachine or InitializeMachine.
 	ResourceExhaustedRetry time.Duration
+	// PVDetachTimeout (--machine-pv-detach-timeout) bounds the wait for the
+	// volumes of one evicted pod to detach from the Node before the drain
+	// goes on to the next pod with volumes.
+	PVDetachTimeout time.Duration
 	// DrainPollInterval is how often a drain runs its next pass while pods
 	// remain on the Node.
 	DrainPollInterval time.Duration
@@ -87,6 +93,7 @@ func (o Options) withDefaults() Options {
 	def(&o.DrainPollInterval, DefaultDrainPollInterval)
 	def(&o.UnreachableThreshold, DefaultUnreachableThreshold)
 	def(&o.ReplacementRecheck, DefaultReplacementRecheck)
+	def(&o.PVDetachTimeout, drain.DefaultDetachTimeout)
 	if o.NodeConditions == nil {
 		o.NodeConditions = DefaultNodeConditions
 	}
