@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -16,16 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/safety/meltdown"
-	"github.com/machina-io/machina/core/internal/driver"
 	"github.com/machina-io/machina/core/internal/freeze"
 	"github.com/machina-io/machina/core/testenv"
 	"github.com/machina-io/machina/drivers/inmemory"
@@ -49,44 +42,6 @@ func TestMachineSafety(t *testing.T) {
 	for _, s := range scenarios {
 		t.Run(s.name, func(t *testing.T) { s.run(t, env) })
 	}
-}
-
-// startWith runs a manager with the controller as world.start does, after
-// configure has set the Reconciler's hooks (gate, guard) that start leaves
-// unset. The manager's cached client is handed to configure, for a guard.
-func (w *world) startWith(configure func(r *Reconciler, cached client.Client)) {
-	w.t.Helper()
-	log := w.logs.logger().WithName(fmt.Sprintf("manager-%d", w.mgrCount))
-	w.mgrCount++
-	connectCtx, cancelConnect := context.WithTimeout(w.ctx, time.Minute)
-	defer cancelConnect()
-	dc, err := driver.Connect(connectCtx, "unix://"+w.socket, driver.Options{Logger: log.WithName("driver"), Registerer: prometheus.NewRegistry()})
-	require.NoError(w.t, err)
-	require.Same(w.t, w.control, w.target, "startWith runs one cluster only")
-	mgr, err := ctrl.NewManager(w.control.Config, ctrl.Options{
-		Scheme:                 w.control.Scheme,
-		Logger:                 log,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{w.ns: {}}},
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	require.NoError(w.t, err)
-	r := &Reconciler{Driver: dc, Options: w.opts}
-	configure(r, mgr.GetClient())
-	require.NoError(w.t, r.SetupWithManager(mgr, mgr))
-	ctx, cancel := context.WithCancel(w.ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once sync.Once
-	w.stopMgr = func() {
-		once.Do(func() {
-			cancel()
-			require.NoError(w.t, <-done)
-			require.NoError(w.t, dc.Close())
-		})
-	}
-	w.t.Cleanup(w.stopMgr)
 }
 
 // replacingWatch counts, at every watch event of the namespace's Machines,
@@ -174,9 +129,10 @@ func testMeltdownLimit(t *testing.T, env *testenv.Env) {
 		},
 	}
 	require.NoError(t, env.Client.Create(w.ctx, md))
-	w.startWith(func(r *Reconciler, cached client.Client) {
+	w.configure = func(r *Reconciler, cached client.Client) {
 		r.Meltdown = meltdown.NewGuard(cached, intstr.FromInt32(2))
-	})
+	}
+	w.start()
 	var names []string
 	for i := range 10 {
 		name := fmt.Sprintf("m%d", i)
@@ -256,7 +212,8 @@ func testFrozenGate(t *testing.T, env *testenv.Env) {
 	w.class("small", nil)
 	gate := &freeze.Gate{}
 	var cached client.Client
-	w.startWith(func(r *Reconciler, c client.Client) { r.Gate, cached = gate, c })
+	w.configure = func(r *Reconciler, c client.Client) { r.Gate, cached = gate, c }
+	w.start()
 	w.machine("sick", "small", func(m *v1alpha1.Machine) {
 		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineHealthTimeout: &metav1.Duration{Duration: timeout}}
 	})

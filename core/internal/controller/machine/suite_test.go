@@ -80,16 +80,20 @@ type world struct {
 	target  *testenv.Env
 	ns      string
 
-	mem      *inmemory.Driver
-	drv      *recordingDriver
-	socket   string
-	stopSrv  func()
-	logs     *logSink
-	kubelet  *kubelet
-	rec      *recorder
-	stopMgr  func()
-	opts     Options
-	mgrCount int
+	mem     *inmemory.Driver
+	drv     *recordingDriver
+	socket  string
+	stopSrv func()
+	logs    *logSink
+	kubelet *kubelet
+	rec     *recorder
+	stopMgr func()
+	opts    Options
+	// configure, when set, sets the hooks of the Reconciler (gate,
+	// meltdown guard) before start registers it; cached is the manager's
+	// client.
+	configure func(r *Reconciler, cached client.Client)
+	mgrCount  int
 	// noTarget runs the controller without a target cluster.
 	noTarget bool
 }
@@ -204,6 +208,9 @@ func (w *world) start() {
 		target = tc
 	}
 	r := &Reconciler{Driver: dc, Options: w.opts}
+	if w.configure != nil {
+		w.configure(r, mgr.GetClient())
+	}
 	require.NoError(w.t, r.SetupWithManager(mgr, target))
 
 	ctx, cancel := context.WithCancel(w.ctx)
