@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 )
 
 // DefaultDetachTimeout is how long a drain waits for the volumes of one
@@ -85,25 +86,25 @@ func (d *Drainer) startWait(ctx context.Context, pod *corev1.Pod, since time.Tim
 		if v.PersistentVolumeClaim == nil {
 			continue
 		}
-		pvc, err := d.client.CoreV1().PersistentVolumeClaims(pod.Namespace).Get(ctx, v.PersistentVolumeClaim.ClaimName, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			continue
-		}
+		claims, err := d.client.CoreV1().PersistentVolumeClaims(pod.Namespace).List(ctx, byName(v.PersistentVolumeClaim.ClaimName))
 		if err != nil {
 			return nil, fmt.Errorf("reading PersistentVolumeClaim %s/%s: %w", pod.Namespace, v.PersistentVolumeClaim.ClaimName, err)
 		}
+		if len(claims.Items) == 0 {
+			continue
+		}
+		pvc := &claims.Items[0]
 		if pvc.Spec.VolumeName == "" || slices.Contains(w.Volumes, pvc.Spec.VolumeName) {
 			continue
 		}
 		w.Volumes = append(w.Volumes, pvc.Spec.VolumeName)
-		pv, err := d.client.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			continue
-		}
+		vols, err := d.client.CoreV1().PersistentVolumes().List(ctx, byName(pvc.Spec.VolumeName))
 		if err != nil {
 			return nil, fmt.Errorf("reading PersistentVolume %s: %w", pvc.Spec.VolumeName, err)
 		}
-		pvs = append(pvs, pv)
+		if len(vols.Items) > 0 {
+			pvs = append(pvs, &vols.Items[0])
+		}
 	}
 	if opts.VolumeIDs != nil && len(pvs) > 0 {
 		ids, err := opts.VolumeIDs(ctx, pvs)
@@ -265,4 +266,11 @@ func (d *Drainer) finishWait(ctx context.Context, node *corev1.Node, pods []core
 	}
 	res.AttachedVolumes = n
 	return false, nil
+}
+
+// byName lists the one object named name. Claims and volumes are read with
+// list rather than get because list (with watch) is what the manager's
+// target-cluster role grants on them (deploy/base/rbac/target).
+func byName(name string) metav1.ListOptions {
+	return metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()}
 }
