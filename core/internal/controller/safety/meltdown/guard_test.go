@@ -166,8 +166,9 @@ func setPhase(t *testing.T, c client.Client, m *v1alpha1.Machine, phase v1alpha1
 	require.NoError(t, c.Status().Update(context.Background(), m))
 }
 
-// waitCached waits until the cache shows n machines in ns, failed of them
-// Failed.
+// waitCached waits until the cache shows n machines in ns, each with the
+// phase the test gave it (a machine the cache still shows without a phase
+// counts as being replaced), failed of them Failed.
 func waitCached(t *testing.T, r client.Reader, ns string, n, failed int) {
 	t.Helper()
 	require.Eventually(t, func() bool {
@@ -177,6 +178,9 @@ func waitCached(t *testing.T, r client.Reader, ns string, n, failed int) {
 		}
 		f := 0
 		for _, m := range list.Items {
+			if m.Status.CurrentStatus.Phase == "" {
+				return false
+			}
 			if m.Status.CurrentStatus.Phase == v1alpha1.MachineFailed {
 				f++
 			}
