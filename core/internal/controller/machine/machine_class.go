@@ -4,17 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/classdata"
 )
-
-// userDataKey is the key of the class Secret that holds the user data.
-const userDataKey = "userData"
 
 // configError is a MachineClass or Secret the machine needs but cannot
 // use (not there yet, or malformed). It is the user's to fix; the machine
@@ -45,29 +41,17 @@ func (r *Reconciler) loadClass(ctx context.Context, s *scope) error {
 		return &configError{fmt.Sprintf("MachineClass %s has no providerSpec", name)}
 	}
 
-	data := map[string][]byte{}
-	for _, ref := range []*corev1.SecretReference{class.SecretRef, class.CredentialsSecretRef} {
-		if ref == nil || ref.Name == "" {
-			continue
+	secrets, userData, err := classdata.Secrets(quiet(ctx), r.Control, class)
+	if err != nil {
+		var missing *classdata.MissingSecretError
+		if errors.As(err, &missing) {
+			return &configError{fmt.Sprintf("Secret %s of MachineClass %s not found", missing.Ref, name)}
 		}
-		ns := ref.Namespace
-		if ns == "" {
-			ns = class.Namespace
-		}
-		secret := &corev1.Secret{}
-		if err := r.Control.Get(quiet(ctx), client.ObjectKey{Namespace: ns, Name: ref.Name}, secret); err != nil {
-			if apierrors.IsNotFound(err) {
-				return &configError{fmt.Sprintf("Secret %s/%s of MachineClass %s not found", ns, ref.Name, name)}
-			}
-			return fmt.Errorf("reading Secret %s/%s of MachineClass %s: %w", ns, ref.Name, name, err)
-		}
-		// Later references win: credentialsSecretRef comes second.
-		maps.Copy(data, secret.Data)
+		return fmt.Errorf("MachineClass %s: %w", name, err)
 	}
-	s.userData = data[userDataKey]
-	delete(data, userDataKey)
+	s.userData = userData
+	s.secrets = secrets
 	s.class = class
-	s.secrets = data
 	return nil
 }
 

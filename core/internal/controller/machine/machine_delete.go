@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/classdata"
 	"github.com/machina-io/machina/core/internal/drain"
 	"github.com/machina-io/machina/core/internal/driver"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
@@ -112,7 +113,7 @@ func (r *Reconciler) stepGetVMStatus(ctx context.Context, s *scope) (v1alpha1.De
 	}
 	resp, err := r.Driver.GetMachineStatus(ctx, &driverv1alpha1.GetMachineStatusRequest{
 		Machine:      machineMessage(s.machine),
-		MachineClass: classMessage(s.class),
+		MachineClass: classdata.Message(s.class),
 		Secrets:      s.secrets,
 	})
 	code := driver.Code(err)
@@ -265,7 +266,7 @@ func (r *Reconciler) stepDeleteVM(ctx context.Context, s *scope) (v1alpha1.Delet
 	m := s.machine
 	resp, err := r.Driver.DeleteMachine(ctx, &driverv1alpha1.DeleteMachineRequest{
 		Machine:        machineMessage(m),
-		MachineClass:   classMessage(s.class),
+		MachineClass:   classdata.Message(s.class),
 		Secrets:        s.secrets,
 		LastKnownState: m.Status.LastKnownState,
 	})

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/classdata"
 	"github.com/machina-io/machina/core/internal/driver"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 )
@@ -155,16 +156,17 @@ func (c *Collector) scanClass(ctx context.Context, class *v1alpha1.MachineClass,
 		log.V(1).Info("Skipping machine class without providerSpec")
 		return nil, nil
 	}
-	secrets, err := classSecrets(ctx, c.APIReader, class)
+	// The user data is for CreateMachine only: not sent here.
+	secrets, _, err := classdata.Secrets(ctx, c.APIReader, class)
 	if err != nil {
-		var missing *missingSecretError
+		var missing *classdata.MissingSecretError
 		if errors.As(err, &missing) {
 			log.Info("Skipping machine class in the orphan scan", "reason", err.Error())
 			return nil, nil
 		}
 		return nil, fmt.Errorf("machine class %s: %w", class.Name, err)
 	}
-	msg := classMessage(class)
+	msg := classdata.Message(class)
 	resp, err := c.Driver.ListMachines(ctx, &driverv1alpha1.ListMachinesRequest{MachineClass: msg, Secrets: secrets})
 	if err != nil {
 		if ctx.Err() != nil {
