@@ -6,6 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/machine"
 	"github.com/machina-io/machina/core/internal/controller/machineclass"
 	"github.com/machina-io/machina/core/internal/controller/machinedeployment"
@@ -54,7 +55,11 @@ func (m *Manager) setupControllers(dc *driver.Client) error {
 		return fmt.Errorf("machine controller: %w", err)
 	}
 
-	sets := &machineset.Reconciler{Gate: m.gate, Options: machineset.DefaultOptions()}
+	setOpts := machineset.DefaultOptions()
+	// The machine controller runs here: machines are created with its
+	// finalizer, which spares it a write per machine.
+	setOpts.NewMachineFinalizers = []string{v1alpha1.MachineFinalizer}
+	sets := &machineset.Reconciler{Gate: m.gate, Options: setOpts}
 	if err := sets.SetupWithManager(m.mgr, workers); err != nil {
 		return fmt.Errorf("machineset controller: %w", err)
 	}

@@ -68,38 +68,39 @@ func SecretName(machine types.NamespacedName) string {
 // Ensure returns the bootstrap token ("<id>.<secret>") of a machine,
 // creating its Secret in kube-system when it does not exist or has expired.
 // A new token expires after ttl (the machine's creation timeout).
+//
+// It creates first and reads only when the Secret exists already: a
+// machine is created once, so the usual case costs one request, not two.
 func (t *Tokens) Ensure(ctx context.Context, machine types.NamespacedName, ttl time.Duration) (string, error) {
 	key := client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: SecretName(machine)}
 	for attempt := 0; attempt < 3; attempt++ {
+		secret, token, err := t.newSecret(machine, ttl)
+		if err != nil {
+			return "", err
+		}
+		err = t.Client.Create(ctx, secret)
+		if err == nil {
+			return token, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return "", fmt.Errorf("creating bootstrap token secret %s: %w", key, err)
+		}
 		existing := &corev1.Secret{}
-		err := t.Client.Get(ctx, key, existing)
-		switch {
-		case err == nil:
-			if owner := existing.Annotations[machineAnnotation]; owner != machine.String() {
-				return "", fmt.Errorf("bootstrap token secret %s belongs to machine %q, not %q", key, owner, machine)
+		if err := t.Client.Get(ctx, key, existing); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue // deleted meanwhile: create again
 			}
-			if !t.expired(existing) {
-				return string(existing.Data[bootstrapapi.BootstrapTokenIDKey]) + "." + string(existing.Data[bootstrapapi.BootstrapTokenSecretKey]), nil
-			}
-			// An expired token cannot bootstrap anything: replace it.
-			if err := t.Client.Delete(ctx, existing, client.Preconditions{UID: &existing.UID}); err != nil && !apierrors.IsNotFound(err) {
-				return "", fmt.Errorf("deleting expired bootstrap token secret %s: %w", key, err)
-			}
-		case apierrors.IsNotFound(err):
-			secret, token, err := t.newSecret(machine, ttl)
-			if err != nil {
-				return "", err
-			}
-			err = t.Client.Create(ctx, secret)
-			if err == nil {
-				return token, nil
-			}
-			if !apierrors.IsAlreadyExists(err) {
-				return "", fmt.Errorf("creating bootstrap token secret %s: %w", key, err)
-			}
-			// Created concurrently: read it on the next attempt.
-		default:
 			return "", fmt.Errorf("reading bootstrap token secret %s: %w", key, err)
+		}
+		if owner := existing.Annotations[machineAnnotation]; owner != machine.String() {
+			return "", fmt.Errorf("bootstrap token secret %s belongs to machine %q, not %q", key, owner, machine)
+		}
+		if !t.expired(existing) {
+			return string(existing.Data[bootstrapapi.BootstrapTokenIDKey]) + "." + string(existing.Data[bootstrapapi.BootstrapTokenSecretKey]), nil
+		}
+		// An expired token cannot bootstrap anything: replace it.
+		if err := t.Client.Delete(ctx, existing, client.Preconditions{UID: &existing.UID}); err != nil && !apierrors.IsNotFound(err) {
+			return "", fmt.Errorf("deleting expired bootstrap token secret %s: %w", key, err)
 		}
 	}
 	return "", fmt.Errorf("bootstrap token secret %s keeps changing, try again", key)

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
@@ -70,7 +72,11 @@ func testCreateJoinRun(t *testing.T, env *testenv.Env) {
 	w.kubelet.mu.Unlock()
 	m = w.waitPhase("m1", v1alpha1.MachineRunning, waitLong)
 	assert.Equal(t, v1alpha1.MachineStateSuccessful, m.Status.LastOperation.State)
-	assert.NotEmpty(t, m.Annotations[v1alpha1.MachineJoinDurationAnnotation])
+	assert.Regexp(t, `^Machine joined the cluster as node m1 in [0-9hms.]+$`, m.Status.LastOperation.Description)
+	assert.NotContains(t, m.Annotations, v1alpha1.MachineJoinDurationAnnotation, "the join duration goes to a histogram, not to a write per machine")
+	joins := &dto.Metric{}
+	require.NoError(t, joinDuration.WithLabelValues(w.ns, "").(prometheus.Histogram).Write(joins))
+	assert.Equal(t, uint64(1), joins.GetHistogram().GetSampleCount(), "the join is observed once")
 	require.NotEmpty(t, m.Status.Conditions, "node conditions are mirrored")
 	assert.Contains(t, m.Status.Conditions, findCond(m.Status.Conditions, corev1.NodeReady))
 	assert.Equal(t, corev1.ConditionTrue, findCond(m.Status.Conditions, corev1.NodeReady).Status)

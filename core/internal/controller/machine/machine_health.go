@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -39,13 +40,20 @@ func (r *Reconciler) reconcileHealth(ctx context.Context, s *scope) (result, err
 	if err != nil {
 		return result{}, err
 	}
+	healthy, why := r.nodeHealthy(s, node)
+	if phase == v1alpha1.MachinePending {
+		res, err := r.reconcileJoin(ctx, s, node, healthy, why)
+		// A booting Node changes its conditions a few times before it is
+		// Ready; a Pending machine takes them along with a status write made
+		// for another reason (created, joined, failed) rather than a write
+		// of its own for each.
+		if node != nil && !equality.Semantic.DeepEqual(s.machine.Status, s.original.Status) {
+			copyNodeConditions(s, node)
+		}
+		return res, err
+	}
 	if node != nil {
 		copyNodeConditions(s, node)
-	}
-	healthy, why := r.nodeHealthy(s, node)
-
-	if phase == v1alpha1.MachinePending {
-		return r.reconcileJoin(ctx, s, node, healthy, why)
 	}
 
 	if healthy {
@@ -108,10 +116,7 @@ func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, node *corev1.N
 		m.Status.UnhealthySince = nil
 		setLastOperation(s, v1alpha1.MachineOperationCreate, v1alpha1.MachineStateSuccessful, "",
 			fmt.Sprintf("Machine joined the cluster as node %s in %s", node.Name, joinedIn))
-		if m.Annotations == nil {
-			m.Annotations = map[string]string{}
-		}
-		m.Annotations[v1alpha1.MachineJoinDurationAnnotation] = joinedIn.String()
+		joinDuration.WithLabelValues(m.Namespace, m.Labels[v1alpha1.MachineDeploymentNameLabel]).Observe(s.now.Sub(m.CreationTimestamp.Time).Seconds())
 		r.normal(s, reasonJoined, actionCreate, "Joined the cluster as node %s in %s", node.Name, joinedIn)
 		// The bootstrap token has done its job.
 		if r.Tokens != nil {

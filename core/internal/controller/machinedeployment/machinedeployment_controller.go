@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/throttle"
 	"github.com/machina-io/machina/core/internal/freeze"
 )
 
@@ -92,12 +93,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Machine{}, indexMachineController, machineControllerUID); err != nil {
 		return fmt.Errorf("indexing machines by controller: %w", err)
 	}
+	// The sets' status and the machines' node labels change with every
+	// machine of a rollout or scale-up; throttled, they sync the deployment
+	// (and write its status) a few times a second, not once per machine.
+	// Changes of the deployment itself are not held back.
+	th := throttle.New(throttle.Window)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&v1alpha1.MachineDeployment{}).
-		Owns(&v1alpha1.MachineSet{}).
+		Watches(&v1alpha1.MachineSet{}, th.Handler(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(),
+			&v1alpha1.MachineDeployment{}, handler.OnlyControllerOwner()))).
 		Watches(&v1alpha1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(r.deploymentsForOrphanSet)).
-		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.deploymentForMachine),
+		Watches(&v1alpha1.Machine{}, th.Handler(handler.EnqueueRequestsFromMapFunc(r.deploymentForMachine)),
 			builder.WithPredicates(machineChangesThatMatter())).
 		WatchesRawSource(freeze.UnfreezeSource(r.Gate, mgr.GetCache(), func() client.ObjectList { return &v1alpha1.MachineDeploymentList{} })).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)}).

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/throttle"
 	"github.com/machina-io/machina/core/internal/freeze"
 )
 
@@ -34,6 +35,13 @@ type Options struct {
 	// ResyncPeriod is how often every set is synced even without events, as a
 	// safety net (MCM: 10 minutes). Zero means the default.
 	ResyncPeriod time.Duration
+
+	// NewMachineFinalizers are put on every machine the set creates. The
+	// manager passes the Machine controller's finalizer, which that
+	// controller would otherwise add with a write of its own before its
+	// first driver call. Empty when no Machine controller runs (tests of
+	// the set alone), so that deleted machines go at once.
+	NewMachineFinalizers []string
 }
 
 // DefaultOptions returns MCM's settings.
@@ -94,7 +102,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&v1alpha1.MachineSet{}).
-		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.setsForMachine),
+		Watches(&v1alpha1.Machine{}, throttle.New(throttle.Window).Handler(handler.EnqueueRequestsFromMapFunc(r.setsForMachine)),
 			builder.WithPredicates(machineChangesThatMatter())).
 		WatchesRawSource(freeze.UnfreezeSource(r.Gate, mgr.GetCache(), func() client.ObjectList { return &v1alpha1.MachineSetList{} })).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)}).

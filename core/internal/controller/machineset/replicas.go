@@ -156,6 +156,7 @@ func (r *Reconciler) createMachine(ctx context.Context, ms *v1alpha1.MachineSet)
 	var err error
 	for range attempts {
 		m := newMachine(ms)
+		m.Finalizers = append(m.Finalizers, r.Options.NewMachineFinalizers...)
 		if err = controllerutil.SetControllerReference(ms, m, r.Client.Scheme()); err != nil {
 			return errCreate{fmt.Errorf("creating machine for %s: %w", ms.Name, err)}
 		}
@@ -173,9 +174,11 @@ func (r *Reconciler) createMachine(ctx context.Context, ms *v1alpha1.MachineSet)
 }
 
 // newMachine builds a machine from the set's template: the template's labels
-// and annotations, the template's spec, and the name label of the owning
+// and annotations, the template's spec, the name label of the owning
 // MachineDeployment when the template does not set one (the machine
-// controller finds a machine's deployment by that label).
+// controller finds a machine's deployment by that label), and the default
+// deletion priority when the template sets none (which the machine
+// controller would otherwise write once the VM exists).
 func newMachine(ms *v1alpha1.MachineSet) *v1alpha1.Machine {
 	tmpl := ms.Spec.Template.DeepCopy()
 	labels := maps.Clone(tmpl.Labels)
@@ -187,12 +190,19 @@ func newMachine(ms *v1alpha1.MachineSet) *v1alpha1.Machine {
 			labels[LabelDeploymentName] = owner.Name
 		}
 	}
+	annotations := maps.Clone(tmpl.Annotations)
+	if _, ok := annotations[AnnotationMachinePriority]; !ok {
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[AnnotationMachinePriority] = v1alpha1.DefaultMachinePriority
+	}
 	return &v1alpha1.Machine{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        newMachineName(ms.Name),
 			Namespace:   ms.Namespace,
 			Labels:      labels,
-			Annotations: maps.Clone(tmpl.Annotations),
+			Annotations: annotations,
 		},
 		Spec: tmpl.Spec,
 	}

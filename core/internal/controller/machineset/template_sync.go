@@ -41,24 +41,29 @@ func (r *Reconciler) syncTemplateToMachines(ctx context.Context, ms *v1alpha1.Ma
 
 // withTemplateApplied returns a copy of the machine with the set's node
 // template, machine configuration and class kind, and whether anything
-// differed.
+// differed. The machine is only read (it is the cache's own object) and
+// copied only when it differs: a set syncs after every change of any of its
+// machines, and copying each of them every time cost most of a scale-up's
+// CPU.
 func withTemplateApplied(ms *v1alpha1.MachineSet, m *v1alpha1.Machine) (*v1alpha1.Machine, bool) {
 	want := &ms.Spec.Template.Spec
-	changed := false
+	nodeTemplate := apiequality.Semantic.DeepEqual(want.NodeTemplateSpec, m.Spec.NodeTemplateSpec)
+	configuration := sameConfiguration(want.MachineConfiguration, m.Spec.MachineConfiguration)
+	kind := want.Class.Kind == m.Spec.Class.Kind
+	if nodeTemplate && configuration && kind {
+		return m, false
+	}
 	out := m.DeepCopy()
-	if !apiequality.Semantic.DeepEqual(want.NodeTemplateSpec, m.Spec.NodeTemplateSpec) {
+	if !nodeTemplate {
 		out.Spec.NodeTemplateSpec = *want.NodeTemplateSpec.DeepCopy()
-		changed = true
 	}
-	if !sameConfiguration(want.MachineConfiguration, m.Spec.MachineConfiguration) {
+	if !configuration {
 		out.Spec.MachineConfiguration = want.MachineConfiguration.DeepCopy()
-		changed = true
 	}
-	if want.Class.Kind != m.Spec.Class.Kind {
+	if !kind {
 		out.Spec.Class.Kind = want.Class.Kind
-		changed = true
 	}
-	return out, changed
+	return out, true
 }
 
 // sameConfiguration compares two inlined machine configurations, treating
