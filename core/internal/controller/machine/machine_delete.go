@@ -328,7 +328,10 @@ func (r *Reconciler) deleteNode(ctx context.Context, name string) (bool, error) 
 	if controllerutil.ContainsFinalizer(node, v1alpha1.NodeFinalizer) {
 		updated := node.DeepCopy()
 		controllerutil.RemoveFinalizer(updated, v1alpha1.NodeFinalizer)
-		if err := r.Target.Patch(ctx, updated, client.MergeFromWithOptions(node, client.MergeFromWithOptimisticLock{})); err != nil {
+		// A strategic merge patch removes this one finalizer and keeps any
+		// other, so it needs no resourceVersion and cannot lose a race with
+		// the kubelet's status updates.
+		if err := r.Target.Patch(ctx, updated, client.StrategicMergeFrom(node)); err != nil {
 			if apierrors.IsNotFound(err) {
 				return false, nil
 			}

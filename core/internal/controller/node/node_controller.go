@@ -170,7 +170,11 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, node *corev1.Node, mac
 	if controllerutil.ContainsFinalizer(node, v1alpha1.NodeFinalizer) || !anyLive(machines) {
 		return ctrl.Result{}, nil
 	}
-	patch := client.MergeFromWithOptions(node.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	// A strategic merge patch adds this finalizer to whatever finalizers the
+	// Node has by then: no resourceVersion is needed, so the kubelet's
+	// status updates (a Node changes every few seconds while it boots) do not
+	// make it fail with a conflict.
+	patch := client.StrategicMergeFrom(node.DeepCopy())
 	controllerutil.AddFinalizer(node, v1alpha1.NodeFinalizer)
 	if err := r.Target.Patch(ctx, node, patch); err != nil {
 		return writeResult(client.IgnoreNotFound(err), "adding finalizer to node")
@@ -189,7 +193,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, node *corev1.Node, mac
 	log := ctrl.LoggerFrom(ctx)
 	switch {
 	case len(machines) == 0:
-		patch := client.MergeFromWithOptions(node.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		patch := client.StrategicMergeFrom(node.DeepCopy())
 		controllerutil.RemoveFinalizer(node, v1alpha1.NodeFinalizer)
 		if err := r.Target.Patch(ctx, node, patch); err != nil {
 			return writeResult(client.IgnoreNotFound(err), "removing finalizer from node")
