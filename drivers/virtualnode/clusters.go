@@ -12,13 +12,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// Client rate limits. The heartbeat patches every Node once per interval,
-// so client-go's defaults (5 QPS) would throttle a thousand Nodes.
-const (
-	clientQPS   = 50
-	clientBurst = 100
-)
-
 // defaultClusterKey is the cache key of Options.Target.
 const defaultClusterKey = "default"
 
@@ -33,6 +26,10 @@ type cluster struct {
 // client (and open new connections) every time.
 type clusters struct {
 	target *rest.Config
+	// qps and burst limit each cluster's client (Options.KubeAPIQPS and
+	// KubeAPIBurst); a negative qps means no limit.
+	qps   float32
+	burst int
 	// added is called with every cluster that enters the cache, to start
 	// heartbeats for its Nodes.
 	added func(*cluster)
@@ -41,8 +38,8 @@ type clusters struct {
 	byKey map[string]*cluster
 }
 
-func newClusters(target *rest.Config, added func(*cluster)) *clusters {
-	return &clusters{target: target, added: added, byKey: map[string]*cluster{}}
+func newClusters(target *rest.Config, qps float32, burst int, added func(*cluster)) *clusters {
+	return &clusters{target: target, qps: qps, burst: burst, added: added, byKey: map[string]*cluster{}}
 }
 
 // forSecrets returns the cluster of a request: the one of its "kubeconfig"
@@ -83,7 +80,7 @@ func (c *clusters) get(key string, config func() (*rest.Config, error)) (*cluste
 	if err != nil {
 		return nil, err
 	}
-	cfg.QPS, cfg.Burst = clientQPS, clientBurst
+	cfg.QPS, cfg.Burst = c.qps, c.burst
 	cfg.UserAgent = "machina-driver-virtualnode"
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

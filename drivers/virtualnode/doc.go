@@ -50,13 +50,29 @@
 //
 // # Heartbeat
 //
-// Run starts one goroutine that keeps the conditions of every Node of the
-// driver current through the status subresource (Ready, MemoryPressure,
-// DiskPressure, PIDPressure and NetworkUnavailable), every
-// Options.HeartbeatInterval, and renews the Node's Lease in
-// "kube-node-lease". It patches conditions only: labels, annotations and
-// taints belong to the core. A Node with a deletion timestamp gets no more
-// heartbeats: its VM is gone.
+// Run is the kubelet of every Node of the driver. Each Node has its own
+// schedule in a delaying work queue, and Options.Workers goroutines beat the
+// Nodes whose time has come: a Node at the end of its boot (it was created
+// with its NotReady conditions, so it needs no beat before, unless its boot
+// is longer than an interval), then every Options.HeartbeatInterval, and at
+// once when its AnnotationSimulate changes (with Options.WatchNodes). The
+// Nodes already in a cluster when Run starts (the driver restarted) get
+// their first beat at a random point of the interval, so that they do not
+// all beat at once.
+//
+// A beat renews the Node's Lease in "kube-node-lease", owned by the Node
+// (created on the Node's first beat, or taken over when one exists, then
+// patched), and writes the conditions through the status subresource
+// (Ready, MemoryPressure, DiskPressure, PIDPressure and NetworkUnavailable)
+// when they change or the last heartbeat is half an interval old. It
+// patches conditions only: labels, annotations and taints belong to the
+// core. A Node that is gone or has a deletion timestamp drops out of the
+// schedule: its VM is gone. With Options.WatchNodes a beat reads the Node
+// from the informer's cache instead of the API server.
+//
+// The driver stands for many independent kubelets, which would each have a
+// client of their own, so its client per target cluster allows
+// Options.KubeAPIQPS (DefaultKubeAPIQPS) requests per second.
 //
 // Failures are simulated with the annotation AnnotationSimulate on a Node,
 // a comma-separated list of:

@@ -18,29 +18,30 @@ type Driver struct {
 	opts     Options
 	log      *slog.Logger
 	clusters *clusters
-	beats    *heartbeat
+	kubelets *kubelets
 }
 
 // New returns a driver configured by opts.
 func New(opts Options) *Driver {
 	opts = opts.withDefaults()
 	d := &Driver{opts: opts, log: opts.Logger}
-	d.beats = newHeartbeat(opts.HeartbeatInterval, opts.WatchNodes, opts.Logger)
-	d.clusters = newClusters(opts.Target, d.beats.addCluster)
+	d.kubelets = newKubelets(opts)
+	d.clusters = newClusters(opts.Target, opts.KubeAPIQPS, opts.KubeAPIBurst, d.kubelets.addCluster)
 	return d
 }
 
-// Run keeps the conditions and Leases of the driver's Nodes current until
-// ctx is done (see the package documentation). It starts with the default
-// target cluster, if there is one, and adds every cluster a request names.
+// Run is the simulated kubelet of every Node of the driver: it keeps their
+// conditions and Leases current until ctx is done (see the package
+// documentation), then returns once the beats in flight have ended. It
+// starts with the Nodes of the default target cluster, if there is one, and
+// adds every cluster a request names. Run may be called once.
 func (d *Driver) Run(ctx context.Context) error {
 	if d.opts.Target != nil {
 		if _, err := d.clusters.defaultCluster(); err != nil {
 			return err
 		}
 	}
-	d.beats.run(ctx)
-	return nil
+	return d.kubelets.run(ctx)
 }
 
 // apiError turns an error of the Kubernetes API into a status error with

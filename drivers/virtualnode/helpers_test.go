@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,19 +26,30 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // until the test ends.
 func startDriver(t *testing.T, opts Options) *Driver {
 	t.Helper()
+	d, stop := runDriver(t, opts)
+	t.Cleanup(stop)
+	return d
+}
+
+// runDriver returns a driver on the test cluster whose heartbeat runs until
+// stop, which returns once Run has.
+func runDriver(t *testing.T, opts Options) (d *Driver, stop func()) {
+	t.Helper()
 	if opts.Target == nil {
 		opts.Target = testConfig
 	}
 	opts.Logger = quiet
-	d := New(opts)
+	d = New(opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
-	return d
+	var once sync.Once
+	return d, func() {
+		once.Do(func() {
+			cancel()
+			require.NoError(t, <-done)
+		})
+	}
 }
 
 func machine(name string) *driverv1alpha1.Machine {

@@ -75,8 +75,9 @@ func (d *Driver) CreateMachine(ctx context.Context, req *driverv1alpha1.CreateMa
 	}
 	d.log.Info("created virtual node", "machine", machineKey(m), "node", created.Name, "providerID", created.Spec.ProviderID,
 		"bootDelay", spec.bootDelay)
-	// The heartbeat takes over from here, and learns when the boot ends.
-	d.beats.trigger(cl, created.Name)
+	// The simulated kubelet takes over from here: its first beat is at the
+	// end of the boot.
+	d.kubelets.created(cl, created)
 	return &driverv1alpha1.CreateMachineResponse{
 		ProviderId: created.Spec.ProviderID,
 		NodeName:   created.Name,

@@ -51,17 +51,40 @@ const (
 // the node lifecycle controller.
 const DefaultHeartbeatInterval = 30 * time.Second
 
+// DefaultWorkers is how many Nodes are beaten at the same time when
+// Options.Workers is zero. A beat is two short requests, so 16 workers keep
+// up with thousands of Nodes per heartbeat interval.
+const DefaultWorkers = 16
+
+// Default client rate limits of the driver, per target cluster. The driver
+// stands for many independent kubelets, each of which has a client of its
+// own (a real kubelet's allows 50 requests per second): one shared limit as
+// low as a single kubelet's would throttle a thousand simulated ones.
+const (
+	DefaultKubeAPIQPS   = 1000
+	DefaultKubeAPIBurst = 2000
+)
+
 // Options configure a Driver.
 type Options struct {
 	// Target is the target cluster of requests without a kubeconfig secret;
 	// when nil, such requests fail with FAILED_PRECONDITION.
 	Target *rest.Config
-	// HeartbeatInterval is how often Run refreshes every Node;
+	// HeartbeatInterval is how often Run refreshes each Node;
 	// DefaultHeartbeatInterval when zero.
 	HeartbeatInterval time.Duration
-	// WatchNodes makes Run watch the driver's Nodes and refresh one at once
-	// when its AnnotationSimulate changes.
+	// WatchNodes makes Run watch the driver's Nodes: it refreshes one at
+	// once when its AnnotationSimulate changes, and reads Nodes from the
+	// watch's cache instead of the API server.
 	WatchNodes bool
+	// Workers is how many Nodes Run beats at the same time;
+	// DefaultWorkers when zero.
+	Workers int
+	// KubeAPIQPS and KubeAPIBurst are the client rate limit towards each
+	// target cluster; DefaultKubeAPIQPS and DefaultKubeAPIBurst when zero.
+	// A negative KubeAPIQPS turns the limit off.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
 	// Logger receives the driver's log lines; slog.Default() when nil.
 	Logger *slog.Logger
 }
@@ -69,6 +92,15 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.HeartbeatInterval <= 0 {
 		o.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
+	}
+	if o.KubeAPIQPS == 0 {
+		o.KubeAPIQPS = DefaultKubeAPIQPS
+	}
+	if o.KubeAPIBurst <= 0 {
+		o.KubeAPIBurst = DefaultKubeAPIBurst
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

@@ -31,9 +31,15 @@ func main() {
 		"Driver API endpoint, unix:///path.sock or tcp://host:port for development (default from MACHINA_DRIVER_ENDPOINT, else unix:///var/run/machina/driver.sock)")
 	kubeconfig := flag.String("target-kubeconfig", "",
 		"kubeconfig of the cluster the Nodes are registered in, for requests without a kubeconfig secret (default $KUBECONFIG, else in-cluster)")
-	interval := flag.Duration("heartbeat-interval", virtualnode.DefaultHeartbeatInterval, "how often every Node's conditions and Lease are refreshed")
+	interval := flag.Duration("heartbeat-interval", virtualnode.DefaultHeartbeatInterval, "how often each Node's conditions and Lease are refreshed")
 	watch := flag.Bool("watch-nodes", true,
-		"watch the driver's Nodes and apply a change of the "+virtualnode.AnnotationSimulate+" annotation at once, not at the next heartbeat")
+		"watch the driver's Nodes: apply a change of the "+virtualnode.AnnotationSimulate+" annotation at once, not at the next heartbeat, and read Nodes from the watch cache")
+	workers := flag.Int("heartbeat-workers", virtualnode.DefaultWorkers, "how many Nodes are refreshed at the same time")
+	// The driver stands for one kubelet per Node, each with a client of
+	// its own: the limit must not be a single kubelet's.
+	qps := flag.Float64("kube-api-qps", virtualnode.DefaultKubeAPIQPS,
+		"requests per second to each target cluster, for all simulated kubelets together (negative: no limit)")
+	burst := flag.Int("kube-api-burst", virtualnode.DefaultKubeAPIBurst, "request burst to each target cluster")
 	var level slog.Level
 	flag.TextVar(&level, "log-level", slog.LevelInfo, "log level: DEBUG, INFO, WARN or ERROR")
 	showVersion := flag.Bool("version", false, "print the version and exit")
@@ -45,8 +51,15 @@ func main() {
 	if flag.NArg() > 0 {
 		fail(fmt.Errorf("unexpected arguments: %q", flag.Args()), 2)
 	}
-	if *interval <= 0 {
+	switch {
+	case *interval <= 0:
 		fail(errors.New("--heartbeat-interval must be positive"), 2)
+	case *workers <= 0:
+		fail(errors.New("--heartbeat-workers must be positive"), 2)
+	case *qps == 0:
+		fail(errors.New("--kube-api-qps must not be 0 (a negative value turns the limit off)"), 2)
+	case *burst <= 0:
+		fail(errors.New("--kube-api-burst must be positive"), 2)
 	}
 
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
@@ -61,6 +74,9 @@ func main() {
 		Target:            target,
 		HeartbeatInterval: *interval,
 		WatchNodes:        *watch,
+		Workers:           *workers,
+		KubeAPIQPS:        float32(*qps),
+		KubeAPIBurst:      *burst,
 		Logger:            logger,
 	})
 

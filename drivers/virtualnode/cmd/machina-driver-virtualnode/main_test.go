@@ -46,8 +46,16 @@ func TestBinaryServesNodesOfTheTargetCluster(t *testing.T) {
 	out, err := exec.Command("go", "build", "-ldflags", "-X main.version=v1.2.3-test", "-o", bin, ".").CombinedOutput()
 	require.NoError(t, err, string(out))
 
+	for _, bad := range []string{"--kube-api-qps=0", "--kube-api-burst=0", "--heartbeat-workers=0", "--heartbeat-interval=0s"} {
+		err := exec.Command(bin, bad).Run()
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit, bad)
+		assert.Equal(t, 2, exit.ExitCode(), bad)
+	}
+
 	endpoint := "unix://" + filepath.Join(dir, "d.sock")
-	cmd := exec.Command(bin, "--endpoint="+endpoint, "--heartbeat-interval=1h")
+	cmd := exec.Command(bin, "--endpoint="+endpoint, "--heartbeat-interval=1h",
+		"--heartbeat-workers=2", "--kube-api-qps=-1", "--kube-api-burst=10")
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig) // the flag's fallback
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
