@@ -60,6 +60,8 @@ type Reconciler struct {
 	ControlRecorder events.EventRecorder
 	// TargetRecorder records events on Nodes.
 	TargetRecorder events.EventRecorder
+
+	added added
 }
 
 // SetupWithManager registers the controller with mgr, whose cluster holds
@@ -167,8 +169,18 @@ func (r *Reconciler) machinesOf(ctx context.Context, nodeName string) ([]v1alpha
 // Machine being deleted removes the finalizer at its node-deletion step;
 // adding it back then would keep the Node forever.
 func (r *Reconciler) ensureFinalizer(ctx context.Context, node *corev1.Node, machines []v1alpha1.Machine) (ctrl.Result, error) {
-	if controllerutil.ContainsFinalizer(node, v1alpha1.NodeFinalizer) || !anyLive(machines) {
+	if controllerutil.ContainsFinalizer(node, v1alpha1.NodeFinalizer) {
+		r.added.seen(node.UID)
 		return ctrl.Result{}, nil
+	}
+	if !anyLive(machines) {
+		return ctrl.Result{}, nil
+	}
+	if wait := r.added.pending(node.UID, time.Now()); wait > 0 {
+		// Added a moment ago; the cache has not caught up. Its event (a
+		// finalizer change) brings the Node back; the requeue is the
+		// safety net.
+		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	// A strategic merge patch adds this finalizer to whatever finalizers the
 	// Node has by then: no resourceVersion is needed, so the kubelet's
@@ -179,6 +191,7 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, node *corev1.Node, mac
 	if err := r.Target.Patch(ctx, node, patch); err != nil {
 		return writeResult(client.IgnoreNotFound(err), "adding finalizer to node")
 	}
+	r.added.record(node.UID, time.Now())
 	ctrl.LoggerFrom(ctx).V(1).Info("Added finalizer to node", "machine", klogRef(&machines[0]))
 	return ctrl.Result{}, nil
 }
