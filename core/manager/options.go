@@ -148,15 +148,18 @@ type Options struct {
 // Defaults that differ from MCM's, and why (docs/operating.md has the long
 // form).
 const (
-	// DefaultKubeAPIQPS and DefaultKubeAPIBurst serve a thousand machines.
-	// A machine costs a handful of writes over its life plus its share of
-	// drains and node updates; a rollout of a thousand machines at 100
-	// requests per second spends about a minute of client budget, small next
-	// to VM boot times, and stays far below an API server's default
-	// in-flight limits. MCM's 20/30 throttled large clusters (MCM issue
-	// #703; Gardener runs MCM with 150/200).
-	DefaultKubeAPIQPS   = 100
-	DefaultKubeAPIBurst = 150
+	// DefaultKubeAPIQPS and DefaultKubeAPIBurst are measured (make bench,
+	// docs/performance.md): a machine costs about nine requests from its
+	// creation to Running (five Machine and Node writes, the bootstrap
+	// token's create and delete, two events), so at 100 requests per second
+	// a scale-up of a thousand machines waited on this limiter alone for a
+	// minute (63 s, half a second per request) and at 400 took 23 s. The
+	// API server's priority and fairness still protects it; lower the
+	// flags where the manager shares a small API server. MCM's 20/30
+	// throttled large clusters (MCM issue #703; Gardener runs MCM with
+	// 150/200).
+	DefaultKubeAPIQPS   = 400
+	DefaultKubeAPIBurst = 600
 	// DefaultConcurrentSyncs is MCM's machine-controller value. A worker of
 	// the Machine controller is held for the whole of a driver call (a
 	// create may take a minute at a cloud); drains do not hold one here.
