@@ -158,8 +158,8 @@ func TestLoadConfigs(t *testing.T) {
 	assert.NotSame(t, cfgs.control.RateLimiter, cfgs.target.RateLimiter, "each cluster has its own limiter")
 	assert.NotNil(t, cfgs.control.RateLimiter)
 	assert.Nil(t, cfgs.leaderElection.RateLimiter, "the lease does not queue behind the controllers")
-	assert.Equal(t, float32(100), cfgs.control.QPS)
-	assert.Equal(t, 150, cfgs.control.Burst)
+	assert.Equal(t, o.KubeAPIQPS, cfgs.control.QPS)
+	assert.Equal(t, o.KubeAPIBurst, cfgs.control.Burst)
 	assert.Nil(t, control.RateLimiter, "the caller's config is left alone")
 
 	o.TargetConfig = target
