@@ -84,8 +84,7 @@ const (
 // or nil to run without a target cluster.
 //
 // The controller watches Machines (spec, label, annotation and deletion
-// changes, and of its own status writes only those storing a deletion
-// step), MachineClasses when they appear or
+// changes, not its own status writes), MachineClasses when they appear or
 // their generation changes, Secrets when they appear (a machine may be
 // waiting for them), the freeze gate when it opens, and the target cluster's
 // Nodes (condition, label, annotation, taint and existence changes), each
@@ -135,7 +134,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster) 
 			predicate.GenerationChangedPredicate{},
 			predicate.LabelChangedPredicate{},
 			predicate.AnnotationChangedPredicate{},
-			deletionStepChanged(),
 		))).
 		Watches(&v1alpha1.MachineClass{}, handler.EnqueueRequestsFromMapFunc(r.machinesOfClass),
 			builder.WithPredicates(classChanged())).
@@ -183,12 +181,10 @@ type result struct {
 	stop         bool
 }
 
-// nextStepFallback is when the deletion flow looks at a machine again after
-// persisting its next step, should the watch event of that write (which
-// normally runs the step as soon as the cache holds it) not come. A requeue
-// at once would mostly find the cache behind the write and read the
-// machine from the API server, one read per step.
-const nextStepFallback = 2 * time.Second
+// requeueNow asks for the next reconcile at once, without the work queue's
+// rate limiter: the deletion flow uses it to move to its next step after
+// the current one was persisted.
+const requeueNow = time.Millisecond
 
 // merge keeps the earliest requeue of two results.
 func (a result) merge(b result) result {

@@ -42,7 +42,7 @@ func (r *Reconciler) deletionSteps() map[v1alpha1.DeletionStep]deletionStep {
 // reconcileDelete runs the current deletion step. A reconcile runs one
 // step; when the step is done, the next step is written to the status
 // (with the rest of the reconcile's changes, in its one status patch) and
-// the next reconcile, started by that write's watch event, runs it. So each step is persisted
+// the next reconcile, requeued at once, runs it. So each step is persisted
 // before the next begins, and a restarted manager resumes at the stored
 // step without doing an earlier one again.
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (result, error) {
@@ -73,7 +73,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (result, err
 		t := metav1.NewTime(s.now)
 		s.machine.Status.DeletionStepStartTime = &t
 		if next != current {
-			res = res.merge(result{requeueAfter: nextStepFallback})
+			res = res.merge(result{requeueAfter: requeueNow})
 		}
 	}
 	return res, nil

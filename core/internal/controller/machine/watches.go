@@ -75,24 +75,6 @@ func requestsFor(machines []v1alpha1.Machine) []ctrl.Request {
 // createdOnly lets only creations through: a Machine waiting for its class
 // or Secret is retried as soon as it appears; changes to existing classes
 // do not change existing VMs (the Driver API has no update call).
-// deletionStepChanged passes the update that stores a deleting machine's
-// next deletion step: the controller's own status write, which no other
-// predicate of the Machine watch passes. Its event is the moment the cache
-// holds the write, so the next step runs then, without a read from the API
-// server.
-func deletionStepChanged() predicate.Predicate {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, okOld := e.ObjectOld.(*v1alpha1.Machine)
-			n, okNew := e.ObjectNew.(*v1alpha1.Machine)
-			return okOld && okNew && n.DeletionTimestamp != nil && o.Status.DeletionStep != n.Status.DeletionStep
-		},
-	}
-}
-
 func createdOnly() predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return true },
