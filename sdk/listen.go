@@ -74,7 +74,8 @@ func parseEndpoint(s string) (parsedEndpoint, error) {
 // missing, removes a stale socket file left by an earlier run, and makes the
 // new socket accessible to its owner only (mode 0600). It refuses to remove
 // anything that is not a socket, and a socket that still has a server
-// behind it. Closing the listener removes the socket file.
+// behind it. Closing the listener removes the socket file if it is still
+// the one Listen created, never a socket another process put there since.
 //
 // tcp://host:port is for development only: it has no access control at all.
 func Listen(endpoint string) (net.Listener, error) {
@@ -105,7 +106,31 @@ func listenUnix(path string) (net.Listener, error) {
 		_ = lis.Close()
 		return nil, fmt.Errorf("restricting the socket's permissions: %w", err)
 	}
-	return lis, nil
+	own, err := os.Lstat(path)
+	if err != nil {
+		_ = lis.Close()
+		return nil, fmt.Errorf("checking the new socket: %w", err)
+	}
+	ul := lis.(*net.UnixListener)
+	// Go's listener unlinks its path on Close whatever file is there by
+	// then, which may be the socket of a driver started since; ownSocket
+	// removes the file only if it is still this listener's.
+	ul.SetUnlinkOnClose(false)
+	return &ownSocketListener{UnixListener: ul, path: path, own: own}, nil
+}
+
+// ownSocketListener is a Unix listener that removes its socket file on
+// Close only if the file is still the one it created (§2.7).
+type ownSocketListener struct {
+	*net.UnixListener
+	path string
+	own  os.FileInfo
+}
+
+func (l *ownSocketListener) Close() error {
+	err := l.UnixListener.Close()
+	removeOwnSocket(l.path, l.own)
+	return err
 }
 
 // removeStaleSocket removes the socket file a crashed or killed driver left
