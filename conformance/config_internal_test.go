@@ -78,7 +78,10 @@ func TestCodeName(t *testing.T) {
 
 func TestEncodeGRPCTimeout(t *testing.T) {
 	assert.Equal(t, "300m", encodeGRPCTimeout(300*time.Millisecond))
-	assert.Equal(t, "1S", encodeGRPCTimeout(time.Microsecond))
+	// Rounded up, never down: the driver's deadline must not come before
+	// the one the suite measures against.
+	assert.Equal(t, "1m", encodeGRPCTimeout(time.Microsecond))
+	assert.Equal(t, "2m", encodeGRPCTimeout(1500*time.Microsecond))
 	assert.Equal(t, "100000S", encodeGRPCTimeout(100000*time.Second))
 }
 
