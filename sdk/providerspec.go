@@ -7,6 +7,9 @@ import (
 	"errors"
 	"reflect"
 	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // providerSpecField is the request field path of a provider spec, the prefix
@@ -20,12 +23,16 @@ const providerSpecField = "machine_class.provider_spec"
 // Keys that into has no field for are ignored, so that a MachineClass may
 // carry settings for other tools or for a newer driver version.
 //
-// Every error is INVALID_ARGUMENT and names the field path, for example
+// Every error is INVALID_ARGUMENT. Messages describe JSON kinds only and
+// never quote a value: a kind mismatch names the field path, for example
 // "machine_class.provider_spec.capacity has a number where a string is
-// expected". Messages describe JSON kinds only and never quote a value. The
-// one exception is an error returned by an UnmarshalJSON or UnmarshalText
-// method of a type in into: its text is passed on, so such a method must not
-// put secret values in its errors.
+// expected"; any other refusal (a ",string" field holding something else, a
+// value refused by an UnmarshalJSON or UnmarshalText method such as
+// time.Time's or netip.Addr's, which quote the value in their errors) is
+// reported without the decoder's text. An UnmarshalJSON or UnmarshalText
+// method of the driver's own that wants its message shown returns a status
+// error made with InvalidArgument; its message is passed on as it is, so it
+// must not hold secret values.
 func DecodeProviderSpec(raw []byte, into any) error {
 	if err := validateProviderSpec(raw); err != nil {
 		return InvalidArgument("%s", err.Error())
@@ -43,7 +50,17 @@ func DecodeProviderSpec(raw []byte, into any) error {
 		// A nil or non-pointer into is a bug in the driver, not in the request.
 		return Internal("decoding %s: %v", providerSpecField, err)
 	}
-	return InvalidArgument("%s does not decode: %v", providerSpecField, err)
+	var syntax *json.SyntaxError
+	if errors.As(err, &syntax) {
+		// Validation parsed the same bytes, so this cannot happen; the
+		// decoder's text would quote a character of the spec.
+		return InvalidArgument("%s is not valid JSON (at byte %d)", providerSpecField, syntax.Offset)
+	}
+	if st, ok := status.FromError(err); ok && st.Code() == codes.InvalidArgument {
+		return st.Err()
+	}
+	return InvalidArgument("%s does not decode: a value does not have the form its field needs "+
+		"(for example a \",string\" field that holds no quoted value of its type, or a malformed time or address)", providerSpecField)
 }
 
 // CanonicalProviderSpec returns raw, a JSON document such as a provider spec
@@ -62,7 +79,9 @@ func CanonicalProviderSpec(raw []byte) ([]byte, error) {
 	}
 	canonical, err := json.Marshal(v)
 	if err != nil {
-		return nil, InvalidArgument("%s cannot be re-encoded: %v", providerSpecField, err)
+		// The decoder produced the value, so this cannot happen; the
+		// encoder's text would quote a number of the spec.
+		return nil, InvalidArgument("%s cannot be re-encoded", providerSpecField)
 	}
 	return canonical, nil
 }

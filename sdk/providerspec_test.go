@@ -1,10 +1,13 @@
 package sdk
 
 import (
+	"encoding/json"
 	"errors"
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -22,6 +25,26 @@ type exampleSpec struct {
 	Spot    *bool      `json:"spot"`
 	Address netip.Addr `json:"address"`
 	Blob    []byte     `json:"blob"`
+	Since   time.Time  `json:"since"`
+	Count   int        `json:"count,string"`
+	Size    giB        `json:"size"`
+}
+
+// giB is a driver's own type whose UnmarshalJSON reports a status error, the
+// way to have a message shown.
+type giB int
+
+func (g *giB) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil || !strings.HasSuffix(s, "Gi") {
+		return InvalidArgument("machine_class.provider_spec.size must end in Gi")
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(s, "Gi"))
+	if err != nil {
+		return InvalidArgument("machine_class.provider_spec.size must be a whole number of Gi")
+	}
+	*g = giB(n)
+	return nil
 }
 
 func TestDecodeProviderSpecAcceptsAnObjectAndIgnoresUnknownKeys(t *testing.T) {
@@ -56,7 +79,18 @@ func TestDecodeProviderSpecErrors(t *testing.T) {
 		"bytes":              {`{"blob":5}`, "machine_class.provider_spec.blob has a number where a base64 string is expected"},
 		"bool for a string":  {`{"image":false}`, "machine_class.provider_spec.image has a boolean where a string is expected"},
 		"object for a list":  {`{"disks":{}}`, "machine_class.provider_spec.disks has an object where an array is expected"},
-		"unmarshaler error":  {`{"address":"nowhere"}`, "machine_class.provider_spec does not decode: "},
+		"unmarshaler error":  {`{"address":"nowhere"}`, "machine_class.provider_spec does not decode: a value does not have the form its field needs"},
+		"time":               {`{"since":"yesterday"}`, "machine_class.provider_spec does not decode: a value does not have the form its field needs"},
+		",string wrong form": {`{"count":"many"}`, "machine_class.provider_spec does not decode: a value does not have the form its field needs"},
+		",string unquoted":   {`{"count":5}`, "machine_class.provider_spec does not decode: a value does not have the form its field needs"},
+		"own status error":   {`{"size":"huge"}`, "machine_class.provider_spec.size must end in Gi"},
+		// RFC 8259 white space is space, tab, line feed and carriage return
+		// only; validation and decoding agree that nothing else is JSON.
+		"form feed before":      {"\f{}", "machine_class.provider_spec must be a JSON object"},
+		"no-break space after":  {"{}\u00a0", "machine_class.provider_spec must be a JSON object"},
+		"ideographic space":     {"\u3000{}", "machine_class.provider_spec must be a JSON object"},
+		"vertical tab":          {"{\v}", "machine_class.provider_spec must be a JSON object"},
+		"no-break space inside": {"{\u00a0}", "machine_class.provider_spec must be a JSON object"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -70,11 +104,20 @@ func TestDecodeProviderSpecErrors(t *testing.T) {
 }
 
 func TestDecodeProviderSpecNeverQuotesValues(t *testing.T) {
-	var spec exampleSpec
-	err := DecodeProviderSpec([]byte(`{"capacity":{"cpu":"`+canary+`","mem":7}}`), &spec)
-	require.Error(t, err)
-	assert.NotContains(t, err.Error(), canary)
-	assert.NotContains(t, err.Error(), "mem")
+	for _, raw := range []string{
+		`{"capacity":{"cpu":"` + canary + `","mem":7}}`,
+		`{"count":"` + canary + `"}`,
+		`{"count":"\"` + canary + `"}`,
+		`{"since":"` + canary + `"}`,
+		`{"address":"` + canary + `"}`,
+		`{"disks":[{"sizeGiB":"` + canary + `"}]}`,
+	} {
+		var spec exampleSpec
+		err := DecodeProviderSpec([]byte(raw), &spec)
+		require.Error(t, err, raw)
+		assert.NotContains(t, err.Error(), canary, raw)
+		assert.NotContains(t, err.Error(), "mem", raw)
+	}
 }
 
 func TestDecodeProviderSpecTooLarge(t *testing.T) {

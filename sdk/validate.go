@@ -166,13 +166,21 @@ func validateProviderSpec(spec []byte) error {
 	return nil
 }
 
+// jsonWhitespace is the white space RFC 8259 (section 2) allows around
+// JSON values: space, tab, line feed and carriage return. Nothing else (a
+// form feed, a no-break space, other Unicode spaces) is JSON, so validation
+// must not trim it where the decoder would then refuse it.
+const jsonWhitespace = " \t\n\r"
+
+// isJSONObject reports whether b is exactly one JSON object, with only JSON
+// white space around it: the same bytes encoding/json decodes.
 func isJSONObject(b []byte) bool {
-	trimmed := bytes.TrimSpace(b)
+	trimmed := bytes.TrimLeft(b, jsonWhitespace)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return false
 	}
 	var obj map[string]json.RawMessage
-	return json.Unmarshal(trimmed, &obj) == nil
+	return json.Unmarshal(b, &obj) == nil
 }
 
 func validateSecrets(secrets map[string][]byte) error {
