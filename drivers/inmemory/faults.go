@@ -46,7 +46,9 @@ func (f Fault) validate() error {
 	if f.Code > codes.Unauthenticated {
 		return fmt.Errorf("code %d is not a gRPC code", f.Code)
 	}
-	if f.Rate < 0 || f.Rate > 1 {
+	// Written so that NaN fails too: every comparison with NaN is false,
+	// and a NaN rate would otherwise fire on every call.
+	if !(f.Rate >= 0 && f.Rate <= 1) {
 		return fmt.Errorf("rate %v is not within 0..1", f.Rate)
 	}
 	if f.Every < 0 {

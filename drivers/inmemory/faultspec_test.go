@@ -33,6 +33,12 @@ func TestParseFaultsRejectsBadInput(t *testing.T) {
 		"CreateMachine:code=EXPLODED",      // unknown code
 		"CreateMachine:code=17",            // not a gRPC code
 		"CreateMachine:rate=1.5",           // out of range
+		"CreateMachine:rate=NaN",           // not a probability (fired on every call)
+		"CreateMachine:rate=nan",           // ParseFloat takes any case
+		"CreateMachine:rate=+Inf",          // out of range
+		"CreateMachine:rate=-inf",          // out of range
+		"CreateMachine:rate=-0.1",          // negative
+		"CreateMachine:rate=1e309",         // overflows to +Inf
 		"CreateMachine:rate=often",         // not a number
 		"CreateMachine:count=-1",           // negative
 		"CreateMachine:latency=forever",    // not a duration
