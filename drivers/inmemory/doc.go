@@ -6,16 +6,19 @@
 //
 // # VMs
 //
-// A VM is created by CreateMachine and keyed by Machine.name: one name, one
-// VM. Its provider ID is "inmemory:///<namespace>/<name>/<incarnation>",
-// where the incarnation is random per VM, so a VM deleted and created again
-// under the same name gets a new provider ID. The Node name of a VM is the
-// machine name. A repeated CreateMachine with the same namespace, class
-// (namespace and name) and provider spec (compared as JSON, so key order and
-// spacing do not matter) answers OK with the same provider ID; any difference
-// answers ALREADY_EXISTS. Secrets, user data, the machine's UID, labels and
-// annotations are never compared. ListMachines lists the VMs of one class,
-// by class namespace and name.
+// A VM is created by CreateMachine and stored under Machine.name: one name,
+// one VM, which belongs to the Machine of its namespace and name (the key of
+// the Driver API, §6.1.3). Its provider ID is
+// "inmemory:///<namespace>/<name>/<incarnation>", where the incarnation is
+// random per VM, so a VM deleted and created again under the same name gets
+// a new provider ID. The Node name of a VM is the machine name. A repeated
+// CreateMachine with the same namespace and provider spec (compared as JSON,
+// so key order and spacing do not matter) answers OK with the same provider
+// ID, whatever the class name; another provider spec, or the name used by a
+// Machine of another namespace, answers ALREADY_EXISTS. GetMachineStatus and
+// DeleteMachine never see a VM for a Machine of another namespace. Secrets,
+// user data, the machine's UID, labels and annotations are never compared.
+// ListMachines lists the VMs of one class, by class namespace and name.
 // With Options.RequireInitialization, a new VM reports needs_initialization
 // until InitializeMachine has run for it.
 //

@@ -42,6 +42,9 @@ func (d *Driver) createMachine(req *driverv1alpha1.CreateMachineRequest) (*drive
 	if err := checkMachineAndClass(m, class); err != nil {
 		return nil, err
 	}
+	if err := checkSameNamespace(m, class); err != nil {
+		return nil, err
+	}
 	spec, err := parseProviderSpec(class.GetProviderSpec())
 	if err != nil {
 		return nil, err
@@ -53,7 +56,7 @@ func (d *Driver) createMachine(req *driverv1alpha1.CreateMachineRequest) (*drive
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if vm, ok := d.vms[m.GetName()]; ok {
-		if diff := incompatibility(vm, m, class, spec); diff != "" {
+		if diff := incompatibility(vm, m, spec); diff != "" {
 			return nil, status.Errorf(codes.AlreadyExists,
 				"machine %q already has VM %s with %s", m.GetName(), vm.ProviderID, diff)
 		}
@@ -82,13 +85,15 @@ func (d *Driver) createMachine(req *driverv1alpha1.CreateMachineRequest) (*drive
 }
 
 // incompatibility says how a create request differs from the VM that exists
-// for its name, or returns "" when the request is compatible.
-func incompatibility(vm *VM, m *driverv1alpha1.Machine, class *driverv1alpha1.MachineClass, spec providerSpec) string {
+// for its name, or returns "" when the request is compatible. The driver
+// holds one VM per name, so a name used in another namespace is refused
+// (§6.1.3 allows ALREADY_EXISTS there). The class name is not compared: a
+// Machine whose class was changed, with the same provider spec, asks for
+// the VM it has (§11.8); the VM stays listed under its original class.
+func incompatibility(vm *VM, m *driverv1alpha1.Machine, spec providerSpec) string {
 	switch {
 	case vm.Namespace != m.GetNamespace():
 		return fmt.Sprintf("namespace %q", vm.Namespace)
-	case vm.ClassName != class.GetName() || vm.ClassNamespace != class.GetNamespace():
-		return fmt.Sprintf("machine class %s/%s", vm.ClassNamespace, vm.ClassName)
 	case string(vm.ProviderSpec) != string(spec.canonical):
 		return "another provider spec"
 	}

@@ -42,13 +42,10 @@ func TestCreateMachineWithIncompatibleRequestIsAlreadyExists(t *testing.T) {
 	ctx := context.Background()
 	cases := map[string]*driverv1alpha1.CreateMachineRequest{
 		"other provider spec": createReq("m1", "small", `{"capacity":{"cpu":"4"}}`),
-		"other class":         createReq("m1", "large", `{"capacity":{"cpu":"2"}}`),
+		// One VM per name: a Machine of that name in another namespace
+		// is refused, never given this VM (§6.1.3).
 		"other namespace": {
 			Machine:      &driverv1alpha1.Machine{Name: "m1", Namespace: "other"},
-			MachineClass: class("small", `{"capacity":{"cpu":"2"}}`),
-		},
-		"other class namespace": {
-			Machine:      machine("m1"),
 			MachineClass: &driverv1alpha1.MachineClass{Name: "small", Namespace: "other", ProviderSpec: []byte(`{"capacity":{"cpu":"2"}}`)},
 		},
 	}
@@ -63,6 +60,54 @@ func TestCreateMachineWithIncompatibleRequestIsAlreadyExists(t *testing.T) {
 			assert.Equal(t, created.GetProviderId(), d.VMs()[0].ProviderID)
 		})
 	}
+}
+
+// TestCreateMachineWithAnotherClassNameReturnsTheVM: the class name is not
+// part of a Machine's key; with the same provider spec the Machine gets the
+// VM it has, which stays listed under its original class (§6.1.3, §11.8).
+func TestCreateMachineWithAnotherClassNameReturnsTheVM(t *testing.T) {
+	ctx := context.Background()
+	d := New(Options{})
+	created, err := d.CreateMachine(ctx, createReq("m1", "small", `{"capacity":{"cpu":"2"}}`))
+	require.NoError(t, err)
+	again, err := d.CreateMachine(ctx, createReq("m1", "renamed", `{"capacity":{"cpu":"2"}}`))
+	require.NoError(t, err)
+	assert.Equal(t, created.GetProviderId(), again.GetProviderId())
+	require.Len(t, d.VMs(), 1)
+	assert.Equal(t, "small", d.VMs()[0].ClassName)
+	st, err := d.GetMachineStatus(ctx, &driverv1alpha1.GetMachineStatusRequest{Machine: machine("m1"), MachineClass: class("renamed", "{}")})
+	require.NoError(t, err)
+	assert.Equal(t, created.GetProviderId(), st.GetProviderId())
+}
+
+// TestCreateMachineWithClassOfAnotherNamespaceIsInvalid: a Machine uses a
+// class of its own namespace; nothing is created otherwise (§4.9).
+func TestCreateMachineWithClassOfAnotherNamespaceIsInvalid(t *testing.T) {
+	d := New(Options{})
+	_, err := d.CreateMachine(context.Background(), &driverv1alpha1.CreateMachineRequest{
+		Machine:      machine("m1"),
+		MachineClass: &driverv1alpha1.MachineClass{Name: "small", Namespace: "other", ProviderSpec: []byte(`{}`)},
+	})
+	requireCode(t, codes.InvalidArgument, err)
+	assert.Contains(t, err.Error(), "machine_class.namespace")
+	assert.Empty(t, d.VMs())
+}
+
+// TestOtherNamespaceNeverSeesTheVM: a VM is never reported or deleted for a
+// Machine of the same name in another namespace (§6.1.3, §6.3.3).
+func TestOtherNamespaceNeverSeesTheVM(t *testing.T) {
+	ctx := context.Background()
+	d := New(Options{})
+	created, err := d.CreateMachine(ctx, createReq("m1", "small", "{}"))
+	require.NoError(t, err)
+	other := &driverv1alpha1.Machine{Name: "m1", Namespace: "other"}
+	otherClass := &driverv1alpha1.MachineClass{Name: "small", Namespace: "other", ProviderSpec: []byte(`{}`)}
+	_, err = d.GetMachineStatus(ctx, &driverv1alpha1.GetMachineStatusRequest{Machine: other, MachineClass: otherClass})
+	requireCode(t, codes.NotFound, err)
+	_, err = d.DeleteMachine(ctx, &driverv1alpha1.DeleteMachineRequest{Machine: other, MachineClass: otherClass})
+	require.NoError(t, err)
+	require.Len(t, d.VMs(), 1)
+	assert.Equal(t, created.GetProviderId(), d.VMs()[0].ProviderID)
 }
 
 func TestDeleteMachineOfUnknownOrGoneVMIsOK(t *testing.T) {

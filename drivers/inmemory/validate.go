@@ -45,6 +45,16 @@ func checkClass(c *driverv1alpha1.MachineClass, path string) error {
 	return nil
 }
 
+// checkSameNamespace refuses a create whose class is in another namespace
+// than its machine: the VM would be listed in that namespace's scope, where
+// no Machine claims it (§4.9).
+func checkSameNamespace(m *driverv1alpha1.Machine, c *driverv1alpha1.MachineClass) error {
+	if c.GetNamespace() != m.GetNamespace() {
+		return invalid("machine_class.namespace %q must equal machine.namespace %q", c.GetNamespace(), m.GetNamespace())
+	}
+	return nil
+}
+
 // checkMachineAndClass validates the machine and machine_class of a request.
 func checkMachineAndClass(m *driverv1alpha1.Machine, c *driverv1alpha1.MachineClass) error {
 	if err := checkMachine(m); err != nil {

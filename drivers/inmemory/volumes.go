@@ -1,6 +1,7 @@
 package inmemory
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,11 +42,18 @@ func (d *Driver) GetVolumeIDs(ctx context.Context, req *driverv1alpha1.GetVolume
 		if len(vols) > maxVolumes {
 			return invalid("volumes has %d entries, more than %d", len(vols), maxVolumes)
 		}
+		first := make(map[string]int, len(vols))
 		for i, v := range vols {
 			id, err := d.volumeID(v)
 			if err != nil {
 				return invalid("volumes[%d].%s", i, err.Error())
 			}
+			// The answer names volumes by name: a name sent twice
+			// could not be answered unambiguously (§6.6.4).
+			if j, dup := first[v.GetName()]; dup {
+				return invalid("volumes[%d].name %q repeats volumes[%d].name", i, v.GetName(), j)
+			}
+			first[v.GetName()] = i
 			if id != "" {
 				resp.VolumeIds = append(resp.VolumeIds, &driverv1alpha1.VolumeID{
 					PersistentVolumeName: v.GetName(), VolumeId: id,
@@ -70,9 +78,14 @@ func (d *Driver) volumeID(v *driverv1alpha1.PersistentVolume) (string, error) {
 	if len(v.GetSpec()) == 0 {
 		return "", errors.New("spec is required")
 	}
-	var spec volumeSpec
-	if err := json.Unmarshal(v.GetSpec(), &spec); err != nil {
+	if !json.Valid(v.GetSpec()) {
 		return "", errors.New("spec is not valid JSON")
+	}
+	// null would decode into an empty struct: only an object is a
+	// PersistentVolumeSpec.
+	var spec volumeSpec
+	if trimmed := bytes.TrimLeft(v.GetSpec(), " \t\r\n"); trimmed[0] != '{' || json.Unmarshal(v.GetSpec(), &spec) != nil {
+		return "", errors.New("spec must be a JSON object (a PersistentVolumeSpec)")
 	}
 	if csiDriver == "" && spec.CSI != nil {
 		csiDriver, handle = spec.CSI.Driver, spec.CSI.VolumeHandle

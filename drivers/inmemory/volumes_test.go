@@ -69,4 +69,21 @@ func TestGetVolumeIDsRejectsInvalidRequests(t *testing.T) {
 	}})
 	requireCode(t, codes.InvalidArgument, err)
 	assert.Contains(t, err.Error(), "volumes[0].spec is required")
+
+	// JSON, but no PersistentVolumeSpec (§6.6.4); null would otherwise
+	// decode into an empty spec.
+	for _, spec := range []string{`[{"csi":{}}]`, `"hostPath"`, `null`, ` 42`} {
+		_, err = d.GetVolumeIDs(ctx, &driverv1alpha1.GetVolumeIDsRequest{Volumes: []*driverv1alpha1.PersistentVolume{
+			{Name: "ok", Spec: []byte(`{}`)}, {Name: "not-an-object", Spec: []byte(spec)},
+		}})
+		requireCode(t, codes.InvalidArgument, err)
+		assert.Contains(t, err.Error(), "volumes[1].spec must be a JSON object", "spec %s", spec)
+	}
+
+	// A name sent twice could not be answered unambiguously (§6.6.4).
+	_, err = d.GetVolumeIDs(ctx, &driverv1alpha1.GetVolumeIDsRequest{Volumes: []*driverv1alpha1.PersistentVolume{
+		{Name: "a", Spec: []byte(`{}`)}, {Name: "b", Spec: []byte(`{}`)}, {Name: "a", Spec: []byte(`{}`)},
+	}})
+	requireCode(t, codes.InvalidArgument, err)
+	assert.Contains(t, err.Error(), `volumes[2].name "a" repeats volumes[0].name`)
 }

@@ -1,8 +1,10 @@
 """The in-memory provider and the MachineService logic on top of it.
 
-A VM is a record in this process's memory. It is keyed by the machine name,
-the idempotency key of CreateMachine (docs/driver-api.md §6.1.3): one name,
-at most one VM. Its provider ID is
+A VM is a record in this process's memory. It is keyed by the machine's
+namespace and name, the idempotency key of CreateMachine (docs/driver-api.md
+§6.1.3): one Machine, at most one VM. A Machine of the same name in another
+namespace gets a VM of its own; the class name is not part of the key. Its
+provider ID is
 ``python-inmemory:///<namespace>/<name>/<incarnation>``; the incarnation is
 random per VM, so that a VM created again under a deleted VM's name never
 gets the deleted VM's provider ID (§4.8: provider IDs are not reused).
@@ -75,25 +77,26 @@ class InMemoryDriver:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._vms: dict[str, VM] = {}
-        self._busy: set[str] = set()
+        self._vms: dict[tuple[str, str], VM] = {}
+        self._busy: set[tuple[str, str]] = set()
 
     @contextlib.contextmanager
-    def _machine_call(self, name: str) -> Iterator[None]:
-        """Run the body as the only call for machine ``name``, else ABORTED."""
+    def _machine_call(self, m: machine_pb2.Machine) -> Iterator[None]:
+        """Run the body as the only call for machine ``m``, else ABORTED."""
+        key = (m.namespace, m.name)
         with self._lock:
-            if name in self._busy:
-                raise aborted(f"another call for machine {name} is in flight; retry")
-            self._busy.add(name)
+            if key in self._busy:
+                raise aborted(f"another call for machine {m.namespace}/{m.name} is in flight; retry")
+            self._busy.add(key)
         try:
             yield
         finally:
             with self._lock:
-                self._busy.discard(name)
+                self._busy.discard(key)
 
-    def _get(self, name: str) -> VM | None:
+    def _get(self, m: machine_pb2.Machine) -> VM | None:
         with self._lock:
-            return self._vms.get(name)
+            return self._vms.get((m.namespace, m.name))
 
     def vms(self) -> list[VM]:
         """Return a snapshot of every VM (for tests and diagnostics)."""
@@ -104,15 +107,16 @@ class InMemoryDriver:
         """Create the VM for ``request.machine.name``, or return the existing one (§6.1)."""
         m = validate.machine(request)
         c, spec = validate.machine_class(request)
+        validate.same_namespace(m, c)
         validate.secrets(request.secrets)
         validate.last_known_state(request.last_known_state)
         if len(request.user_data) > validate.MAX_USER_DATA:
             raise invalid(f"user_data is {len(request.user_data)} bytes, at most {validate.MAX_USER_DATA} are allowed")
         delay = _create_delay(spec)
-        with self._machine_call(m.name):
-            vm = self._get(m.name)
+        with self._machine_call(m):
+            vm = self._get(m)
             if vm is not None:
-                self._check_compatible(vm, m, c, spec)
+                self._check_compatible(vm, m, spec)
                 return self._create_response(vm)
             # The provider is slow: the name is claimed for the whole delay,
             # so that a retry after a deadline cannot start a second VM.
@@ -127,25 +131,20 @@ class InMemoryDriver:
                 uid=m.uid,
             )
             with self._lock:
-                self._vms[m.name] = vm
+                self._vms[(m.namespace, m.name)] = vm
             return self._create_response(vm)
 
     @staticmethod
-    def _check_compatible(vm: VM, m: machine_pb2.Machine, c: machine_pb2.MachineClass, spec: dict[str, Any]) -> None:
+    def _check_compatible(vm: VM, m: machine_pb2.Machine, spec: dict[str, Any]) -> None:
         """Raise ALREADY_EXISTS unless ``vm`` is what the request would create.
 
-        Compared: the machine's namespace, the class and the provider spec as
-        parsed JSON (key order and spacing do not matter). Not compared, as
-        §6.1.3 requires: secrets, user_data, last_known_state, uid, labels
-        and annotations. The message names what differs, never values.
+        Compared: the provider spec as parsed JSON (key order and spacing do
+        not matter). Not compared, as §6.1.3 requires or recommends:
+        secrets, user_data, last_known_state, uid, labels, annotations and
+        the class name (a Machine whose class was changed keeps its VM, which
+        stays listed under its original class, §11.8). The message names
+        what differs, never values.
         """
-        if vm.namespace != m.namespace:
-            raise already_exists(f"machine {m.name} exists in namespace {vm.namespace}, request has {m.namespace}")
-        if (vm.class_namespace, vm.class_name) != (c.namespace, c.name):
-            raise already_exists(
-                f"machine {m.name} exists with machine class {vm.class_namespace}/{vm.class_name}, "
-                f"request has {c.namespace}/{c.name}"
-            )
         if vm.spec != spec:
             keys = sorted(k for k in vm.spec.keys() | spec.keys() if vm.spec.get(k) != spec.get(k))
             raise already_exists(
@@ -171,11 +170,12 @@ class InMemoryDriver:
         validate.machine_class(request)
         validate.secrets(request.secrets)
         validate.last_known_state(request.last_known_state)
-        with self._machine_call(m.name):
+        with self._machine_call(m):
             with self._lock:
-                vm = self._vms.get(m.name)
+                key = (m.namespace, m.name)
+                vm = self._vms.get(key)
                 if vm is not None and (not m.provider_id or vm.provider_id == m.provider_id):
-                    del self._vms[m.name]
+                    del self._vms[key]
         return machine_pb2.DeleteMachineResponse()
 
     def get_machine_status(self, request: machine_pb2.GetMachineStatusRequest) -> machine_pb2.GetMachineStatusResponse:
@@ -183,8 +183,8 @@ class InMemoryDriver:
         m = validate.machine(request)
         validate.machine_class(request)
         validate.secrets(request.secrets)
-        with self._machine_call(m.name):
-            vm = self._get(m.name)
+        with self._machine_call(m):
+            vm = self._get(m)
         if vm is None:
             raise not_found(f"no VM for machine {m.name}")
         if m.provider_id and vm.provider_id != m.provider_id:

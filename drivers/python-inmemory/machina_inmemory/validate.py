@@ -97,6 +97,16 @@ def machine_class(request: Any) -> tuple[machine_pb2.MachineClass, dict[str, Any
     return c, spec
 
 
+def same_namespace(m: machine_pb2.Machine, c: machine_pb2.MachineClass) -> None:
+    """Refuse a class of another namespace than its machine's (§4.9).
+
+    The VM would be listed in that namespace's class scope, where no Machine
+    claims it, so CreateMachine must not create it.
+    """
+    if c.namespace != m.namespace:
+        raise invalid(f"machine_class.namespace {c.namespace!r} must equal machine.namespace {m.namespace!r}")
+
+
 def secrets(values: Mapping[str, bytes]) -> None:
     """Check the size of a ``secrets`` map; the message names sizes only."""
     if len(values) > MAX_SECRET_ENTRIES:
@@ -118,9 +128,15 @@ def volumes(request: machine_pb2.GetVolumeIDsRequest) -> list[dict[str, Any]]:
     if len(request.volumes) > MAX_VOLUMES:
         raise invalid(f"volumes has {len(request.volumes)} entries, at most {MAX_VOLUMES} are allowed")
     specs = []
+    first: dict[str, int] = {}
     for i, volume in enumerate(request.volumes):
         field = f"volumes[{i}]"
         object_name(f"{field}.name", volume.name)
+        # The answer names volumes by name: a name sent twice could not be
+        # answered unambiguously (§6.6.4).
+        if volume.name in first:
+            raise invalid(f"{field}.name {volume.name!r} repeats volumes[{first[volume.name]}].name")
+        first[volume.name] = i
         specs.append(json_object(f"{field}.spec", volume.spec, MAX_VOLUME_SPEC))
         _max_bytes(f"{field}.csi_driver", volume.csi_driver, MAX_OTHER_STRING)
         _max_bytes(f"{field}.csi_volume_handle", volume.csi_volume_handle, MAX_OTHER_STRING)

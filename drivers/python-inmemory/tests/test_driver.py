@@ -53,9 +53,38 @@ class CreateTest(DriverTestCase):
         err = self.assertCode(grpc.StatusCode.ALREADY_EXISTS, self.driver.create_machine,
                               create(spec=b'{"size":"large","zone":"a"}'), contains="size")
         self.assertNotIn("large", err.message, "values are not quoted")
-        self.assertCode(grpc.StatusCode.ALREADY_EXISTS, self.driver.create_machine, create(machine_namespace="other"))
-        self.assertCode(grpc.StatusCode.ALREADY_EXISTS, self.driver.create_machine, create(name="c2"), contains="machine class")
         self.assertEqual([vm.provider_id for vm in self.driver.vms()], [first.provider_id])
+
+    def test_another_class_name_gets_the_vm(self) -> None:
+        # The class name is not part of the key (§6.1.3, §11.8); the VM
+        # stays listed under the class it was created for.
+        first = self.driver.create_machine(create())
+        self.assertEqual(self.driver.create_machine(create(name="renamed")).provider_id, first.provider_id)
+        status = machine_pb2.GetMachineStatusRequest(machine=machine(), machine_class=klass(name="renamed"))
+        self.assertEqual(self.driver.get_machine_status(status).provider_id, first.provider_id)
+        listed = self.driver.list_machines(machine_pb2.ListMachinesRequest(machine_class=klass()))
+        self.assertEqual([m.provider_id for m in listed.machines], [first.provider_id])
+
+    def test_namespace_is_part_of_the_key(self) -> None:
+        # A Machine of the same name in another namespace is another
+        # Machine: its own VM, and the first one is never reported or
+        # deleted for it (§6.1.3).
+        first = self.driver.create_machine(create())
+        other_machine, other_class = machine(namespace="other"), klass(namespace="other")
+        self.assertCode(grpc.StatusCode.NOT_FOUND, self.driver.get_machine_status,
+                        machine_pb2.GetMachineStatusRequest(machine=other_machine, machine_class=other_class))
+        self.driver.delete_machine(machine_pb2.DeleteMachineRequest(machine=other_machine, machine_class=other_class))
+        self.assertEqual([vm.provider_id for vm in self.driver.vms()], [first.provider_id])
+        other = self.driver.create_machine(machine_pb2.CreateMachineRequest(machine=other_machine, machine_class=other_class))
+        self.assertNotEqual(other.provider_id, first.provider_id)
+        self.assertTrue(other.provider_id.startswith(PROVIDER_ID_PREFIX + "other/m1/"), other.provider_id)
+        self.driver.delete_machine(machine_pb2.DeleteMachineRequest(machine=machine(), machine_class=klass()))
+        self.assertEqual([vm.provider_id for vm in self.driver.vms()], [other.provider_id])
+
+    def test_class_of_another_namespace_is_invalid(self) -> None:
+        self.assertCode(grpc.StatusCode.INVALID_ARGUMENT, self.driver.create_machine,
+                        create(machine_namespace="other"), contains="machine_class.namespace")
+        self.assertEqual(self.driver.vms(), [])
 
     def test_recreate_after_delete_gets_a_new_provider_id(self) -> None:
         first = self.driver.create_machine(create())
@@ -161,6 +190,11 @@ class VolumeTest(DriverTestCase):
             "volumes[0].name is required": [machine_pb2.PersistentVolume(spec=b"{}")],
             "volumes[1].spec is not valid JSON": [machine_pb2.PersistentVolume(name="a", spec=b"{}"),
                                                   machine_pb2.PersistentVolume(name="b", spec=b"{")],
+            "volumes[1].spec must be a JSON object": [machine_pb2.PersistentVolume(name="a", spec=b"{}"),
+                                                      machine_pb2.PersistentVolume(name="b", spec=b'["csi"]')],
+            "volumes[2].name 'a' repeats volumes[0].name": [machine_pb2.PersistentVolume(name="a", spec=b"{}"),
+                                                            machine_pb2.PersistentVolume(name="b", spec=b"{}"),
+                                                            machine_pb2.PersistentVolume(name="a", spec=b"{}")],
             "volumes has 1025 entries": [machine_pb2.PersistentVolume(name=f"v{i}", spec=b"{}") for i in range(1025)],
         }
         for message, volumes in cases.items():
