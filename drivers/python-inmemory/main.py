@@ -6,7 +6,14 @@ MACHINA_DRIVER_ENDPOINT). Needs Debian's python3-grpcio and python3-protobuf.
 """
 
 import os
+import signal
 import sys
+
+# Before anything starts a thread (importing grpc can): threads inherit
+# the blocked set, so SIGTERM and SIGINT stay pending until the main
+# thread takes them with sigwait (server.main). A signal that arrives
+# while the driver is still starting is acted on once it serves.
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 # The generated stubs import each other as machina.driver.v1alpha1.*.

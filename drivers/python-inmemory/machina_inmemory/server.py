@@ -17,7 +17,6 @@ import signal
 import socket
 import stat
 import sys
-import threading
 import time
 from concurrent import futures
 from typing import Any, Callable, Sequence
@@ -45,6 +44,9 @@ CAPABILITIES = (
 )
 
 log = logging.getLogger("machina.python-inmemory")
+
+# The signals that stop the driver gracefully (§2.7).
+STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
 
 
 class EndpointError(Exception):
@@ -235,21 +237,24 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str]) -> int:
-    """Run the driver until SIGTERM or SIGINT; return the exit status."""
+    """Run the driver until SIGTERM or SIGINT; return the exit status.
+
+    The stop signals are blocked in every thread and taken by the main
+    thread with sigwait, not by a handler. The kernel hands a signal sent to
+    the process to any thread that does not block it; when a gRPC or worker
+    thread took it, Python only noted it for the main thread, which, asleep
+    in a lock's wait, never looked: the driver went on serving until it was
+    killed. main.py blocks the signals before grpc is imported; blocking
+    them again here covers other callers, for threads started from now on.
+    """
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     args = parse_args(argv)
     logging.basicConfig(
         stream=sys.stderr,
         level=args.log_level.upper(),
         format="%(asctime)s level=%(levelname)s logger=%(name)s %(message)s",
     )
-    stop = threading.Event()
-
-    def on_signal(signum: int, _frame: Any) -> None:
-        log.info("received %s, stopping gracefully", signal.Signals(signum).name)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    log.info("starting name=%s version=%s pid=%d", NAME, VERSION, os.getpid())
 
     server = build_server(InMemoryDriver(), args.max_workers)
     try:
@@ -259,7 +264,8 @@ def main(argv: Sequence[str]) -> int:
         return 1
     server.start()
     log.info("serving name=%s version=%s endpoint=%s", NAME, VERSION, args.endpoint)
-    stop.wait()
+    signum = signal.sigwait(STOP_SIGNALS)
+    log.info("received %s, stopping gracefully", signal.Signals(signum).name)
     # New calls are refused at once; calls in flight get the grace period.
     server.stop(args.shutdown_grace).wait()
     cleanup()
