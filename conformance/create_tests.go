@@ -178,12 +178,12 @@ func (s *suite) checkOneVM(t T, r rule, v *vm) {
 	if !s.caps[driverv1alpha1.Capability_TYPE_LIST_MACHINES] {
 		return
 	}
-	listed, err := s.listOwn(t)
+	listing, err := s.listOwnUntil(t, func(l map[string][]string) bool { return listed(l, v) })
 	if err != nil {
 		ruleListContains.errorf(t, "ListMachines answered %s", describe(err))
 		return
 	}
-	ids := listed[v.name]
+	ids := listing[v.name]
 	switch {
 	case len(ids) != 1:
 		r.errorf(t, "ListMachines lists %d VMs for %s (%v), want exactly 1", len(ids), v.name, ids)

@@ -63,6 +63,13 @@ func (holdingDriver) DeleteMachine(context.Context, *driverv1alpha1.DeleteMachin
 // that a test can answer some calls with something other than gRPC.
 func serveHolding(t *testing.T, d holdingDriver, handler func(grpcServer http.Handler) http.Handler) string {
 	t.Helper()
+	return serveDriver(t, d, d, handler)
+}
+
+// serveDriver serves the two services on a Unix socket, see serveHolding.
+func serveDriver(t *testing.T, identity driverv1alpha1.IdentityServiceServer, machines driverv1alpha1.MachineServiceServer,
+	handler func(grpcServer http.Handler) http.Handler) string {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "mdl")
 	require.NoError(t, err)
 	sock := filepath.Join(dir, "d.sock")
@@ -70,8 +77,8 @@ func serveHolding(t *testing.T, d holdingDriver, handler func(grpcServer http.Ha
 	require.NoError(t, err)
 	require.NoError(t, os.Chmod(sock, 0o600))
 	srv := grpc.NewServer()
-	driverv1alpha1.RegisterIdentityServiceServer(srv, d)
-	driverv1alpha1.RegisterMachineServiceServer(srv, d)
+	driverv1alpha1.RegisterIdentityServiceServer(srv, identity)
+	driverv1alpha1.RegisterMachineServiceServer(srv, machines)
 	served := make(chan struct{})
 	stop := srv.Stop
 	if handler == nil {

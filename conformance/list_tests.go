@@ -10,16 +10,17 @@ import (
 // testListContains creates a VM next to the shared one and checks that
 // ListMachines lists both, once each with their provider IDs (§6.5.3). VMs
 // outside the run's name prefix are never judged: the backend need not be
-// exclusive to the suite.
+// exclusive to the suite. A provider's listing may lag behind its
+// creations: the check waits for the VMs up to the List timeout.
 func testListContains(s *suite, t T) {
 	shared := s.fixture(t)
 	v := s.createVM(t, "listed")
-	listed, err := s.listOwn(t)
+	listing, err := s.listOwnUntil(t, func(l map[string][]string) bool { return listed(l, shared) && listed(l, v) })
 	if err != nil {
 		ruleListContains.fatalf(t, "ListMachines answered %s, want OK", describe(err))
 	}
 	for _, want := range []*vm{shared, v} {
-		ids := listed[want.name]
+		ids := listing[want.name]
 		switch {
 		case len(ids) == 0:
 			ruleListContains.errorf(t, "ListMachines does not list %s (provider ID %q)", want.name, want.providerID)

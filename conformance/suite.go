@@ -3,6 +3,7 @@ package conformance
 import (
 	"crypto/rand"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -63,6 +64,9 @@ type suite struct {
 	mu           sync.Mutex
 	vms          map[string]*vm  // every machine the suite may have created, by name
 	echoReported map[string]bool // see checkCanary
+	// listWaitSpent is set once a listing waited for a VM in vain (see
+	// listOwnUntil).
+	listWaitSpent bool
 
 	fixtureOnce sync.Once
 	fixtureVM   *vm
@@ -403,6 +407,39 @@ func (s *suite) listOwn(t T) (map[string][]string, error) {
 		out[m.GetMachineName()] = append(out[m.GetMachineName()], m.GetProviderId())
 	}
 	return out, nil
+}
+
+// listOwnUntil lists like listOwn until done holds for the listing, for up
+// to the List timeout, and returns the last listing. A provider's list API
+// may lag behind its creations (eventually consistent APIs), and a driver
+// cannot list a VM its provider does not return yet (§6.5.3: leaving a VM
+// out is safe), so a check that expects a new VM waits for it rather than
+// judging the first listing. A run waits in vain at most once: the failure
+// is reported then, and waiting again would only slow the run.
+func (s *suite) listOwnUntil(t T, done func(listed map[string][]string) bool) (map[string][]string, error) {
+	t.Helper()
+	deadline := time.Now().Add(s.cfg.Timeouts.List)
+	wait := 100 * time.Millisecond
+	for {
+		listed, err := s.listOwn(t)
+		if err != nil || done(listed) {
+			return listed, err
+		}
+		s.mu.Lock()
+		spent := s.listWaitSpent || time.Now().Add(wait).After(deadline)
+		s.listWaitSpent = spent
+		s.mu.Unlock()
+		if spent {
+			return listed, nil
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// listed reports whether listing holds the VM v with its provider ID.
+func listed(listing map[string][]string, v *vm) bool {
+	return slices.Contains(listing[v.name], v.providerID)
 }
 
 // sweep deletes every VM of the run that is still there: the tracked ones,
