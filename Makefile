@@ -57,6 +57,10 @@ verify: deps ## Check generated code is current, buf lint and breaking, gofmt, g
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet $(PACKAGES)
 
+.PHONY: verify-node
+verify-node: ## Check the Node.js driver socket code of docs/writing-a-driver.md against @grpc/grpc-js (needs node, npm).
+	hack/verify-node-socket.sh
+
 .PHONY: bench
 bench: ## Run the benchmarks (driver calls, scale-up/down, rollout, API server ceiling); BENCH_ARGS for options.
 	hack/bench.sh $(BENCH_ARGS)
