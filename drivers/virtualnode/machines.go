@@ -33,11 +33,25 @@ func checkRequest(m *driverv1alpha1.Machine, c *driverv1alpha1.MachineClass) err
 	return nil
 }
 
+// checkSameNamespace refuses a create whose class is in another namespace
+// than its machine: the Node would carry that namespace's class tags, where
+// no Machine claims it (§4.9).
+func checkSameNamespace(m *driverv1alpha1.Machine, c *driverv1alpha1.MachineClass) error {
+	if c.GetNamespace() != m.GetNamespace() {
+		return sdk.InvalidArgument("machine_class.namespace %q must equal machine.namespace %q", c.GetNamespace(), m.GetNamespace())
+	}
+	return nil
+}
+
 // CreateMachine registers the Node of a machine, or returns the one that
-// exists when it was created for the same machine, class and provider spec.
+// exists when it was created for the same machine (namespace and name) and
+// provider spec. The class name is not compared (§6.1.3, §11.8).
 func (d *Driver) CreateMachine(ctx context.Context, req *driverv1alpha1.CreateMachineRequest) (*driverv1alpha1.CreateMachineResponse, error) {
 	m, class := req.GetMachine(), req.GetMachineClass()
 	if err := checkRequest(m, class); err != nil {
+		return nil, err
+	}
+	if err := checkSameNamespace(m, class); err != nil {
 		return nil, err
 	}
 	spec, err := parseProviderSpec(class.GetProviderSpec())
@@ -53,7 +67,7 @@ func (d *Driver) CreateMachine(ctx context.Context, req *driverv1alpha1.CreateMa
 	existing, err := nodes.Get(ctx, m.GetName(), metav1.GetOptions{})
 	switch {
 	case err == nil:
-		return adopt(existing, m, class, spec.hash)
+		return adopt(existing, m, spec.hash)
 	case !apierrors.IsNotFound(err):
 		return nil, apiError(err, "reading Node "+m.GetName())
 	}
@@ -68,7 +82,7 @@ func (d *Driver) CreateMachine(ctx context.Context, req *driverv1alpha1.CreateMa
 		if existing, err = nodes.Get(ctx, m.GetName(), metav1.GetOptions{}); err != nil {
 			return nil, apiError(err, "reading Node "+m.GetName())
 		}
-		return adopt(existing, m, class, spec.hash)
+		return adopt(existing, m, spec.hash)
 	}
 	if err != nil {
 		return nil, apiError(err, "creating Node "+m.GetName())
@@ -86,13 +100,13 @@ func (d *Driver) CreateMachine(ctx context.Context, req *driverv1alpha1.CreateMa
 }
 
 // adopt answers a create request for which a Node exists already.
-func adopt(node *corev1.Node, m *driverv1alpha1.Machine, class *driverv1alpha1.MachineClass, specHash string) (*driverv1alpha1.CreateMachineResponse, error) {
+func adopt(node *corev1.Node, m *driverv1alpha1.Machine, specHash string) (*driverv1alpha1.CreateMachineResponse, error) {
 	// A VM being deleted is gone, but its Node still holds the name the new
 	// one needs: the core retries ABORTED after a few seconds.
 	if node.DeletionTimestamp != nil && node.Annotations[AnnotationMachine] != "" {
 		return nil, status.Errorf(codes.Aborted, "Node %q is being deleted; retry once it is gone", node.Name)
 	}
-	if why := ownership(node, m, class, specHash); why != "" {
+	if why := ownership(node, m, specHash); why != "" {
 		return nil, status.Errorf(codes.AlreadyExists, "Node %q %s", node.Name, why)
 	}
 	return &driverv1alpha1.CreateMachineResponse{

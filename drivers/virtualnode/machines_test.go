@@ -109,13 +109,10 @@ func TestCreateMachineAlreadyExists(t *testing.T) {
 
 	for name, req := range map[string]*driverv1alpha1.CreateMachineRequest{
 		"other provider spec": createReq("taken-1", "small", `{"capacity":{"cpu":"8"}}`),
-		"other class":         createReq("taken-1", "large", `{"capacity":{"cpu":"2"}}`),
+		// Node names are cluster-wide: a Machine of that name in another
+		// namespace is refused, never given this Node (§6.1.3).
 		"other namespace": {
 			Machine:      &driverv1alpha1.Machine{Name: "taken-1", Namespace: "elsewhere"},
-			MachineClass: class("small", `{"capacity":{"cpu":"2"}}`),
-		},
-		"other class namespace": {
-			Machine:      machine("taken-1"),
 			MachineClass: &driverv1alpha1.MachineClass{Name: "small", Namespace: "elsewhere", ProviderSpec: []byte(`{"capacity":{"cpu":"2"}}`)},
 		},
 	} {
@@ -124,6 +121,19 @@ func TestCreateMachineAlreadyExists(t *testing.T) {
 			requireCode(t, codes.AlreadyExists, err)
 		})
 	}
+
+	// A class of another namespace than the machine's is malformed (§4.9).
+	_, err = d.CreateMachine(ctx, &driverv1alpha1.CreateMachineRequest{
+		Machine:      machine("taken-1"),
+		MachineClass: &driverv1alpha1.MachineClass{Name: "small", Namespace: "elsewhere", ProviderSpec: []byte(`{"capacity":{"cpu":"2"}}`)},
+	})
+	requireCode(t, codes.InvalidArgument, err)
+
+	// The class name is not part of the key: the same provider spec under
+	// another class name gets the Node it has (§6.1.3, §11.8).
+	again, err := d.CreateMachine(ctx, createReq("taken-1", "large", `{"capacity":{"cpu":"2"}}`))
+	require.NoError(t, err)
+	assert.Equal(t, getNode(t, "taken-1").Spec.ProviderID, again.GetProviderId())
 
 	// A Node this driver did not create is never adopted.
 	_, err = testClient.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "foreign-1"}}, metav1.CreateOptions{})

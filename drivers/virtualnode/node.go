@@ -160,15 +160,17 @@ func protoAddresses(addrs []corev1.NodeAddress) []*driverv1alpha1.NodeAddress {
 }
 
 // ownership says why node is not the VM of a create request with the given
-// machine, class and spec hash, or returns "" when it is.
-func ownership(node *corev1.Node, m *driverv1alpha1.Machine, class *driverv1alpha1.MachineClass, specHash string) string {
+// machine and spec hash, or returns "" when it is. The machine key holds the
+// namespace: a Node of a Machine of another namespace is never returned
+// (§6.1.3). The class name is not compared: a Machine whose class was
+// changed, with the same provider spec, keeps its VM, which stays listed
+// under its original class (§11.8).
+func ownership(node *corev1.Node, m *driverv1alpha1.Machine, specHash string) string {
 	switch got := node.Annotations[AnnotationMachine]; {
 	case got == "":
 		return "was not created by this driver"
 	case got != machineKey(m):
 		return fmt.Sprintf("belongs to machine %s", got)
-	case node.Annotations[AnnotationClassName] != class.GetName() || node.Labels[LabelClassNamespace] != class.GetNamespace():
-		return fmt.Sprintf("has machine class %s/%s", node.Labels[LabelClassNamespace], node.Annotations[AnnotationClassName])
 	case node.Annotations[AnnotationProviderSpecHash] != specHash:
 		return "was created with another provider spec"
 	}
