@@ -13,10 +13,12 @@ import argparse
 import logging
 import os
 import platform
+import shutil
 import signal
 import socket
 import stat
 import sys
+import tempfile
 import time
 from concurrent import futures
 from typing import Any, Callable, Sequence
@@ -191,16 +193,26 @@ def listen(server: grpc.Server, endpoint: str) -> Callable[[], None]:
             raise EndpointError(f"endpoint {endpoint!r}: cannot listen")
         return lambda: None
     prepare_socket_path(address)
-    # gRPC binds while the port is added: a umask of 0177 gives the socket
-    # mode 0600 from its first moment, and the chmod makes sure of it.
-    old_umask = os.umask(0o177)
+    # gRPC core unlinks the path it bound when the server stops, whatever
+    # file is there by then: possibly the socket of a driver started since.
+    # So the socket is bound in a private directory next to the path (mode
+    # 0700: nobody can connect before the chmod) and renamed into place,
+    # which also replaces a stale socket atomically. At stop gRPC unlinks
+    # the private path, which is gone; remove_socket decides about the real
+    # one.
+    private_dir = tempfile.mkdtemp(prefix=".bind-", dir=os.path.dirname(address))
+    bind_path = os.path.join(private_dir, "s")
     try:
-        bound = server.add_insecure_port("unix:" + address)
+        if len(bind_path.encode()) > MAX_SOCKET_PATH:
+            raise EndpointError(
+                f"socket path {address!r}: binding needs {bind_path!r}, over {MAX_SOCKET_PATH} bytes; use a shorter path"
+            )
+        if server.add_insecure_port("unix:" + bind_path) == 0 or not os.path.exists(bind_path):
+            raise EndpointError(f"endpoint {endpoint!r}: cannot listen")
+        os.chmod(bind_path, 0o600)
+        os.rename(bind_path, address)
     finally:
-        os.umask(old_umask)
-    if bound == 0 or not os.path.exists(address):
-        raise EndpointError(f"endpoint {endpoint!r}: cannot listen")
-    os.chmod(address, 0o600)
+        shutil.rmtree(private_dir, ignore_errors=True)
     inode = os.lstat(address).st_ino
 
     def remove_socket() -> None:
