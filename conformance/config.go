@@ -105,7 +105,9 @@ type Timeouts struct {
 	Delete time.Duration
 	// Status bounds GetMachineStatus. Default: 1m.
 	Status time.Duration
-	// List bounds ListMachines. Default: 1m.
+	// List bounds ListMachines, and how long a check waits for a VM just
+	// created to appear in its answer (provider list APIs may lag behind
+	// their creations). Default: 1m.
 	List time.Duration
 	// VolumeIDs bounds GetVolumeIDs. Default: 1m.
 	VolumeIDs time.Duration

@@ -85,7 +85,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.DurationVar(&t.Initialize, "timeout-initialize", d.Initialize, "timeout of InitializeMachine")
 	fs.DurationVar(&t.Delete, "timeout-delete", d.Delete, "timeout of DeleteMachine")
 	fs.DurationVar(&t.Status, "timeout-status", d.Status, "timeout of GetMachineStatus")
-	fs.DurationVar(&t.List, "timeout-list", d.List, "timeout of ListMachines")
+	fs.DurationVar(&t.List, "timeout-list", d.List, "timeout of ListMachines, and how long a check waits for a new VM to be listed")
 	fs.DurationVar(&t.VolumeIDs, "timeout-volume-ids", d.VolumeIDs, "timeout of GetVolumeIDs")
 	fs.StringVar(&focus, "focus", "", "run only the tests whose name (e.g. CreateMachine/idempotent) matches this regular expression")
 	fs.StringVar(&skip, "skip", "", "leave out the tests whose name matches this regular expression")
