@@ -78,6 +78,12 @@ var invalidCreates = []invalidCreate{
 	{"machine_class_missing", "machine_class", func(r *driverv1alpha1.CreateMachineRequest) { r.MachineClass = nil }},
 	{"machine_class.name_missing", "machine_class.name", func(r *driverv1alpha1.CreateMachineRequest) { r.MachineClass.Name = "" }},
 	{"machine_class.namespace_missing", "machine_class.namespace", func(r *driverv1alpha1.CreateMachineRequest) { r.MachineClass.Namespace = "" }},
+	// A Machine uses a class of its own namespace; a VM created for a class
+	// of another namespace would be listed where no Machine can claim it
+	// (§4.9).
+	{"machine_class.namespace_differs", "machine_class.namespace", func(r *driverv1alpha1.CreateMachineRequest) {
+		r.MachineClass.Namespace = "other-" + randomID(6)
+	}},
 	{"machine_class.provider_spec_missing", "machine_class.provider_spec", func(r *driverv1alpha1.CreateMachineRequest) {
 		r.MachineClass.ProviderSpec = nil
 	}},

@@ -57,7 +57,7 @@ type breakage struct {
 	unstableIdentity           bool // the manifest changes with every call
 	badPluginName              bool // GetPluginInfo.name with upper case and '_'
 	badVersion                 bool // vendor_version is not semver
-	unknownCapability          bool // advertises Capability.Type 42
+	unknownCapability          bool // advertises TYPE_UNSPECIFIED (a value the suite does not know is logged, not failed, §3.4)
 	advertisedButUnimplemented bool // advertises TYPE_LIST_MACHINES, ListMachines answers UNIMPLEMENTED
 	unadvertisedImplemented    bool // serves GetVolumeIDs without advertising it
 	internalForMissingName     bool // machine.name missing → INTERNAL
@@ -158,7 +158,7 @@ func (d *refDriver) GetPluginCapabilities(context.Context, *driverv1alpha1.GetPl
 		resp.Capabilities = append(resp.Capabilities, &driverv1alpha1.Capability{Type: c})
 	}
 	if d.broken.unknownCapability {
-		resp.Capabilities = append(resp.Capabilities, &driverv1alpha1.Capability{Type: driverv1alpha1.Capability_Type(42)})
+		resp.Capabilities = append(resp.Capabilities, &driverv1alpha1.Capability{Type: driverv1alpha1.Capability_TYPE_UNSPECIFIED})
 	}
 	return resp, nil
 }
@@ -235,11 +235,12 @@ func (d *refDriver) begin(name string) (func(), error) {
 	}, nil
 }
 
-// find returns the live VMs of a machine. Caller holds d.mu.
-func (d *refDriver) find(ctx context.Context, name string) []*refVM {
+// find returns the live VMs of a machine, by namespace and name (§6.1.3).
+// Caller holds d.mu.
+func (d *refDriver) find(ctx context.Context, m *driverv1alpha1.Machine) []*refVM {
 	var out []*refVM
 	for _, v := range d.vms {
-		if v.name == name && !v.deleted && d.visible(ctx, v) {
+		if v.name == m.GetName() && v.namespace == m.GetNamespace() && !v.deleted && d.visible(ctx, v) {
 			out = append(out, v)
 		}
 	}
@@ -255,7 +256,7 @@ func (d *refDriver) visible(ctx context.Context, v *refVM) bool {
 func (d *refDriver) newVM(ctx context.Context, req *driverv1alpha1.CreateMachineRequest, spec []byte) *refVM {
 	d.nextID++
 	v := &refVM{
-		name: req.GetMachine().GetName(), namespace: req.GetMachineClass().GetNamespace(), class: req.GetMachineClass().GetName(),
+		name: req.GetMachine().GetName(), namespace: req.GetMachine().GetNamespace(), class: req.GetMachineClass().GetName(),
 		spec: spec, userData: req.GetUserData(), providerID: fmt.Sprintf("reference:///vm-%d", d.nextID), conn: connID(ctx),
 	}
 	d.vms = append(d.vms, v)
@@ -277,6 +278,9 @@ func (d *refDriver) CreateMachine(ctx context.Context, req *driverv1alpha1.Creat
 	}
 	if err := d.checkClass(req, req.GetMachineClass()); err != nil {
 		return nil, err
+	}
+	if ns := req.GetMachineClass().GetNamespace(); ns != "" && ns != req.GetMachine().GetNamespace() {
+		return nil, d.invalid(req, "machine_class.namespace must equal machine.namespace")
 	}
 	spec, err := d.canonicalSpec(req, req.GetMachineClass().GetProviderSpec())
 	if err != nil {
@@ -309,7 +313,7 @@ func (d *refDriver) CreateMachine(ctx context.Context, req *driverv1alpha1.Creat
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	existing := d.find(ctx, name)
+	existing := d.find(ctx, req.GetMachine())
 	if len(existing) > 0 && !(d.broken.dependsOnLastKnownState && req.GetLastKnownState() == "") {
 		v := existing[0]
 		if !bytes.Equal(v.spec, spec) && !d.broken.incompatibleAccepted {
@@ -363,7 +367,7 @@ func (d *refDriver) InitializeMachine(ctx context.Context, req *driverv1alpha1.I
 	defer done()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for _, v := range d.find(ctx, name) {
+	for _, v := range d.find(ctx, req.GetMachine()) {
 		if v.providerID != req.GetMachine().GetProviderId() {
 			continue
 		}
@@ -393,7 +397,7 @@ func (d *refDriver) DeleteMachine(ctx context.Context, req *driverv1alpha1.Delet
 	defer done()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	vms := d.find(ctx, name)
+	vms := d.find(ctx, req.GetMachine())
 	if len(vms) == 0 && d.broken.deleteUnknownNotFound {
 		return nil, status.Errorf(codes.NotFound, "machine %s not found", name)
 	}
@@ -422,7 +426,7 @@ func (d *refDriver) GetMachineStatus(ctx context.Context, req *driverv1alpha1.Ge
 	defer d.mu.Unlock()
 	var found []*refVM
 	for _, v := range d.vms {
-		if v.name != name || !d.visible(ctx, v) || (v.deleted && !d.broken.statusAfterDeleteOK) {
+		if v.name != name || v.namespace != req.GetMachine().GetNamespace() || !d.visible(ctx, v) || (v.deleted && !d.broken.statusAfterDeleteOK) {
 			continue
 		}
 		if id == "" || v.providerID == id || d.broken.statusIgnoresProviderID {
@@ -495,15 +499,21 @@ func (d *refDriver) GetVolumeIDs(_ context.Context, req *driverv1alpha1.GetVolum
 		return nil, d.invalid(req, "volumes is required")
 	}
 	resp := &driverv1alpha1.GetVolumeIDsResponse{}
+	seen := map[string]bool{}
 	for i, pv := range req.GetVolumes() {
 		switch {
 		case pv.GetName() == "":
 			return nil, d.invalid(req, "volumes[%d].name is required", i)
+		case seen[pv.GetName()]:
+			return nil, d.invalid(req, "volumes[%d].name repeats an earlier volume", i)
 		case len(pv.GetSpec()) == 0:
 			return nil, d.invalid(req, "volumes[%d].spec is required", i)
 		case !json.Valid(pv.GetSpec()):
 			return nil, d.invalid(req, "volumes[%d].spec is not valid JSON", i)
+		case bytes.TrimLeft(pv.GetSpec(), " \t\r\n")[0] != '{':
+			return nil, d.invalid(req, "volumes[%d].spec must be a JSON object", i)
 		}
+		seen[pv.GetName()] = true
 		if id := refVolumeID(pv, d.broken.claimsForeignVolumes); id != "" {
 			resp.VolumeIds = append(resp.VolumeIds, &driverv1alpha1.VolumeID{PersistentVolumeName: pv.GetName(), VolumeId: id})
 		}

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"google.golang.org/grpc/codes"
+
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 )
 
@@ -112,6 +114,32 @@ func testVolumeResponseShape(s *suite, t T) {
 			ruleVolumeMapping.errorf(t, "GetVolumeIDs mapped %s, a volume of no provider (%s)", v.GetName(), strings.TrimSpace(string(v.GetSpec())))
 		}
 	}
+	s.checkDuplicateVolumeNames(t, vols[0])
+}
+
+// checkDuplicateVolumeNames sends one volume twice. The core never does,
+// and a driver may refuse it (INVALID_ARGUMENT naming volumes[1].name) or
+// answer at most one entry for the name, since the answer identifies
+// volumes by name (§6.6.4).
+func (s *suite) checkDuplicateVolumeNames(t T, v *driverv1alpha1.PersistentVolume) {
+	t.Helper()
+	resp, err := s.getVolumeIDs(t, &driverv1alpha1.GetVolumeIDsRequest{Volumes: []*driverv1alpha1.PersistentVolume{v, v}})
+	switch codeOf(err) {
+	case codes.OK:
+		n := 0
+		for _, id := range resp.GetVolumeIds() {
+			if id.GetPersistentVolumeName() == v.GetName() {
+				n++
+			}
+		}
+		if n > 1 {
+			ruleVolumeResponse.errorf(t, "GetVolumeIDs of the volume %s sent twice answered %d entries for it, want at most one", v.GetName(), n)
+		}
+	case codes.InvalidArgument:
+		expectInvalidArgument(t, "GetVolumeIDs of the volume "+v.GetName()+" sent twice", err, "volumes[1].name")
+	default:
+		ruleVolumeResponse.errorf(t, "GetVolumeIDs of the volume %s sent twice answered %s, want OK or INVALID_ARGUMENT", v.GetName(), describe(err))
+	}
 }
 
 // testVolumeInvalidArguments sends GetVolumeIDs requests that break its
@@ -127,6 +155,9 @@ func testVolumeInvalidArguments(s *suite, t T) {
 		{"volumes[1].name_missing", "volumes[1].name", &driverv1alpha1.PersistentVolume{Spec: valid.GetSpec()}},
 		{"volumes[1].spec_missing", "volumes[1].spec", &driverv1alpha1.PersistentVolume{Name: s.name("pv-no-spec")}},
 		{"volumes[1].spec_not_json", "volumes[1].spec", &driverv1alpha1.PersistentVolume{Name: s.name("pv-bad-spec"), Spec: []byte("{not json")}},
+		// JSON, but no PersistentVolumeSpec: malformed as well (§6.6.4).
+		{"volumes[1].spec_an_array", "volumes[1].spec", &driverv1alpha1.PersistentVolume{Name: s.name("pv-array-spec"), Spec: []byte(`[{"csi":{}}]`)}},
+		{"volumes[1].spec_a_string", "volumes[1].spec", &driverv1alpha1.PersistentVolume{Name: s.name("pv-string-spec"), Spec: []byte(`"hostPath"`)}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t T) {
