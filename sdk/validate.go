@@ -50,6 +50,7 @@ func validateRequest(req any) error {
 		return firstError(
 			validateMachine(r.GetMachine(), false),
 			validateMachineClass(r.GetMachineClass()),
+			validateSameNamespace(r.GetMachine(), r.GetMachineClass()),
 			validateSecrets(r.GetSecrets()),
 			maxBytes("user_data", len(r.GetUserData()), maxUserDataBytes),
 			maxBytes("last_known_state", len(r.GetLastKnownState()), maxLastKnownState),
@@ -127,6 +128,18 @@ func validateMachineClass(c *driverv1alpha1.MachineClass) error {
 	return validateProviderSpec(c.GetProviderSpec())
 }
 
+// validateSameNamespace refuses a create whose class is in another
+// namespace than its machine (Driver API §4.9): the core never sends one,
+// and the VM would be listed in that namespace's class scope, where no
+// Machine claims it. Only CreateMachine is refused; the other RPCs look the
+// VM up by machine.namespace.
+func validateSameNamespace(m *driverv1alpha1.Machine, c *driverv1alpha1.MachineClass) error {
+	if m.GetNamespace() != c.GetNamespace() {
+		return fmt.Errorf("machine_class.namespace %q must equal machine.namespace %q", c.GetNamespace(), m.GetNamespace())
+	}
+	return nil
+}
+
 func validateNamespace(field, ns string) error {
 	switch {
 	case ns == "":
@@ -201,6 +214,7 @@ func validateVolumes(volumes []*driverv1alpha1.PersistentVolume) error {
 	case len(volumes) > maxVolumes:
 		return fmt.Errorf("volumes has %d entries, at most %d are allowed", len(volumes), maxVolumes)
 	}
+	first := make(map[string]int, len(volumes))
 	for i, v := range volumes {
 		field := fmt.Sprintf("volumes[%d]", i)
 		if v == nil {
@@ -209,6 +223,12 @@ func validateVolumes(volumes []*driverv1alpha1.PersistentVolume) error {
 		if err := validateObjectName(field+".name", v.GetName()); err != nil {
 			return err
 		}
+		// The answer names volumes by name, so a name sent twice could
+		// not be answered unambiguously; the core never sends one (§6.6.4).
+		if j, dup := first[v.GetName()]; dup {
+			return fmt.Errorf("%s.name %q repeats volumes[%d].name", field, v.GetName(), j)
+		}
+		first[v.GetName()] = i
 		if err := validateVolumeSpec(field+".spec", v.GetSpec()); err != nil {
 			return err
 		}

@@ -144,6 +144,17 @@ func TestValidateRequestLimits(t *testing.T) {
 			{Name: "pv-0", Spec: []byte(`{}`)}, {Name: "pv-1", Spec: []byte(`{"csi":`)}}}, "volumes[1].spec is not valid JSON"},
 		{"volume spec not an object", &driverv1alpha1.GetVolumeIDsRequest{Volumes: []*driverv1alpha1.PersistentVolume{
 			{Name: "pv", Spec: []byte(`"text"`)}}}, "volumes[0].spec must be a JSON object"},
+		{"volume spec null", &driverv1alpha1.GetVolumeIDsRequest{Volumes: []*driverv1alpha1.PersistentVolume{
+			{Name: "pv", Spec: []byte(`null`)}}}, "volumes[0].spec must be a JSON object"},
+		{"volume name sent twice", &driverv1alpha1.GetVolumeIDsRequest{Volumes: []*driverv1alpha1.PersistentVolume{
+			{Name: "pv-a", Spec: []byte(`{}`)}, {Name: "pv-b", Spec: []byte(`{}`)}, {Name: "pv-a", Spec: []byte(`{}`)}}},
+			`volumes[2].name "pv-a" repeats volumes[0].name`},
+		{"create with a class of another namespace", mutateCreate(func(r *driverv1alpha1.CreateMachineRequest) { r.MachineClass.Namespace = "other" }),
+			`machine_class.namespace "other" must equal machine.namespace`},
+		// Only CreateMachine: the other RPCs look the VM up by the
+		// machine's namespace (§4.9).
+		{"delete with a class of another namespace", &driverv1alpha1.DeleteMachineRequest{Machine: validMachine("m"),
+			MachineClass: &driverv1alpha1.MachineClass{Name: "c", Namespace: "other", ProviderSpec: []byte(`{}`)}}, ""},
 		{"volume name not DNS", &driverv1alpha1.GetVolumeIDsRequest{Volumes: []*driverv1alpha1.PersistentVolume{
 			{Name: "PV_1", Spec: []byte(`{}`)}}}, "volumes[0].name \"PV_1\" must be a DNS-1123 subdomain"},
 		{"uid too long", mutateCreate(func(r *driverv1alpha1.CreateMachineRequest) { r.Machine.Uid = strings.Repeat("u", 129) }),
