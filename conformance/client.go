@@ -3,6 +3,8 @@ package conformance
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -62,6 +64,9 @@ func call[Req, Resp proto.Message](s *suite, t T, rpc string, timeout time.Durat
 			return resp, err
 		}
 		s.checkCanary(t, rpc, st)
+		if st.Code() == codes.Unimplemented && requiredRPCs[rpc] {
+			ruleRequiredImpl.errorf(t, "%s answered %s", rpc, describe(err))
+		}
 		if st.Code() != codes.Unavailable || time.Now().Add(wait).After(deadline) {
 			return resp, err
 		}
@@ -77,12 +82,12 @@ func call[Req, Resp proto.Message](s *suite, t T, rpc string, timeout time.Durat
 func (s *suite) checkCanary(t T, rpc string, st *status.Status) {
 	t.Helper()
 	where := ""
-	if strings.Contains(st.Message(), s.canary) {
-		where = "message"
+	if form := s.findCanary([]byte(st.Message())); form != "" {
+		where = "message (" + form + ")"
 	}
 	for _, d := range st.Proto().GetDetails() {
-		if where == "" && bytes.Contains(d.GetValue(), []byte(s.canary)) {
-			where = "detail " + d.GetTypeUrl()
+		if form := s.findCanary(d.GetValue()); where == "" && form != "" {
+			where = "detail " + d.GetTypeUrl() + " (" + form + ")"
 		}
 	}
 	if where == "" {
@@ -102,10 +107,48 @@ func (s *suite) checkCanary(t T, rpc string, st *status.Status) {
 // canary secret (last_known_state, provider_id, addresses...).
 func (s *suite) checkResponseCanary(t T, rpc string, resp proto.Message) {
 	t.Helper()
-	b, err := proto.Marshal(resp)
-	if err == nil && bytes.Contains(b, []byte(s.canary)) {
-		ruleNoSecretEcho.errorf(t, "the %s response contains the canary secret sent in secrets or user_data", rpc)
+	if f := resp.ProtoReflect().Descriptor().Fields().ByName("last_known_state"); f != nil {
+		state := resp.ProtoReflect().Get(f).String()
+		if form := s.findCanary([]byte(state)); form != "" {
+			ruleStateNoSecret.errorf(t, "the %s response's last_known_state contains the canary secret sent in secrets or user_data (%s)", rpc, form)
+			return
+		}
 	}
+	b, err := proto.Marshal(resp)
+	if form := s.findCanary(b); err == nil && form != "" {
+		ruleNoSecretEcho.errorf(t, "the %s response contains the canary secret sent in secrets or user_data (%s)", rpc, form)
+	}
+}
+
+// requiredRPCs are the MachineService RPCs every driver implements (§3.5).
+// The identity RPCs are REQUIRED too; the preflight reports them.
+var requiredRPCs = map[string]bool{"CreateMachine": true, "DeleteMachine": true, "GetMachineStatus": true}
+
+// findCanary returns how b carries the canary secret: as is, or in one of
+// the encodings a driver might print bytes in (base64, hex); "" when not.
+func (s *suite) findCanary(b []byte) string {
+	c := []byte(s.canary)
+	forms := []struct{ name, text string }{
+		{"as is", s.canary},
+		{"hex", hex.EncodeToString(c)},
+		{"upper-case hex", strings.ToUpper(hex.EncodeToString(c))},
+	}
+	// The canary may sit at any offset of a larger value a driver encodes
+	// (a whole request, a map): base64 depends on the offset modulo 3, so
+	// look for the part of each of the three encodings the neighbours
+	// cannot change.
+	for k := range 3 {
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+			e := enc.EncodeToString(append(make([]byte, k), c...))
+			forms = append(forms, struct{ name, text string }{"base64", e[(8*k+5)/6+1 : len(e)-4]})
+		}
+	}
+	for _, f := range forms {
+		if bytes.Contains(b, []byte(f.text)) {
+			return f.name
+		}
+	}
+	return ""
 }
 
 // The calls below wrap the generated clients with the configured timeouts.

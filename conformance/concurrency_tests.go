@@ -44,7 +44,7 @@ func testConcurrency(s *suite, t T) {
 	owner := map[string]string{}
 	for _, v := range vms {
 		if other, dup := owner[v.providerID]; dup {
-			ruleConcurrency.errorf(t, "%s and %s, created in parallel, got the same provider ID %q", other, v.name, v.providerID)
+			ruleProviderIDUnique.errorf(t, "%s and %s, created in parallel, got the same provider ID %q", other, v.name, v.providerID)
 		}
 		owner[v.providerID] = v.name
 	}

@@ -120,11 +120,12 @@ func testCreateInvalidArguments(s *suite, t T) {
 // message names the field (§4.1, §4.10).
 func expectInvalidArgument(t T, what string, err error, field string) {
 	t.Helper()
-	if !expectCode(t, ruleRequiredFields, what, err, codes.InvalidArgument) {
+	r := invalidArgumentRule(field)
+	if !expectCode(t, r, what, err, codes.InvalidArgument) {
 		return
 	}
 	if msg := status.Convert(err).Message(); !strings.Contains(msg, field) {
-		ruleRequiredFields.errorf(t, "%s: the message %q does not name the field %s", what, msg, field)
+		r.errorf(t, "%s: the message %q does not name the field %s", what, msg, field)
 	}
 }
 

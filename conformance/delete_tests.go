@@ -109,7 +109,20 @@ func testRecreateAfterDelete(s *suite, t T) {
 	s.record(v, resp.GetProviderId(), resp.GetNodeName(), resp.GetLastKnownState())
 	if resp.GetProviderId() == old {
 		ruleRecreate.errorf(t, "CreateMachine of %s after DeleteMachine returned the deleted VM's provider ID %q", v.name, old)
+		ruleProviderIDNew.errorf(t, "the new VM of %s has the provider ID %q of the VM deleted before", v.name, old)
+		return
 	}
+	// The deleted VM counts for nothing now: the lookup by name finds
+	// exactly the new VM, and its old provider ID finds none (§6.4.3).
+	st, err := s.getMachineStatus(t, s.statusRequest(v.name, ""))
+	switch {
+	case err != nil:
+		ruleLookupDeleted.errorf(t, "GetMachineStatus of %s by name after it was deleted and created again answered %s, want OK with the new VM %s", v.name, describe(err), resp.GetProviderId())
+	case st.GetProviderId() != resp.GetProviderId():
+		ruleLookupDeleted.errorf(t, "GetMachineStatus of %s by name after it was deleted and created again returned provider ID %q, want the new VM %q", v.name, st.GetProviderId(), resp.GetProviderId())
+	}
+	_, err = s.getMachineStatus(t, s.statusRequest(v.name, old))
+	expectCode(t, ruleLookupDeleted, "GetMachineStatus of "+v.name+" with the deleted VM's provider_id "+old, err, codes.NotFound)
 }
 
 // testDeleteUnknown deletes machines that never existed (§6.3.3).

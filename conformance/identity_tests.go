@@ -142,7 +142,7 @@ func testStableIdentity(s *suite, t T) {
 			now[c.GetType()] = true
 		}
 		if !maps.Equal(now, s.caps) {
-			ruleStableAnswer.errorf(t, "GetPluginCapabilities answered %v, at the start of the run %v", capNames(now), capNames(s.caps))
+			ruleStableCaps.errorf(t, "GetPluginCapabilities answered %v, at the start of the run %v", capNames(now), capNames(s.caps))
 		}
 	}
 }

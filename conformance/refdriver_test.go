@@ -36,6 +36,10 @@ type refDriver struct {
 
 	caps   []driverv1alpha1.Capability_Type
 	broken breakage
+	// mut and mutState are the violations of mutants_test.go, applied by
+	// the interceptor mutate around this driver.
+	mut      mutation
+	mutState mutationState
 
 	mu       sync.Mutex
 	vms      []*refVM // in creation order
@@ -565,15 +569,15 @@ func serveRef(t *testing.T, d *refDriver) string {
 		mode = 0o666
 	}
 	require.NoError(t, os.Chmod(sock, mode))
-	srv := grpc.NewServer(grpc.StatsHandler(connTagger{}), grpc.UnaryInterceptor(d.throttle))
+	srv := grpc.NewServer(append(d.mut.serverOptions(), grpc.StatsHandler(connTagger{}), grpc.ChainUnaryInterceptor(d.throttle, d.mutate))...)
 	driverv1alpha1.RegisterIdentityServiceServer(srv, d)
 	driverv1alpha1.RegisterMachineServiceServer(srv, d)
 	served := make(chan struct{})
 	var stop func()
-	if d.broken.deadlineIgnored {
+	if d.broken.deadlineIgnored || d.mut.resetsStreams {
 		var protocols http.Protocols
 		protocols.SetUnencryptedHTTP2(true)
-		hs := &http.Server{Handler: srv, Protocols: &protocols, ReadHeaderTimeout: 10 * time.Second}
+		hs := &http.Server{Handler: d.mut.wrapHTTP(srv), Protocols: &protocols, ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			defer close(served)
 			_ = hs.Serve(lis)

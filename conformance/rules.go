@@ -9,88 +9,130 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// rule is one MUST of the Driver API: the section that states it and a
-// short statement. Every failure message starts with a rule, so a reader
-// knows what is broken and where to read about it.
+// rule is one obligation of the Driver API as the suite checks it: the id
+// of the sentence of docs/driver-api.md that states it (§1.3 there) and a
+// short statement of what the suite checks. Every failure message starts
+// with the id, the section and the statement and ends with the spec's
+// sentence, so a reader knows what is broken and where to read about it.
+// The ids are checked against the spec by TestTraceability, and
+// docs/conformance-matrix.md lists the tests that cite each.
 type rule struct {
-	section string
-	text    string
+	id   string
+	text string
 }
 
-func (r rule) String() string { return r.section + " " + r.text }
+// String renders the rule as "[id] §section statement".
+func (r rule) String() string {
+	return "[" + r.id + "] §" + specSentences[r.id].section + " " + r.text
+}
+
+// sentence renders the spec's sentence for the end of a failure message.
+func (r rule) sentence() string {
+	return "\n    " + r.id + " says: " + specSentences[r.id].text
+}
 
 // errorf fails t with the rule and the details.
 func (r rule) errorf(t T, format string, args ...any) {
 	t.Helper()
-	t.Errorf("%s: %s", r, fmt.Sprintf(format, args...))
+	t.Errorf("%s: %s%s", r, fmt.Sprintf(format, args...), r.sentence())
 }
 
 // fatalf fails t with the rule and ends the test.
 func (r rule) fatalf(t T, format string, args ...any) {
 	t.Helper()
-	t.Fatalf("%s: %s", r, fmt.Sprintf(format, args...))
+	t.Fatalf("%s: %s%s", r, fmt.Sprintf(format, args...), r.sentence())
 }
 
 // The rules the suite checks, by section of docs/driver-api.md.
 var (
-	ruleSocketMode   = rule{"§2.2", "the socket file has mode 0600 (no access for group and others)"}
-	ruleSocketPath   = rule{"§2.2", "the socket path is at most 107 bytes"}
-	ruleConnections  = rule{"§2.6", "a driver accepts several connections and ties no state to one"}
-	ruleStableAnswer = rule{"§2.7", "GetPluginInfo and GetPluginCapabilities answer the same for the life of the process"}
+	ruleSocketMode   = rule{"R-2.2-socket-file-have-mode", "the socket file has mode 0600 (no access for group and others)"}
+	ruleSocketPath   = rule{"R-2.2-path-most-107-bytes", "the socket path is at most 107 bytes"}
+	ruleConnections  = rule{"R-2.6-accept-several-connections", "a driver accepts several connections and ties no state to one"}
+	ruleStableAnswer = rule{"R-2.7-stable-identity", "GetPluginInfo and GetPluginCapabilities answer the same for the life of the process"}
 
-	ruleVersionServed      = rule{"§3.1", "the driver serves machina.driver.v1alpha1"}
-	ruleKnownCapabilities  = rule{"§3.4", "capabilities are Capability.Type values of v1alpha1 (never TYPE_UNSPECIFIED)"}
-	ruleUnadvertisedUnimpl = rule{"§3.5", "an OPTIONAL RPC whose capability is not advertised answers UNIMPLEMENTED"}
-	ruleAdvertisedImpl     = rule{"§3.5", "an OPTIONAL RPC whose capability is advertised is implemented"}
+	ruleVersionServed      = rule{"R-5-implement-all-three-rpcs", "the driver serves machina.driver.v1alpha1"}
+	ruleKnownCapabilities  = rule{"R-3.4-not-list-type-unspecified", "capabilities are Capability.Type values of v1alpha1 (never TYPE_UNSPECIFIED)"}
+	ruleUnadvertisedUnimpl = rule{"R-3.5-unadvertised-unimplemented", "an OPTIONAL RPC whose capability is not advertised answers UNIMPLEMENTED"}
+	ruleAdvertisedImpl     = rule{"R-3.5-advertised-implemented", "an OPTIONAL RPC whose capability is advertised is implemented"}
 
-	ruleRequiredFields = rule{"§4.1", "a missing or malformed REQUIRED field answers INVALID_ARGUMENT naming the field path"}
-	ruleLastKnownState = rule{"§4.7", "last_known_state is accepted back and the driver does not depend on it"}
+	ruleRequiredFields = rule{"R-4.1-receives-request-required", "a missing or malformed REQUIRED field answers INVALID_ARGUMENT naming the field path"}
+	ruleLastKnownState = rule{"R-4.7-not-depend-correctness", "last_known_state is accepted back and the driver does not depend on it"}
 
-	rulePluginName    = rule{"§5.1.2", "GetPluginInfo.name is at most 63 characters of [a-z0-9.-], starting and ending with an alphanumeric"}
-	ruleVendorVersion = rule{"§5.1.2", "GetPluginInfo.vendor_version is a semantic version of at most 128 bytes, optionally with a leading v"}
-	ruleManifest      = rule{"§5.1.2", "GetPluginInfo.manifest has at most 16 entries of at most 128 bytes each"}
-	ruleProbe         = rule{"§5.3", "Probe answers OK within 5 seconds"}
-	ruleIdentityOK    = rule{"§5", "the identity RPCs answer OK"}
+	rulePluginName    = rule{"R-5.1.2-name-form", "GetPluginInfo.name is at most 63 characters of [a-z0-9.-], starting and ending with an alphanumeric"}
+	ruleVendorVersion = rule{"R-5.1.2-vendor-version-form", "GetPluginInfo.vendor_version is a semantic version of at most 128 bytes, optionally with a leading v"}
+	ruleManifest      = rule{"R-5.1.2-manifest-limits", "GetPluginInfo.manifest has at most 16 entries of at most 128 bytes each"}
+	ruleProbe         = rule{"R-5.3.2-answer-within-5-seconds", "Probe answers OK within 5 seconds"}
+	ruleIdentityOK    = rule{"R-5-implement-all-three-rpcs", "the identity RPCs answer OK"}
 
-	ruleCreateOK           = rule{"§6.1.3", "CreateMachine of a new machine answers OK"}
-	ruleCreateResponse     = rule{"§6.1.2", "CreateMachine returns a provider ID and a node name within their limits"}
-	ruleCreateIdempotent   = rule{"§6.1.3", "CreateMachine is idempotent on machine.name"}
-	ruleCreateOneVM        = rule{"§6.1.3", "repeated CreateMachine calls leave exactly one VM"}
-	ruleCreateIncompatible = rule{"§6.1.3", "CreateMachine with an incompatible provider_spec for an existing VM answers ALREADY_EXISTS and keeps the VM"}
+	ruleCreateOK           = rule{"R-6.1.3-no-vm-create-one", "CreateMachine of a new machine answers OK"}
+	ruleCreateResponse     = rule{"R-4.2-sender-respect-these-limits", "CreateMachine returns a provider ID and a node name within their limits"}
+	ruleCreateIdempotent   = rule{"R-6.1.3-one-vm-compatible-request", "CreateMachine is idempotent on machine.name"}
+	ruleCreateOneVM        = rule{"R-6.1.3-retry-no-second-vm", "repeated CreateMachine calls leave exactly one VM"}
+	ruleCreateIncompatible = rule{"R-6.1.3-one-vm-incompatible-request", "CreateMachine with an incompatible provider_spec for an existing VM answers ALREADY_EXISTS and keeps the VM"}
 
-	ruleInitialize = rule{"§6.2.3", "InitializeMachine completes the set-up of the VM with machine.provider_id, idempotently"}
-	ruleInitNotFnd = rule{"§6.2.4", "InitializeMachine of a VM that does not exist answers NOT_FOUND"}
+	ruleInitialize = rule{"R-6.2.3-after-answered-ok-getmachinestatus", "InitializeMachine completes the set-up of the VM with machine.provider_id, idempotently"}
+	ruleInitNotFnd = rule{"R-6.2.4-not-found-no-vm-machine", "InitializeMachine of a VM that does not exist answers NOT_FOUND"}
 
-	ruleDeleteOK         = rule{"§6.3.3", "DeleteMachine of an existing VM answers OK"}
-	ruleDeleteRemoves    = rule{"§6.3.3", "after DeleteMachine answered OK the VM is gone"}
-	ruleDeleteIdempotent = rule{"§6.3.3", "DeleteMachine of a VM that is gone answers OK"}
-	ruleDeleteUnknown    = rule{"§6.3.3", "DeleteMachine of a machine that never existed answers OK"}
-	ruleDeleteByName     = rule{"§6.3.3", "DeleteMachine without provider_id deletes the VM found by machine.name"}
-	ruleDeleteOnlyID     = rule{"§6.3.3", "DeleteMachine with a provider_id deletes only the VM with that provider ID"}
-	ruleRecreate         = rule{"§6.3.3", "CreateMachine after DeleteMachine answered OK creates a new VM"}
+	ruleDeleteOK         = rule{"R-6.3-required", "DeleteMachine of an existing VM answers OK"}
+	ruleDeleteRemoves    = rule{"R-6.3.3-gone-after-ok", "after DeleteMachine answered OK the VM is gone"}
+	ruleDeleteIdempotent = rule{"R-6.3.3-idempotent", "DeleteMachine of a VM that is gone answers OK"}
+	ruleDeleteUnknown    = rule{"R-6.3.4-gone-answers-ok", "DeleteMachine of a machine that never existed answers OK"}
+	ruleDeleteByName     = rule{"R-6.3.3-no-provider-id-by-name", "DeleteMachine without provider_id deletes the VM found by machine.name"}
+	ruleDeleteOnlyID     = rule{"R-6.3.3-only-that-provider-id", "DeleteMachine with a provider_id deletes only the VM with that provider ID"}
+	ruleRecreate         = rule{"R-6.3.3-gone-after-ok", "CreateMachine after DeleteMachine answered OK creates a new VM"}
 
-	ruleStatusMatches    = rule{"§6.4.3", "GetMachineStatus of a created machine returns what CreateMachine returned"}
-	ruleStatusUnknown    = rule{"§6.4.3", "GetMachineStatus of an unknown machine answers NOT_FOUND"}
-	ruleStatusProviderID = rule{"§6.4.3", "GetMachineStatus with a provider_id the VM does not have answers NOT_FOUND"}
-	ruleNeedsInit        = rule{"§6.4.2", "needs_initialization is only set by drivers with TYPE_INITIALIZE_MACHINE"}
+	ruleStatusMatches    = rule{"R-6.4.3-lookup-one-vm", "GetMachineStatus of a created machine returns what CreateMachine returned"}
+	ruleStatusUnknown    = rule{"R-6.4.3-lookup-no-vm", "GetMachineStatus of an unknown machine answers NOT_FOUND"}
+	ruleStatusProviderID = rule{"R-6.4.3-lookup-one-vm", "GetMachineStatus with a provider_id the VM does not have answers NOT_FOUND"}
+	ruleNeedsInit        = rule{"R-6.4.2-needs-init-capability", "needs_initialization is only set by drivers with TYPE_INITIALIZE_MACHINE"}
 
-	ruleListContains = rule{"§6.5.3", "ListMachines lists every VM the driver created for the class, once each"}
-	ruleListScope    = rule{"§6.5.3", "ListMachines lists only VMs of the class with this machine_class.namespace and machine_class.name"}
-	ruleListResponse = rule{"§6.5.2", "ListMachines entries carry a provider ID and a machine name"}
+	ruleListContains = rule{"R-6.5.2-every-vm-once", "ListMachines lists every VM the driver created for the class, once each"}
+	ruleListScope    = rule{"R-6.5.3-only-class-vms", "ListMachines lists only VMs of the class with this machine_class.namespace and machine_class.name"}
+	ruleListResponse = rule{"R-4.1-field-marked-required-set", "ListMachines entries carry a provider ID and a machine name"}
 
-	ruleVolumeMapping  = rule{"§6.6.3", "GetVolumeIDs maps the driver's volumes to their IDs and leaves out the others"}
-	ruleVolumeResponse = rule{"§6.6.2", "GetVolumeIDs answers only for requested volumes, at most once each, with a volume ID of at most 1024 bytes"}
+	ruleVolumeMapping  = rule{"R-6.6.2-own-volumes-only", "GetVolumeIDs maps the driver's volumes to their IDs and leaves out the others"}
+	ruleVolumeResponse = rule{"R-6.6.3-one-entry-per-volume", "GetVolumeIDs answers only for requested volumes, at most once each, with a volume ID of at most 1024 bytes"}
 
-	ruleTransportStatus = rule{"§7.1", "every answer is a gRPC status"}
+	ruleTransportStatus = rule{"R-7.1-failed-call-carry-non-ok", "every answer is a gRPC status"}
 
-	ruleNoSecretEcho = rule{"§8.3", "secret values never appear in error messages or response fields"}
+	ruleNoSecretEcho = rule{"R-8.3-not-put-secret-values", "secret values never appear in error messages or response fields"}
 
-	ruleConcurrency = rule{"§9", "calls for distinct machines succeed in parallel"}
+	ruleConcurrency = rule{"R-9-thread-safe", "calls for distinct machines succeed in parallel"}
 
-	ruleDeadline    = rule{"§10.2", "a call is answered by its deadline"}
-	ruleCreateRetry = rule{"§10.2", "a CreateMachine cut short by its deadline and retried with the same name completes without a second VM"}
+	ruleDeadline    = rule{"R-10.2-end-call-deadline-own", "a call is answered by its deadline"}
+	ruleCreateRetry = rule{"R-10.2-next-call-same-machine", "a CreateMachine cut short by its deadline and retried with the same name completes without a second VM"}
 
-	ruleCleanup = rule{"§6.3.3", "DeleteMachine removes every VM of the run"}
+	ruleCleanup = rule{"R-6.3-required", "DeleteMachine removes every VM of the run"}
+)
+
+// Rules added when every sentence of the spec was traced to a check
+// (docs/conformance-matrix.md): each closes a class of contract violations
+// the checks above let pass.
+var (
+	ruleRequiredImpl       = rule{"R-3.5-required-implemented", "a REQUIRED RPC never answers UNIMPLEMENTED"}
+	ruleStableCaps         = rule{"R-3.4-stable-capabilities", "GetPluginCapabilities answers the same set for the life of the process"}
+	ruleUnknownFields      = rule{"R-3.2-ignore-unknown-fields", "a request carrying fields of a later revision of v1alpha1 is served as without them"}
+	ruleUnknownMetadata    = rule{"R-2.4-core-may-send-metadata", "a call carrying metadata the driver does not know is served as without it"}
+	ruleNoMetadataNeeded   = rule{"R-2.4-not-require-metadata", "a call without any metadata is served"}
+	ruleOptionalUnset      = rule{"R-4.1-not-require-optional-field", "a request with every OPTIONAL field unset is served"}
+	ruleProviderSpecObject = rule{"R-4.4-answer-invalid-argument", "a provider_spec that is missing, not JSON or not a JSON object answers INVALID_ARGUMENT naming machine_class.provider_spec"}
+	ruleLongestName        = rule{"R-4.3-full-name-range", "a machine name of 253 characters gets a VM that is found and deleted by that name"}
+	ruleLargestRequest     = rule{"R-2.5-accept-4-mib-requests", "a request of up to 4 MiB within the field limits is accepted"}
+	ruleMissingKey         = rule{"R-4.5-missing-key-named", "a missing secret key the driver needs answers INVALID_ARGUMENT naming that key"}
+	ruleStateNoSecret      = rule{"R-4.7-core-not-interpret-but", "last_known_state carries no secret value, in no encoding"}
+	ruleProviderIDUnique   = rule{"R-4.8-provider-id-unique-stable", "provider IDs are unique among VMs and do not change for a VM's life"}
+	ruleProviderIDNew      = rule{"R-4.8-provider-id-not-reused", "a new VM never gets the provider ID of a deleted one"}
+	ruleNodeNameStable     = rule{"R-4.8-node-name-stable", "a VM's node_name does not change for its life"}
+	ruleUIDNotKey          = rule{"R-4.9-may-record-vm-diagnosis", "machine.uid is neither the idempotency key nor a reason to refuse a call"}
+	ruleNotCompared        = rule{"R-6.1.3-not-compare-secrets-user-data", "a repeated CreateMachine with other user_data, labels, annotations or last_known_state is compatible"}
+	ruleInitProviderID     = rule{"R-6.2.2-vm-provider-id-equal", "InitializeMachine answers with the provider ID it was given"}
+	ruleInitRepeat         = rule{"R-6.2.3-call-vm-already-initialized", "InitializeMachine of an initialized VM answers OK and changes nothing"}
+	ruleInitOtherID        = rule{"R-6.2.3-not-initialize-vm-another", "InitializeMachine with a provider ID the machine's VM does not have initializes nothing and answers NOT_FOUND"}
+	ruleLookupDeleted      = rule{"R-6.4.3-lookup-deleted", "a deleted VM does not count in a lookup, also when a new VM of the name exists"}
+	ruleVolumeInvalid      = rule{"R-6.6.4-invalid-argument-volumes", "no volumes, or a volume without name or spec, answers INVALID_ARGUMENT naming the field"}
+	ruleVolumeSpecInvalid  = rule{"R-6.6.4-invalid-argument-naming", "a volume spec that is not a JSON object answers INVALID_ARGUMENT naming volumes[i].spec"}
+	ruleSameMachine        = rule{"R-9-handle-safely-may-answer", "concurrent calls for one machine each answer OK with the same VM or ABORTED"}
+	ruleOneCreation        = rule{"R-9-not-run-two-creations", "concurrent CreateMachine calls for one machine leave exactly one VM"}
 )
 
 // describe renders a call's error for a failure message: the code name and
@@ -161,4 +203,18 @@ func expectCode(t T, r rule, what string, err error, want codes.Code) bool {
 		return false
 	}
 	return true
+}
+
+// invalidArgumentRule is the rule a missing or malformed field breaks: the
+// provider spec and the volumes have sentences of their own (§4.4, §6.6.4).
+func invalidArgumentRule(field string) rule {
+	switch {
+	case strings.HasPrefix(field, "machine_class.provider_spec"):
+		return ruleProviderSpecObject
+	case strings.HasPrefix(field, "volumes") && strings.HasSuffix(field, ".spec"):
+		return ruleVolumeSpecInvalid
+	case strings.HasPrefix(field, "volumes"):
+		return ruleVolumeInvalid
+	}
+	return ruleRequiredFields
 }

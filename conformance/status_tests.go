@@ -23,7 +23,7 @@ func testStatusMatchesCreate(s *suite, t T) {
 			ruleStatusMatches.errorf(t, "GetMachineStatus %s returned provider ID %q, CreateMachine returned %q", lookup.how, resp.GetProviderId(), v.providerID)
 		}
 		if resp.GetNodeName() != v.nodeName {
-			ruleStatusMatches.errorf(t, "GetMachineStatus %s returned node name %q, CreateMachine returned %q", lookup.how, resp.GetNodeName(), v.nodeName)
+			ruleNodeNameStable.errorf(t, "GetMachineStatus %s returned node name %q, CreateMachine returned %q", lookup.how, resp.GetNodeName(), v.nodeName)
 		}
 		if resp.GetNeedsInitialization() && !s.caps[driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE] {
 			ruleNeedsInit.errorf(t, "GetMachineStatus %s returned needs_initialization=true, but the driver does not advertise TYPE_INITIALIZE_MACHINE", lookup.how)

@@ -51,6 +51,21 @@ func classLabelValue(className string) string {
 	return "sha256-" + hex.EncodeToString(sum[:])[:56]
 }
 
+// hostnameLabelValue returns the kubernetes.io/hostname label of a Node
+// named name: the name when it is a valid label value, else its first DNS
+// label (the host name of a fully qualified name), else a hash. Machine
+// names may be 253 characters long (§4.3 of the Driver API), label values
+// only 63: the Node must still be created.
+func hostnameLabelValue(name string) string {
+	if len(validation.IsValidLabelValue(name)) == 0 {
+		return name
+	}
+	if host, _, _ := strings.Cut(name, "."); len(validation.IsValidLabelValue(host)) == 0 {
+		return host
+	}
+	return classLabelValue(name)
+}
+
 // nodeFor builds the Node that is the VM of a create request.
 func nodeFor(req *driverv1alpha1.CreateMachineRequest, spec providerSpec, now time.Time) (*corev1.Node, error) {
 	m, class := req.GetMachine(), req.GetMachineClass()
@@ -70,7 +85,7 @@ func nodeFor(req *driverv1alpha1.CreateMachineRequest, spec providerSpec, now ti
 		setIf(labels, corev1.LabelArchStable, t.GetArchitecture())
 	}
 	maps.Copy(labels, m.GetNodeTemplate().GetLabels())
-	labels[corev1.LabelHostname] = m.GetName()
+	labels[corev1.LabelHostname] = hostnameLabelValue(m.GetName())
 	labels[LabelClass] = classLabelValue(class.GetName())
 	labels[LabelClassNamespace] = class.GetNamespace()
 

@@ -1,0 +1,78 @@
+package conformance_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/machina-io/machina/conformance/internal/trace"
+)
+
+// TestTraceability keeps every normative sentence of docs/driver-api.md
+// traced: each has an id, each id is exercised by a check or has a reason
+// in conformance/internal/trace/reasons.go, every id a rule cites exists,
+// and docs/conformance-matrix.md and zz_generated.spec.go are current.
+func TestTraceability(t *testing.T) {
+	m, err := trace.Load("..")
+	require.NoError(t, err)
+	assert.Empty(t, m.Problems(), "run `go generate ./...` in conformance/ after fixing; `go run ./internal/tracegen -add-ids` proposes ids for new sentences")
+	total, checked, unchecked := m.Counts()
+	t.Logf("%d sentences: %d exercised by checks, %d without a check (reason given)", total, checked, unchecked)
+	doc, err := os.ReadFile("../docs/conformance.md")
+	require.NoError(t, err)
+	for _, line := range []string{
+		fmt.Sprintf("**Sentences with an id:** %d", total),
+		fmt.Sprintf("**Exercised by at least one check:** %d", checked),
+		fmt.Sprintf("**Without a check (reason given in the matrix):** %d", unchecked),
+	} {
+		assert.Contains(t, string(doc), line, "docs/conformance.md §9 states the counts")
+	}
+
+	files, err := trace.Generate("..")
+	require.NoError(t, err)
+	for path, want := range files {
+		got, err := os.ReadFile(filepath.Join("..", path))
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(want, got), "%s is stale: run `go generate ./...` in conformance/", path)
+	}
+}
+
+// TestTraceabilityCatchesGaps feeds the parser a spec with the defects the
+// traceability test exists for.
+func TestTraceabilityCatchesGaps(t *testing.T) {
+	spec := trace.Parse(strings.Join([]string{
+		`<a id="s6-1-3"></a>`,
+		"A driver MUST do one thing. [R-6.1.3-one-thing] It SHOULD do another, e.g. this.",
+		"",
+		"| Condition | Code | What the core does |",
+		"|---|---|---|",
+		"| Tagged [R-6.1.3-tagged-row] | `NOT_FOUND` | x |",
+		"| Untagged | `INTERNAL` | y |",
+		"",
+		"- `MUST` in code is a name. A MUST in a list item. [R-6.1.3-one-thing]",
+	}, "\n"))
+	var ids []string
+	for _, s := range spec.Sentences {
+		ids = append(ids, s.ID)
+	}
+	assert.Equal(t, []string{"R-6.1.3-one-thing", "R-6.1.3-tagged-row", "R-6.1.3-one-thing"}, ids)
+	assert.Equal(t, "A driver MUST do one thing.", spec.Sentences[0].Text)
+	assert.Equal(t, "Tagged → `NOT_FOUND`", spec.Sentences[1].Text)
+	assert.Equal(t, []string{"R-6.1.3-one-thing"}, spec.Duplicates)
+	require.Len(t, spec.Untagged, 2)
+	assert.Equal(t, "It SHOULD do another, e.g. this.", spec.Untagged[0].Text)
+	assert.True(t, spec.Untagged[1].Row)
+	assert.Equal(t, "Untagged → `INTERNAL`", spec.Untagged[1].Text)
+
+	m := &trace.Matrix{Spec: spec, Checks: &trace.Checks{ByID: map[string][]string{"R-9-nowhere": {"X/y"}}}}
+	problems := strings.Join(m.Problems(), "\n")
+	assert.Contains(t, problems, "R-9-nowhere (checks X/y), which docs/driver-api.md does not have")
+	assert.Contains(t, problems, "R-6.1.3-tagged-row (docs/driver-api.md:6) has no check and no reason")
+	assert.Contains(t, problems, "without an id: It SHOULD do another")
+}
