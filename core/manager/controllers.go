@@ -43,7 +43,6 @@ func (m *Manager) setupControllers(dc *driver.Client) error {
 			NodeConditions:                m.opts.NodeConditions,
 			BootstrapTokenAuthExtraGroups: m.opts.BootstrapTokenAuthExtraGroups,
 			ResourceExhaustedRetry:        m.opts.ResourceExhaustedRetry,
-			VMStatusCheckPeriod:           m.opts.vmStatusCheckPeriod(),
 			MaxConcurrentReconciles:       workers,
 		},
 	}
