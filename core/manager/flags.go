@@ -75,6 +75,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 		"machines of one MachineDeployment the health timeout may fail at a time, a count or a percentage of replicas (\"10%\")")
 	fs.DurationVar(&o.ResourceExhaustedRetry, "resource-exhausted-retry", o.ResourceExhaustedRetry,
 		"retry period after a create failed with RESOURCE_EXHAUSTED (no capacity or quota)")
+	fs.DurationVar(&o.MachineVMStatusCheckPeriod, "machine-vm-statuscheck-period", o.MachineVMStatusCheckPeriod,
+		"without a target cluster (--target-kubeconfig=none): how often each Available machine's VM is looked up, a machine whose VM is gone is replaced through the health timeout; 0: never")
 
 	fs.BoolVar(&o.AutoscalerScaleDownAnnotationDuringRollout, "autoscaler-scaledown-annotation-during-rollout",
 		o.AutoscalerScaleDownAnnotationDuringRollout,

@@ -117,6 +117,11 @@ type Options struct {
 	NodeConditions                []string      // --node-conditions
 	BootstrapTokenAuthExtraGroups []string      // --bootstrap-token-auth-extra-groups
 	ResourceExhaustedRetry        time.Duration // --resource-exhausted-retry
+	// MachineVMStatusCheckPeriod (--machine-vm-statuscheck-period) is how
+	// often, without a target cluster, the Machine controller asks the
+	// driver whether an Available machine's VM still exists; 0 turns the
+	// check off. With a target cluster the Node tells, and it never runs.
+	MachineVMStatusCheckPeriod time.Duration
 	// MachineMaxReplacements (--machine-max-replacements) is how many
 	// machines of one MachineDeployment may be failed by the health timeout
 	// at a time: a count ("1", MCM's fixed value) or a percentage of the
@@ -192,15 +197,16 @@ func DefaultOptions() Options {
 		DriverListTimeout:   driver.DefaultListTimeout,
 		DriverCallTimeout:   driver.DefaultCallTimeout,
 
-		MachineCreationTimeout:   machine.DefaultCreationTimeout,
-		MachineHealthTimeout:     machine.DefaultHealthTimeout,
-		MachineDrainTimeout:      machine.DefaultDrainTimeout,
-		MachineMaxEvictRetries:   360,
-		MachinePVDetachTimeout:   2 * time.Minute,
-		MachinePVReattachTimeout: 90 * time.Second,
-		NodeConditions:           append([]string(nil), machine.DefaultNodeConditions...),
-		ResourceExhaustedRetry:   machine.DefaultResourceExhaustedRetry,
-		MachineMaxReplacements:   meltdown.DefaultMaxReplacements,
+		MachineCreationTimeout:     machine.DefaultCreationTimeout,
+		MachineHealthTimeout:       machine.DefaultHealthTimeout,
+		MachineDrainTimeout:        machine.DefaultDrainTimeout,
+		MachineMaxEvictRetries:     360,
+		MachinePVDetachTimeout:     2 * time.Minute,
+		MachinePVReattachTimeout:   90 * time.Second,
+		NodeConditions:             append([]string(nil), machine.DefaultNodeConditions...),
+		ResourceExhaustedRetry:     machine.DefaultResourceExhaustedRetry,
+		MachineVMStatusCheckPeriod: machine.DefaultVMStatusCheckPeriod,
+		MachineMaxReplacements:     meltdown.DefaultMaxReplacements,
 
 		AutoscalerScaleDownAnnotationDuringRollout: true,
 
@@ -274,6 +280,9 @@ func (o *Options) Validate() error {
 		bad("--leader-elect-renew-deadline (%v) must be longer than --leader-elect-retry-period (%v)",
 			o.LeaderElectRenewDeadline, o.LeaderElectRetryPeriod)
 	}
+	if o.MachineVMStatusCheckPeriod < 0 {
+		bad("--machine-vm-statuscheck-period must not be negative (0 turns the check off), got %v", o.MachineVMStatusCheckPeriod)
+	}
 	if o.MachineMaxEvictRetries < 0 {
 		bad("--machine-max-evict-retries must not be negative, got %d", o.MachineMaxEvictRetries)
 	}
@@ -294,6 +303,15 @@ func (o *Options) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// vmStatusCheckPeriod is --machine-vm-statuscheck-period as the Machine
+// controller takes it: negative for off.
+func (o *Options) vmStatusCheckPeriod() time.Duration {
+	if o.MachineVMStatusCheckPeriod == 0 {
+		return -1
+	}
+	return o.MachineVMStatusCheckPeriod
 }
 
 // leaderElectionNamespace is where the Lease lives.

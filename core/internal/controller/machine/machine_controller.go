@@ -67,7 +67,8 @@ type Reconciler struct {
 	// Options tune the controller; zero fields take their defaults.
 	Options Options
 
-	written writtenVersions
+	written  writtenVersions
+	vmChecks vmChecks
 }
 
 // Field indexes of the controller's Machine cache. The names carry the
@@ -220,6 +221,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// cache shows; a permit it may hold from being failed is no longer
 		// needed, and would outlive the machine.
 		r.releasePermit(m)
+		r.vmChecks.forget(m.UID)
 		res, err = r.reconcileDelete(ctx, s)
 	}
 	if perr := r.patch(ctx, s); perr != nil {
@@ -247,6 +249,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (result, err
 		r.reconcileCreate,
 		r.reconcileNodeTemplate,
 		r.reconcileHealth,
+		r.reconcileVMCheck,
 	)
 }
 

@@ -67,15 +67,25 @@ func (r *Reconciler) reconcileHealth(ctx context.Context, s *scope) (result, err
 		}
 		return result{}, nil
 	}
+	return r.reconcileUnhealthy(ctx, s, why)
+}
 
-	// Unhealthy. The health timeout counts from the first unhealthy
+// reconcileUnhealthy is the health path of a machine found unhealthy (why
+// says how): a Running machine (or, without a target cluster, an Available
+// one whose VM is gone, machine_vmcheck.go) becomes Unknown, and an Unknown
+// one becomes Failed once it has been unhealthy for the health timeout,
+// unless the freeze gate is closed or the meltdown guard holds it back.
+func (r *Reconciler) reconcileUnhealthy(ctx context.Context, s *scope, why string) (result, error) {
+	m := s.machine
+	phase := m.Status.CurrentStatus.Phase
+	// The health timeout counts from the first unhealthy
 	// observation, stored on the Machine so that neither a restart nor a
 	// status write resets it.
 	if m.Status.UnhealthySince == nil {
 		t := metav1.NewTime(s.now)
 		m.Status.UnhealthySince = &t
 	}
-	if phase == v1alpha1.MachineRunning {
+	if phase == v1alpha1.MachineRunning || phase == v1alpha1.MachineAvailable {
 		setPhase(s, v1alpha1.MachineUnknown, true)
 		setLastOperation(s, v1alpha1.MachineOperationHealthCheck, v1alpha1.MachineStateProcessing, "",
 			fmt.Sprintf("Machine is unhealthy: %s", why))

@@ -20,6 +20,8 @@ const (
 	DefaultUnreachableThreshold    = 5 * time.Minute
 	DefaultMaxConcurrentReconciles = 50
 	DefaultReplacementRecheck      = 30 * time.Second
+	DefaultVMStatusCheckPeriod     = 5 * time.Minute
+	DefaultVMStatusCheckRate       = 10
 )
 
 // DefaultNodeConditions are the node conditions that make a machine
@@ -72,6 +74,15 @@ type Options struct {
 	// from becoming Failed asks again.
 	ReplacementRecheck time.Duration
 
+	// VMStatusCheckPeriod (--machine-vm-statuscheck-period) is how often,
+	// without a target cluster, the controller asks the driver whether the
+	// VM of an Available (or Unknown) machine still exists
+	// (machine_vmcheck.go). Negative: never.
+	VMStatusCheckPeriod time.Duration
+	// VMStatusCheckRate bounds those calls, in calls per second for the
+	// whole controller, so that a thousand machines never burst the driver.
+	VMStatusCheckRate float64
+
 	// MaxConcurrentReconciles (--concurrent-syncs) is the number of workers.
 	MaxConcurrentReconciles int
 }
@@ -94,6 +105,12 @@ func (o Options) withDefaults() Options {
 	def(&o.UnreachableThreshold, DefaultUnreachableThreshold)
 	def(&o.ReplacementRecheck, DefaultReplacementRecheck)
 	def(&o.PVDetachTimeout, drain.DefaultDetachTimeout)
+	if o.VMStatusCheckPeriod == 0 {
+		o.VMStatusCheckPeriod = DefaultVMStatusCheckPeriod
+	}
+	if o.VMStatusCheckRate <= 0 {
+		o.VMStatusCheckRate = DefaultVMStatusCheckRate
+	}
 	if o.NodeConditions == nil {
 		o.NodeConditions = DefaultNodeConditions
 	}

@@ -166,6 +166,18 @@ var (
 		}),
 		otherwise: reaction{proceed: true, warn: true},
 	}
+	// statusForHealthTable: §6.4.4, column Health check (the VM check
+	// without a target cluster, §11.5). OK and NOT_FOUND are the answers
+	// "the VM is there" and "the VM is gone"; after any failure nothing is
+	// known about the VM and the check runs again after the period.
+	statusForHealthTable = callTable{
+		rpc: "GetMachineStatus", flow: v1alpha1.MachineOperationHealthCheck,
+		codes: withRows(transientShort, map[codes.Code]reaction{
+			codes.NotFound:      {proceed: true},
+			codes.Unimplemented: {retry: retryLong, brokenDriver: true},
+		}),
+		otherwise: reaction{retry: retryMedium},
+	}
 	// deleteMachineTable: §6.3.4. NOT_FOUND is tolerated as OK.
 	deleteMachineTable = callTable{
 		rpc: "DeleteMachine", flow: v1alpha1.MachineOperationDelete,

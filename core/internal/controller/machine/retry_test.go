@@ -87,6 +87,21 @@ func TestReactionTables(t *testing.T) {
 		{statusForDeleteTable, codes.Unknown, short},
 		{statusForDeleteTable, codes.Unimplemented, broken},
 
+		// GetMachineStatus in the VM check without a target cluster,
+		// §6.4.4 and §11.5: only OK and NOT_FOUND are answers.
+		{statusForHealthTable, codes.OK, proceed},
+		{statusForHealthTable, codes.NotFound, proceed},
+		{statusForHealthTable, codes.FailedPrecondition, medium},
+		{statusForHealthTable, codes.InvalidArgument, medium},
+		{statusForHealthTable, codes.Unauthenticated, medium},
+		{statusForHealthTable, codes.PermissionDenied, medium},
+		{statusForHealthTable, codes.Aborted, short},
+		{statusForHealthTable, codes.Unavailable, short},
+		{statusForHealthTable, codes.DeadlineExceeded, short},
+		{statusForHealthTable, codes.Internal, medium},
+		{statusForHealthTable, codes.Unknown, short},
+		{statusForHealthTable, codes.Unimplemented, broken},
+
 		// DeleteMachine, §6.3.4.
 		{deleteMachineTable, codes.OK, proceed},
 		{deleteMachineTable, codes.NotFound, proceed},

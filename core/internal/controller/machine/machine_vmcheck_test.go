@@ -1,0 +1,232 @@
+package machine
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/safety/meltdown"
+	"github.com/machina-io/machina/core/testenv"
+	"github.com/machina-io/machina/drivers/inmemory"
+	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
+)
+
+// TestVMStatusCheck runs the scenarios of the VM check without a target
+// cluster (machine_vmcheck.go) against one API server, each in its own
+// namespace with its own inmemory driver on a Unix socket and its own
+// manager.
+func TestVMStatusCheck(t *testing.T) {
+	env := testenv.Start(t)
+	scenarios := []struct {
+		name string
+		run  func(t *testing.T, env *testenv.Env)
+	}{
+		{"lost VMs are replaced within the meltdown limit", testLostVMsReplaced},
+		{"a failing driver fails no machine", testVMCheckTransientErrors},
+		{"checks are paced", testVMCheckPaced},
+	}
+	for _, s := range scenarios {
+		t.Run(s.name, func(t *testing.T) { s.run(t, env) })
+	}
+}
+
+// vmCheckWorld is a world without a target cluster whose VM checks run
+// every period.
+func vmCheckWorld(t *testing.T, env *testenv.Env, period time.Duration) *world {
+	w := newWorld(t, env, env, inmemory.Options{})
+	w.noTarget = true
+	w.opts.VMStatusCheckPeriod = period
+	w.opts.VMStatusCheckRate = 1000
+	w.class("small", nil)
+	return w
+}
+
+// deleteVM deletes the machine's VM in the driver, behind the manager's
+// back, as a provider that lost it would.
+func (w *world) deleteVM(name string) {
+	w.t.Helper()
+	m := w.get(name)
+	require.NotNil(w.t, m)
+	_, err := w.mem.DeleteMachine(w.ctx, &driverv1alpha1.DeleteMachineRequest{
+		Machine:      &driverv1alpha1.Machine{Name: name, Namespace: w.ns, ProviderId: m.Spec.ProviderID},
+		MachineClass: &driverv1alpha1.MachineClass{Name: m.Spec.Class.Name, Namespace: w.ns, ProviderSpec: []byte(`{}`)},
+	})
+	require.NoError(w.t, err)
+}
+
+// The driver loses the VMs of all eight machines of a MachineDeployment.
+// Each machine turns Unknown, then Failed once its health timeout has
+// passed, but never more than the replacement limit of two at a time. The
+// test plays the MachineSet: it deletes the Failed machines, and each one
+// gone lets the next fail.
+func testLostVMsReplaced(t *testing.T, env *testenv.Env) {
+	w := vmCheckWorld(t, env, 200*time.Millisecond)
+	w.opts.ReplacementRecheck = 200 * time.Millisecond
+	md := &v1alpha1.MachineDeployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "md1"},
+		Spec: v1alpha1.MachineDeploymentSpec{
+			Replicas: 8,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "md1"}},
+			Template: v1alpha1.MachineTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"pool": "md1"}},
+				Spec:       v1alpha1.MachineSpec{Class: v1alpha1.ClassSpec{Kind: "MachineClass", Name: "small"}},
+			},
+		},
+	}
+	require.NoError(t, env.Client.Create(w.ctx, md))
+	w.configure = func(r *Reconciler, cached client.Client) {
+		r.Meltdown = meltdown.NewGuard(cached, intstr.FromInt32(2))
+	}
+	w.start()
+	var names []string
+	for i := range 8 {
+		name := fmt.Sprintf("v%d", i)
+		names = append(names, name)
+		w.machine(name, "small", func(m *v1alpha1.Machine) {
+			m.Labels = map[string]string{"pool": "md1", v1alpha1.MachineDeploymentNameLabel: "md1"}
+			m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineHealthTimeout: &metav1.Duration{Duration: time.Second}}
+		})
+	}
+	for _, name := range names {
+		w.waitPhase(name, v1alpha1.MachineAvailable, waitLong)
+	}
+	// Healthy VMs keep their machines Available through several checks.
+	checksBefore := len(w.drv.callTimes(inmemory.MethodGetMachineStatus))
+	require.Eventually(t, func() bool {
+		return len(w.drv.callTimes(inmemory.MethodGetMachineStatus)) >= checksBefore+3*len(names)
+	}, waitLong, 20*time.Millisecond, "the VMs are checked periodically")
+	for _, name := range names {
+		assert.Equal(t, v1alpha1.MachineAvailable, w.get(name).Status.CurrentStatus.Phase, name)
+	}
+
+	rw := watchReplacing(t, w.ctx, env, w.ns)
+	for _, name := range names {
+		w.deleteVM(name)
+	}
+	for _, name := range names {
+		w.waitPhase(name, v1alpha1.MachineUnknown, waitLong)
+	}
+	note := w.waitEvent(names[0], corev1.EventTypeWarning, reasonUnhealthy)
+	assert.Contains(t, note, "does not find VM")
+
+	remaining := map[string]bool{}
+	for _, n := range names {
+		remaining[n] = true
+	}
+	for len(remaining) > 0 {
+		want := min(2, len(remaining))
+		var failed, held []string
+		require.Eventually(t, func() bool {
+			failed, held = nil, nil
+			for name := range remaining {
+				m := &v1alpha1.Machine{}
+				if err := env.Client.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: name}, m); err != nil {
+					return false
+				}
+				switch {
+				case m.Status.CurrentStatus.Phase == v1alpha1.MachineFailed:
+					failed = append(failed, name)
+				case strings.Contains(m.Status.LastOperation.Description, "already has its limit of 2 machines being replaced"):
+					held = append(held, name)
+				}
+			}
+			return len(failed) == want && len(held) == len(remaining)-want
+		}, waitLong, 50*time.Millisecond, "want %d Failed and the rest held by the limit", want)
+		for _, name := range failed {
+			m := w.get(name)
+			assert.Contains(t, m.Status.LastOperation.Description, "does not find VM", name)
+			w.delete(name)
+		}
+		for _, name := range failed {
+			w.waitGone(name, waitLong)
+			delete(remaining, name)
+		}
+	}
+	most, which := rw.highest()
+	assert.LessOrEqual(t, most, 2, "machines being replaced at one moment: %s", which)
+	assert.Empty(t, w.mem.VMs(), "no VM is created for a machine whose VM was lost")
+}
+
+// The driver answers UNAVAILABLE, then INTERNAL, to every GetMachineStatus
+// for longer than the health timeout: nothing is known about the VM, and
+// the machine stays Available (with a VMCheckFailed event). Once the
+// driver answers again and the VM is gone, the machine fails by the health
+// path.
+func testVMCheckTransientErrors(t *testing.T, env *testenv.Env) {
+	w := vmCheckWorld(t, env, 100*time.Millisecond)
+	w.start()
+	w.machine("t1", "small", func(m *v1alpha1.Machine) {
+		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineHealthTimeout: &metav1.Duration{Duration: 500 * time.Millisecond}}
+	})
+	w.waitPhase("t1", v1alpha1.MachineAvailable, waitLong)
+
+	for _, code := range []codes.Code{codes.Unavailable, codes.Internal} {
+		w.mem.SetFault(inmemory.MethodGetMachineStatus, inmemory.Fault{Code: code})
+		before, start := w.mem.Calls(inmemory.MethodGetMachineStatus), time.Now()
+		// Failed checks over four health timeouts (retry after 100ms for
+		// UNAVAILABLE, 1s for INTERNAL).
+		require.Eventually(t, func() bool {
+			return time.Since(start) > 2*time.Second && w.mem.Calls(inmemory.MethodGetMachineStatus) >= before+2
+		}, waitLong, 50*time.Millisecond, "the VM is checked while the driver fails")
+		m := w.get("t1")
+		assert.Equal(t, v1alpha1.MachineAvailable, m.Status.CurrentStatus.Phase, "a %s from the driver fails no machine", code)
+		assert.Nil(t, m.Status.UnhealthySince)
+		w.waitEvent("t1", corev1.EventTypeWarning, reasonVMCheckFailed)
+	}
+	w.mem.ClearFaults()
+
+	w.deleteVM("t1")
+	m := w.waitPhase("t1", v1alpha1.MachineFailed, waitLong)
+	assert.Contains(t, m.Status.LastOperation.Description, "does not find VM")
+	assert.Equal(t, []string{"", "Available", "Unknown", "Failed"}, withoutLeadingEmpty(w.rec.phasesOf("t1")))
+}
+
+// Twenty machines due every 50ms with at most 10 checks a second: the
+// driver never sees more than the limiter allows in any second, and every
+// machine is still checked.
+func testVMCheckPaced(t *testing.T, env *testenv.Env) {
+	w := vmCheckWorld(t, env, 50*time.Millisecond)
+	w.opts.VMStatusCheckRate = 10
+	w.start()
+	var names []string
+	for i := range 20 {
+		names = append(names, fmt.Sprintf("p%d", i))
+		w.machine(names[i], "small")
+	}
+	for _, name := range names {
+		w.waitPhase(name, v1alpha1.MachineAvailable, waitLong)
+	}
+	start := time.Now()
+	require.Eventually(t, func() bool { return time.Since(start) > 3*time.Second }, waitLong, 100*time.Millisecond)
+	var checks []time.Time
+	for _, c := range w.drv.callTimes(inmemory.MethodGetMachineStatus) {
+		if c.After(start) {
+			checks = append(checks, c)
+		}
+	}
+	// Unpaced, 20 machines every 50ms would be 400 calls a second.
+	require.NotEmpty(t, checks)
+	for i, c := range checks {
+		inSecond := 0
+		for _, d := range checks[i:] {
+			if d.Sub(c) < time.Second {
+				inSecond++
+			}
+		}
+		require.LessOrEqual(t, inSecond, 10+10, "calls in the second from %s (rate 10/s, burst 10)", c.Format(time.StampMilli))
+	}
+	assert.GreaterOrEqual(t, len(checks), 20, "the limiter paces the checks without stopping them")
+	for _, name := range names {
+		assert.Equal(t, v1alpha1.MachineAvailable, w.get(name).Status.CurrentStatus.Phase)
+	}
+}
