@@ -65,6 +65,10 @@ verify-node: ## Check the Node.js driver socket code of docs/writing-a-driver.md
 bench: ## Run the benchmarks (driver calls, scale-up/down, rollout, API server ceiling); BENCH_ARGS for options.
 	hack/bench.sh $(BENCH_ARGS)
 
+.PHONY: chaos
+chaos: ## Run the full fault suite (kills, API server outage, driver faults; docs/reliability.md); CHAOS_ARGS for options.
+	hack/chaos.sh $(CHAOS_ARGS)
+
 .PHONY: demo
 demo: ## Run the demo on a local API server (DEMO_ARGS=--keep keeps it running).
 	hack/demo.sh $(DEMO_ARGS)
