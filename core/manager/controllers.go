@@ -20,16 +20,18 @@ import (
 	"github.com/machina-io/machina/core/internal/driver"
 )
 
-// setupControllers registers every controller with the manager. Each gets
-// --concurrent-syncs workers. Without a target cluster the Node controller
-// does not run, and the others leave Nodes alone.
-func (m *Manager) setupControllers(dc *driver.Client) error {
+// setupControllers builds every controller and leader-only check of one
+// leadership term on mgr (term.go): what it adds runs only while this
+// replica leads. Each controller gets --concurrent-syncs workers. Without
+// a target cluster the Node controller does not run, and the others leave
+// Nodes alone.
+func (m *Manager) setupControllers(dc *driver.Client, mgr *term) error {
 	workers := m.opts.ConcurrentSyncs
 	// Interfaces stay nil (not typed nil) without a target cluster.
 	var target cluster.Cluster
 	var targetClient client.Client
 	if m.target != nil {
-		target = m.target
+		target = mgr.cluster(m.target)
 		targetClient = m.target.GetClient()
 	}
 
@@ -51,8 +53,8 @@ func (m *Manager) setupControllers(dc *driver.Client) error {
 	// API servers are unreachable, and fails at most
 	// --machine-max-replacements machines of a deployment at a time.
 	machines.Gate = m.gate
-	machines.Meltdown = meltdown.NewGuard(m.mgr.GetClient(), meltdown.MustParseLimit(m.opts.MachineMaxReplacements))
-	if err := machines.SetupWithManager(m.mgr, target); err != nil {
+	machines.Meltdown = meltdown.NewGuard(mgr.GetClient(), meltdown.MustParseLimit(m.opts.MachineMaxReplacements))
+	if err := machines.SetupWithManager(mgr, target); err != nil {
 		return fmt.Errorf("machine controller: %w", err)
 	}
 
@@ -61,25 +63,25 @@ func (m *Manager) setupControllers(dc *driver.Client) error {
 	// finalizer, which spares it a write per machine.
 	setOpts.NewMachineFinalizers = []string{v1alpha1.MachineFinalizer}
 	sets := &machineset.Reconciler{Gate: m.gate, Options: setOpts}
-	if err := sets.SetupWithManager(m.mgr, workers); err != nil {
+	if err := sets.SetupWithManager(mgr, workers); err != nil {
 		return fmt.Errorf("machineset controller: %w", err)
 	}
 
 	mdOpts := machinedeployment.DefaultOptions()
 	mdOpts.AutoscalerScaleDownAnnotationDuringRollout = m.opts.AutoscalerScaleDownAnnotationDuringRollout
 	deployments := &machinedeployment.Reconciler{Target: targetClient, Gate: m.gate, Options: mdOpts}
-	if err := deployments.SetupWithManager(m.mgr, workers); err != nil {
+	if err := deployments.SetupWithManager(mgr, workers); err != nil {
 		return fmt.Errorf("machinedeployment controller: %w", err)
 	}
 
-	if err := (&machineclass.Reconciler{}).SetupWithManager(m.mgr, workers); err != nil {
+	if err := (&machineclass.Reconciler{}).SetupWithManager(mgr, workers); err != nil {
 		return fmt.Errorf("machineclass controller: %w", err)
 	}
-	if err := (&secret.Reconciler{}).SetupWithManager(m.mgr, workers); err != nil {
+	if err := (&secret.Reconciler{}).SetupWithManager(mgr, workers); err != nil {
 		return fmt.Errorf("secret controller: %w", err)
 	}
 	if target != nil {
-		if err := (&node.Reconciler{}).SetupWithManager(m.mgr, target, workers); err != nil {
+		if err := (&node.Reconciler{}).SetupWithManager(mgr, target, workers); err != nil {
 			return fmt.Errorf("node controller: %w", err)
 		}
 	}
@@ -92,7 +94,7 @@ func (m *Manager) setupControllers(dc *driver.Client) error {
 		Period:    m.opts.MachineSafetyOrphanVMsPeriod,
 		Namespace: m.opts.Namespace,
 	}
-	if err := orphans.SetupWithManager(m.mgr); err != nil {
+	if err := orphans.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("orphan VM collector: %w", err)
 	}
 
@@ -103,13 +105,14 @@ func (m *Manager) setupControllers(dc *driver.Client) error {
 		SafetyDown: int32(m.opts.SafetyDown),
 		Period:     m.opts.MachineSafetyOvershootingPeriod,
 	}
-	if err := overshoots.SetupWithManager(m.mgr, workers); err != nil {
+	if err := overshoots.SetupWithManager(mgr, workers); err != nil {
 		return fmt.Errorf("overshoot safety controller: %w", err)
 	}
 
 	// The API server check freezes m.gate while an API server is
-	// unreachable and resets the health timeout of Unknown machines when it
-	// is back.
+	// unreachable (the election freezes it too, when it loses the lease),
+	// and when all are back resets the health timeout of Unknown machines,
+	// waits for the caches to catch up and unfreezes with a grace period.
 	clusters := make([]apiserver.Cluster, 0, len(m.probes))
 	for _, p := range m.probes {
 		clusters = append(clusters, apiserver.Cluster{Name: p.name, Config: p.config})
@@ -120,8 +123,10 @@ func (m *Manager) setupControllers(dc *driver.Client) error {
 		Namespace: m.opts.Namespace,
 		Period:    m.opts.MachineSafetyAPIServerStatusCheckPeriod,
 		Timeout:   m.opts.MachineSafetyAPIServerStatusCheckTimeout,
+		// The gate opens only once every cache has caught up.
+		CatchUp: m.caches.Wait,
 	}
-	if err := checker.SetupWithManager(m.mgr); err != nil {
+	if err := checker.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("API server safety check: %w", err)
 	}
 	return nil

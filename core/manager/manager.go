@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -21,6 +22,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/catchup"
+	"github.com/machina-io/machina/core/internal/controller/safety/apiserver"
 	"github.com/machina-io/machina/core/internal/driver"
 	"github.com/machina-io/machina/core/internal/freeze"
 )
@@ -31,16 +34,29 @@ const syncCheckTimeout = 500 * time.Millisecond
 
 // Manager is the machina manager: a controller-runtime manager on the
 // control cluster, with the target cluster added to it, and (once Run has
-// connected) the driver client.
+// connected) the driver client. The controller-runtime manager runs the
+// caches and the health and metrics servers in every replica; the
+// controllers run in leadership terms (leader.go, term.go).
 type Manager struct {
 	opts   Options
 	log    logr.Logger
-	mgr    ctrl.Manager
+	base   ctrl.Manager    // the process's manager; controllers go on a term
 	target cluster.Cluster // nil without a target cluster
 	// probes are the API servers the safety check probes.
 	probes []namedConfig
-	// gate is frozen by the API server safety check during an outage.
+	// gate is frozen by the API server safety check during an outage, and
+	// by the election when the lease is lost.
 	gate *freeze.Gate
+	// frozen is the metric mcm_machine_controller_frozen.
+	frozen prometheus.Gauge
+	// caches knows every informer of both clusters' caches, to tell when
+	// they have caught up with their API servers.
+	caches *catchup.Tracker
+	// indexes are the field indexes the terms' controllers declared.
+	indexes *fieldIndexes
+	// lock is the Lease this replica campaigns for (nil without
+	// --leader-elect).
+	lock *renewClock
 	ran  atomic.Bool
 }
 
@@ -64,6 +80,7 @@ func New(opts Options) (*Manager, error) {
 	}
 
 	syncPeriod := opts.MinResyncPeriod
+	caches := &catchup.Tracker{}
 	mgrOpts := ctrl.Options{
 		Scheme: scheme,
 		Logger: log,
@@ -75,19 +92,11 @@ func New(opts Options) (*Manager, error) {
 			// No controller reads managed fields; without them a cached
 			// object is about half the size, and cheaper to copy.
 			DefaultTransform: cache.TransformStripManagedFields(),
+			NewInformer:      caches.NewInformer("control"),
 		},
-		LeaderElection:             opts.LeaderElect,
-		LeaderElectionID:           LeaderElectionID,
-		LeaderElectionNamespace:    opts.leaderElectionNamespace(),
-		LeaderElectionConfig:       configs.leaderElection,
-		LeaderElectionResourceLock: "leases",
-		// Run returns right after the controllers stop, so giving the lease
-		// up at once is safe, and lets another replica take over without
-		// waiting out the lease.
-		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 &opts.LeaderElectLeaseDuration,
-		RenewDeadline:                 &opts.LeaderElectRenewDeadline,
-		RetryPeriod:                   &opts.LeaderElectRetryPeriod,
+		// The election is machina's own (leader.go): controller-runtime's
+		// ends the process when the lease is lost.
+		LeaderElection: false,
 		Metrics: metricsserver.Options{
 			BindAddress:   opts.MetricsBindAddress,
 			ExtraHandlers: extraMetricsHandlers(opts.Profiling),
@@ -103,13 +112,27 @@ func New(opts Options) (*Manager, error) {
 		return nil, fmt.Errorf("creating the controller manager: %w", err)
 	}
 
-	m := &Manager{opts: opts, log: log.WithName("manager"), mgr: mgr, probes: configs.probes, gate: &freeze.Gate{}}
+	frozen, err := apiserver.FrozenGauge(ctrlmetrics.Registry)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manager{opts: opts, log: log.WithName("manager"), base: mgr, probes: configs.probes, gate: &freeze.Gate{},
+		frozen: frozen, caches: caches, indexes: &fieldIndexes{}}
+	if opts.LeaderElect {
+		recorder := mgr.GetEventRecorderFor(LeaderElectionID) //nolint:staticcheck // the Lease's events, core/v1 like the others
+		lock, err := newLeaseLock(configs.leaderElection, opts.leaderElectionNamespace(), recorder, opts.LeaderElectRenewDeadline/2)
+		if err != nil {
+			return nil, err
+		}
+		m.lock = lock
+	}
 	if configs.target != nil {
 		target, err := cluster.New(configs.target, func(o *cluster.Options) {
 			o.Scheme = scheme
 			o.Logger = log.WithName("target")
 			o.Cache.SyncPeriod = &syncPeriod
 			o.Cache.DefaultTransform = cache.TransformStripManagedFields()
+			o.Cache.NewInformer = caches.NewInformer("target")
 		})
 		if err != nil {
 			return nil, fmt.Errorf("target cluster: %w", err)
@@ -136,11 +159,14 @@ func New(opts Options) (*Manager, error) {
 	return m, nil
 }
 
-// Run connects to the driver, registers the controllers and runs them
-// until ctx ends. It waits for the driver as long as ctx allows; the
-// health and metrics servers start once the driver is connected. It fails
-// at once when the driver does not serve this Driver API version. Run may
-// be called only once.
+// Run connects to the driver, then runs the caches and the health and
+// metrics servers, campaigns for the lease and runs the controllers while
+// it leads, until ctx ends. It waits for the driver as long as ctx allows;
+// the health and metrics servers start once the driver is connected. It
+// fails at once when the driver does not serve this Driver API version,
+// and when a server cannot listen. An unreachable API server is no reason
+// to return: the replica waits for it, frozen. Run may be called only
+// once.
 func (m *Manager) Run(ctx context.Context) error {
 	if !m.ran.CompareAndSwap(false, true) {
 		return errors.New("manager: Run called twice")
@@ -171,20 +197,121 @@ func (m *Manager) Run(ctx context.Context) error {
 
 	// Ready only while the driver answers its Probe: a core whose driver
 	// is gone can make no progress on machines.
-	if err := m.mgr.AddReadyzCheck("driver", dc.HealthChecker()); err != nil {
-		return err
-	}
-	if err := m.setupControllers(dc); err != nil {
+	if err := m.base.AddReadyzCheck("driver", dc.HealthChecker()); err != nil {
 		return err
 	}
 	info := dc.Info()
-	m.log.Info("Starting controllers", "namespace", m.opts.Namespace, "targetCluster", m.target != nil,
+	m.log.Info("Starting", "namespace", m.opts.Namespace, "targetCluster", m.target != nil,
 		"driver", info.Name, "driverVersion", info.VendorVersion, "leaderElection", m.opts.LeaderElect)
-	if err := m.mgr.Start(ctx); err != nil {
+
+	// The caches and servers stop only after the controllers have.
+	baseCtx, stopBase := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBase()
+	baseDone := make(chan error, 1)
+	go func() { baseDone <- m.base.Start(baseCtx) }()
+	leadCtx, stopLeading := context.WithCancel(ctx)
+	defer stopLeading()
+	leadDone := make(chan struct{})
+	go func() {
+		defer close(leadDone)
+		m.lead(leadCtx, dc)
+	}()
+
+	select {
+	case <-leadDone: // ctx ended
+	case err = <-baseDone:
+		if err == nil {
+			err = errors.New("the controller manager stopped")
+		}
+		stopLeading()
+		<-leadDone
+	}
+	stopBase()
+	if err == nil {
+		err = <-baseDone
+	}
+	if err != nil {
 		return fmt.Errorf("running the controllers: %w", err)
 	}
 	m.log.Info("Stopped")
 	return nil
+}
+
+// catchUpTimeout bounds one attempt to see every cache catch up.
+const catchUpTimeout = time.Minute
+
+// lead runs leadership terms until ctx ends: with --leader-elect while
+// this replica holds the lease, else one after the other. A term first
+// waits until the caches have caught up with the API servers, then builds
+// the controllers and runs them.
+func (m *Manager) lead(ctx context.Context, dc *driver.Client) {
+	terms := 0
+	runTerm := func(ctx context.Context) error {
+		if m.lock != nil {
+			// A replica that saw the API server go away while it
+			// campaigned (a standby taking over after an outage) starts
+			// frozen, as the leader that lost the lease is: the API
+			// server check unfreezes once the outage is dealt with.
+			if since, ok := m.lock.takeOutage(); ok {
+				m.gate.Freeze(fmt.Sprintf("the control API server was unreachable from %s while this replica campaigned",
+					since.UTC().Format(time.RFC3339)), since)
+				m.markFrozen()
+			}
+		}
+		if err := m.waitCaughtUp(ctx); err != nil {
+			return err
+		}
+		t := newTerm(m.base, m.indexes, m.opts.skipNameValidation || terms > 0)
+		terms++
+		if err := m.setupControllers(dc, t); err != nil {
+			return fmt.Errorf("setting up the controllers: %w", err)
+		}
+		return t.run(ctx)
+	}
+	if m.lock != nil {
+		(&elector{m: m, lock: m.lock, runTerm: runTerm}).run(ctx)
+		return
+	}
+	// Without election this replica always leads; a term that failed (its
+	// setup found no API server) is started again.
+	for ctx.Err() == nil {
+		if err := runTerm(ctx); err != nil && ctx.Err() == nil {
+			m.log.Error(err, "The controllers stopped; starting them again")
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(m.opts.LeaderElectRetryPeriod):
+		}
+	}
+}
+
+// waitCaughtUp returns once every informer cache has caught up with its
+// API server (catchup.Tracker), retrying while an API server does not
+// answer, or when ctx ends.
+func (m *Manager) waitCaughtUp(ctx context.Context) error {
+	for {
+		err := m.caches.Wait(ctx, catchUpTimeout)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		m.log.Info("Waiting for the caches to catch up before starting the controllers", "error", err.Error())
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(m.opts.LeaderElectRetryPeriod):
+		}
+	}
+}
+
+// markFrozen sets mcm_machine_controller_frozen after the election froze
+// the gate; the API server check keeps it in step from then on.
+func (m *Manager) markFrozen() {
+	if m.gate.Frozen() {
+		m.frozen.Set(1)
+	}
 }
 
 // informersSynced is the "informers" readiness check: ready once the
@@ -193,7 +320,7 @@ func (m *Manager) Run(ctx context.Context) error {
 func (m *Manager) informersSynced(req *http.Request) error {
 	ctx, cancel := context.WithTimeout(req.Context(), syncCheckTimeout)
 	defer cancel()
-	if !m.mgr.GetCache().WaitForCacheSync(ctx) {
+	if !m.base.GetCache().WaitForCacheSync(ctx) {
 		return errors.New("control cluster cache not synced")
 	}
 	if m.target != nil && !m.target.GetCache().WaitForCacheSync(ctx) {

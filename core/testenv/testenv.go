@@ -9,8 +9,13 @@
 package testenv
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,6 +49,9 @@ type Env struct {
 	// Kubeconfig is the path of a kubeconfig file for Config, for code and
 	// processes that take a --kubeconfig flag.
 	Kubeconfig string
+
+	env     *envtest.Environment
+	certDir string // set by Restartable
 }
 
 // Option changes how Start sets up the environment.
@@ -51,6 +59,15 @@ type Option func(*options)
 
 type options struct {
 	withoutCRDs bool
+	certDir     string
+}
+
+// Restartable keeps the API server's certificates in dir, so that
+// StopAPIServer and StartAPIServer can take it away and bring it back on
+// the same address with the same certificates: clients made before the
+// outage work again after it, as with a real API server that restarts.
+func Restartable(dir string) Option {
+	return func(o *options) { o.certDir = dir }
 }
 
 // WithoutCRDs starts a plain API server without machina's CRDs, for example
@@ -79,6 +96,9 @@ func Start(t testing.TB, opts ...Option) *Env {
 	}
 
 	env := &envtest.Environment{Scheme: scheme}
+	if o.certDir != "" {
+		env.ControlPlane.APIServer = &envtest.APIServer{CertDir: o.certDir}
+	}
 	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
 		env.ControlPlaneStartTimeout = startTimeout
 	}
@@ -116,7 +136,66 @@ func Start(t testing.TB, opts ...Option) *Env {
 		t.Fatalf("testenv: writing kubeconfig: %v", err)
 	}
 
-	return &Env{Config: cfg, Client: c, Scheme: scheme, Kubeconfig: kubeconfig}
+	return &Env{Config: cfg, Client: c, Scheme: scheme, Kubeconfig: kubeconfig, env: env, certDir: o.certDir}
+}
+
+// StopAPIServer kills the kube-apiserver (SIGKILL), leaving etcd running:
+// an outage of the API server. A graceful stop is no outage (clients are
+// told to go elsewhere) and may wait a minute for open watches. Start the
+// Env with Restartable to bring it back.
+func (e *Env) StopAPIServer() error {
+	if e.certDir == "" {
+		return errors.New("testenv: StopAPIServer needs an Env started with Restartable")
+	}
+	pids, err := processesWithArg("kube-apiserver", e.certDir)
+	if err != nil {
+		return err
+	}
+	if len(pids) != 1 {
+		return fmt.Errorf("testenv: want one kube-apiserver with %s, found %d", e.certDir, len(pids))
+	}
+	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+		return fmt.Errorf("testenv: killing kube-apiserver: %w", err)
+	}
+	// envtest sees the process gone and forgets it.
+	return e.env.ControlPlane.GetAPIServer().Stop()
+}
+
+// processesWithArg lists the processes whose command is named name and
+// has an argument containing arg.
+func processesWithArg(name, arg string) ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("testenv: listing processes: %w", err)
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+		if len(args) == 0 || filepath.Base(args[0]) != name {
+			continue
+		}
+		for _, a := range args[1:] {
+			if strings.Contains(a, arg) {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	return pids, nil
+}
+
+// StartAPIServer starts the kube-apiserver stopped by StopAPIServer again,
+// on the same address, and returns once it serves.
+func (e *Env) StartAPIServer() error {
+	return e.env.ControlPlane.GetAPIServer().Start()
 }
 
 // NewScheme returns a scheme with the client-go built-in types and

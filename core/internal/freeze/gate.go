@@ -1,5 +1,6 @@
 // Package freeze holds the process-wide safety gate that the API server
-// checker closes while the control or target API server is unreachable.
+// checker (and the manager, when it loses its lease to an outage) closes
+// while the control or target API server is unreachable.
 //
 // The gate is deliberately tiny and has no dependencies: the controllers
 // that must stand still during an outage (the Machine controller's health
@@ -18,11 +19,14 @@ import (
 // frozen, so a controller may hold an optional *Gate field. All methods are
 // safe for concurrent use.
 type Gate struct {
-	mu      sync.RWMutex
-	frozen  bool
-	reason  string
-	since   time.Time
-	changed chan struct{} // closed and replaced on every state change
+	mu     sync.RWMutex
+	frozen bool
+	reason string
+	since  time.Time
+	// graceUntil ends the grace period after the last unfreeze: until
+	// then timeouts still fail no machine.
+	graceUntil time.Time
+	changed    chan struct{} // closed and replaced on every state change
 }
 
 // Frozen reports whether the gate is frozen.
@@ -46,7 +50,8 @@ func (g *Gate) Reason() string {
 	return g.reason
 }
 
-// Since is when the gate was frozen; the zero time while it is open.
+// Since is when the outage that froze the gate began (the time given to
+// the first Freeze); the zero time while it is open.
 func (g *Gate) Since() time.Time {
 	if g == nil {
 		return time.Time{}
@@ -56,26 +61,53 @@ func (g *Gate) Since() time.Time {
 	return g.since
 }
 
-// Freeze closes the gate with reason, at time now. Freezing a frozen gate
-// only updates the reason (the time it was frozen stays). It reports whether
-// the gate was open before.
-func (g *Gate) Freeze(reason string, now time.Time) bool {
+// Freeze closes the gate with reason, for an outage that began at since.
+// Freezing a frozen gate updates the reason and keeps the earlier of the
+// two times. It reports whether the gate was open before.
+func (g *Gate) Freeze(reason string, since time.Time) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.reason = reason
 	if g.frozen {
+		if since.Before(g.since) {
+			g.since = since
+		}
 		return false
 	}
 	g.frozen = true
-	g.since = now
+	g.since = since
 	g.notifyLocked()
 	return true
 }
 
-// Unfreeze opens the gate. It reports whether the gate was frozen before.
+// Unfreeze opens the gate without a grace period. It reports whether the
+// gate was frozen before.
 func (g *Gate) Unfreeze() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	return g.unfreezeLocked()
+}
+
+// UnfreezeWithGrace opens the gate at now and starts a grace period as long
+// as the outage was (now minus Since): until it ends, HoldsTimeouts stays
+// true. What a Node went through while nobody could see it (it lost its
+// heartbeat, its kubelet restarted) takes about as long to settle as the
+// outage lasted; a machine must not be failed for that. It reports whether
+// the gate was frozen before, and the grace period.
+func (g *Gate) UnfreezeWithGrace(now time.Time) (bool, time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.frozen {
+		return false, 0
+	}
+	grace := max(now.Sub(g.since), 0)
+	if until := now.Add(grace); until.After(g.graceUntil) {
+		g.graceUntil = until
+	}
+	return g.unfreezeLocked(), grace
+}
+
+func (g *Gate) unfreezeLocked() bool {
 	if !g.frozen {
 		return false
 	}
@@ -84,6 +116,29 @@ func (g *Gate) Unfreeze() bool {
 	g.since = time.Time{}
 	g.notifyLocked()
 	return true
+}
+
+// HoldsTimeouts reports whether, at now, a machine's health or creation
+// timeout must not fail it: while the gate is frozen and during the grace
+// period after UnfreezeWithGrace.
+func (g *Gate) HoldsTimeouts(now time.Time) bool {
+	if g == nil {
+		return false
+	}
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.frozen || now.Before(g.graceUntil)
+}
+
+// GraceUntil is when the grace period after the last UnfreezeWithGrace ends
+// (the zero time if there was none).
+func (g *Gate) GraceUntil() time.Time {
+	if g == nil {
+		return time.Time{}
+	}
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.graceUntil
 }
 
 // Changed returns a channel that is closed at the next change of the gate

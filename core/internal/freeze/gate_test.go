@@ -105,3 +105,50 @@ func TestGateConcurrentUse(t *testing.T) {
 		assert.True(t, g.Since().IsZero())
 	}
 }
+
+func TestFreezeKeepsTheEarliestStart(t *testing.T) {
+	var g Gate
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	g.Freeze("lost the lease", t0.Add(10*time.Second))
+	g.Freeze("control API server unreachable", t0)
+	assert.Equal(t, t0, g.Since(), "a later freeze for an outage that began earlier moves the start back")
+	g.Freeze("control API server unreachable", t0.Add(time.Minute))
+	assert.Equal(t, t0, g.Since())
+}
+
+func TestUnfreezeWithGraceHoldsTimeoutsAsLongAsTheOutage(t *testing.T) {
+	var g Gate
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	assert.False(t, g.HoldsTimeouts(t0), "an open gate without a past outage holds nothing")
+
+	g.Freeze("x", t0)
+	assert.True(t, g.HoldsTimeouts(t0.Add(time.Hour)), "a frozen gate holds timeouts")
+
+	up := t0.Add(90 * time.Second)
+	opened, grace := g.UnfreezeWithGrace(up)
+	require.True(t, opened)
+	assert.Equal(t, 90*time.Second, grace)
+	assert.False(t, g.Frozen())
+	assert.Equal(t, up.Add(90*time.Second), g.GraceUntil())
+	assert.True(t, g.HoldsTimeouts(up.Add(89*time.Second)), "within the grace period")
+	assert.False(t, g.HoldsTimeouts(up.Add(90*time.Second)), "after the grace period")
+
+	// A short second outage does not cut the first one's grace short.
+	g.Freeze("y", up.Add(time.Second))
+	opened, grace = g.UnfreezeWithGrace(up.Add(3 * time.Second))
+	require.True(t, opened)
+	assert.Equal(t, 2*time.Second, grace)
+	assert.Equal(t, up.Add(90*time.Second), g.GraceUntil())
+
+	// Opening an open gate starts no grace.
+	opened, grace = g.UnfreezeWithGrace(up.Add(time.Hour))
+	assert.False(t, opened)
+	assert.Zero(t, grace)
+	assert.Equal(t, up.Add(90*time.Second), g.GraceUntil())
+}
+
+func TestNilGateHoldsNoTimeouts(t *testing.T) {
+	var g *Gate
+	assert.False(t, g.HoldsTimeouts(time.Now()))
+	assert.True(t, g.GraceUntil().IsZero())
+}

@@ -282,9 +282,9 @@ func (r *Reconciler) invalidResponse(s *scope, t callTable, err error) (result, 
 // failCreation sets the phase and lastOperation of a failed creation pass.
 func (r *Reconciler) failCreation(s *scope, errorCode, desc string) {
 	phase := v1alpha1.MachineCrashLoopBackOff
-	// While frozen the timeout fails nothing: the failure may be the
-	// outage's.
-	if r.creationTimedOut(s) && !r.Gate.Frozen() {
+	// While frozen, and in the grace period after, the timeout fails
+	// nothing: the failure may be the outage's.
+	if r.creationTimedOut(s) && !r.Gate.HoldsTimeouts(s.now) {
 		phase = v1alpha1.MachineFailed
 		desc = fmt.Sprintf("%s; the creation timeout of %s has passed", desc, r.creationTimeout(s))
 	}

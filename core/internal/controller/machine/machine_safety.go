@@ -3,6 +3,7 @@ package machine
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/freeze"
@@ -20,9 +21,19 @@ const (
 // capacity. The machine keeps its phase and is looked at again when the
 // gate opens (UnfreezeSource) or, as a safety net, after freeze.Recheck.
 // Nothing is written: the API server may be the thing that is down.
+//
+// After an outage the gate holds the decision for a grace period as long
+// as the outage: Nodes that could not report during it need about as long
+// to settle, and their state from during the outage says nothing about
+// the machines.
 func (r *Reconciler) holdWhileFrozen(s *scope, decision string) (result, bool) {
-	if !r.Gate.Frozen() {
+	if !r.Gate.HoldsTimeouts(s.now) {
 		return result{}, false
+	}
+	if !r.Gate.Frozen() {
+		until := r.Gate.GraceUntil()
+		s.log.V(1).Info("Grace period after an API server outage; not "+decision, "until", until)
+		return result{requeueAfter: min(until.Sub(s.now)+time.Second, freeze.Recheck)}, true
 	}
 	s.log.V(1).Info("Machine controller frozen; not "+decision, "reason", r.Gate.Reason())
 	return result{requeueAfter: freeze.Recheck}, true

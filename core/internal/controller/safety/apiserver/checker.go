@@ -55,6 +55,11 @@ type Checker struct {
 	// shows the resets. mgr.GetClient() when nil; without a manager, nil
 	// skips the wait.
 	Cache client.Reader
+	// CatchUp, when set, waits until every informer cache the controllers
+	// read has caught up with its API server (catchup.Tracker.Wait); the
+	// gate opens only after it returned nil, so that no controller resumes
+	// on a view from before the outage.
+	CatchUp func(ctx context.Context, timeout time.Duration) error
 	// Recorder emits HealthTimeoutReset events on reset machines; the
 	// manager's core/v1 recorder when nil.
 	Recorder record.EventRecorder
@@ -246,7 +251,17 @@ func (c *Checker) Check(ctx context.Context) Round {
 		r.Err = c.recover(ctx, now)
 	}
 	r.Frozen = c.Gate.Frozen()
+	// The gate may also have been frozen by the manager, when it lost its
+	// lease to an outage; the metric follows the gate.
+	c.frozen.Set(boolFloat(r.Frozen))
 	return r
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // freeze closes the gate because the clusters named were unreachable for
@@ -260,7 +275,9 @@ func (c *Checker) freeze(clusters []string, now time.Time) {
 		}
 	}
 	reason := fmt.Sprintf("%s API server unreachable since %s", strings.Join(clusters, " and "), first.UTC().Format(time.RFC3339))
-	if c.Gate.Freeze(reason, now) {
+	// The outage began at the first failed probe; the grace period after it
+	// is as long as the whole outage.
+	if c.Gate.Freeze(reason, first) {
 		c.log.Info("Freezing the machine controllers: API server unreachable for longer than the timeout",
 			"clusters", clusters, "timeout", c.Timeout)
 	}
@@ -268,7 +285,9 @@ func (c *Checker) freeze(clusters []string, now time.Time) {
 }
 
 // recover resets the Unknown machines and opens the gate once the cache
-// shows the resets. On failure the gate stays frozen.
+// shows the resets and every informer has caught up with its API server.
+// On failure the gate stays frozen. Opening starts a grace period as long
+// as the outage, during which timeouts fail no machine.
 func (c *Checker) recover(ctx context.Context, now time.Time) error {
 	resets, err := c.resetUnknownMachines(ctx, now)
 	if err != nil {
@@ -279,9 +298,18 @@ func (c *Checker) recover(ctx context.Context, now time.Time) error {
 		c.log.Error(err, "Staying frozen and retrying")
 		return err
 	}
-	frozenFor := now.Sub(c.Gate.Since()).Round(time.Second)
-	c.Gate.Unfreeze()
+	if c.CatchUp != nil {
+		if err := c.CatchUp(ctx, c.Timeout); err != nil {
+			c.log.Error(err, "Waiting for the caches to catch up after the outage; staying frozen and retrying")
+			return err
+		}
+	}
+	opened, grace := c.Gate.UnfreezeWithGrace(c.Now())
 	c.frozen.Set(0)
-	c.log.Info("Unfroze the machine controllers: all API servers reachable", "frozenFor", frozenFor, "resetMachines", len(resets))
+	if opened {
+		c.log.Info("Unfroze the machine controllers: all API servers reachable and every cache caught up",
+			"outage", grace.Round(time.Millisecond), "timeoutGraceUntil", c.Gate.GraceUntil().UTC().Format(time.RFC3339),
+			"resetMachines", len(resets))
+	}
 	return nil
 }

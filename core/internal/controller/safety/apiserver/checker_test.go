@@ -2,8 +2,10 @@ package apiserver_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,6 +53,7 @@ func TestAPIServerFreeze(t *testing.T) {
 		gate := &freeze.Gate{}
 		reg := prometheus.NewRegistry()
 		rec := &rounds{}
+		var catchUps atomic.Int32
 		const timeout = 400 * time.Millisecond
 		chk := &apiserver.Checker{
 			Clusters: []apiserver.Cluster{
@@ -62,6 +65,14 @@ func TestAPIServerFreeze(t *testing.T) {
 			Period:     50 * time.Millisecond,
 			Timeout:    timeout,
 			Registerer: reg,
+			// The first call finds the caches behind; the gate must stay
+			// frozen until a later one finds them caught up.
+			CatchUp: func(context.Context, time.Duration) error {
+				if catchUps.Add(1) == 1 {
+					return errors.New("test: caches behind")
+				}
+				return nil
+			},
 		}
 		// When the gate opens, what does the controllers' cache show?
 		chk.Observe = rec.observer(func(r apiserver.Round) string {
@@ -81,10 +92,19 @@ func TestAPIServerFreeze(t *testing.T) {
 		assert.False(t, gate.Frozen())
 		assert.Equal(t, 0.0, gauge(t, reg))
 
+		changed := gate.Changed()
 		downAt := time.Now()
 		proxy.SetDown(true)
-		require.Eventually(t, gate.Frozen, safetytest.WaitFor, safetytest.Tick)
-		assert.GreaterOrEqual(t, gate.Since().Sub(downAt), timeout, "froze before the timeout passed")
+		select {
+		case <-changed:
+		case <-time.After(safetytest.WaitFor):
+			t.Fatal("the gate never froze")
+		}
+		frozenAt := time.Now()
+		require.True(t, gate.Frozen())
+		assert.GreaterOrEqual(t, frozenAt.Sub(downAt), timeout, "froze before the timeout passed")
+		assert.False(t, gate.Since().Before(downAt), "the outage began with the first failed probe, not before the proxy went down")
+		assert.Less(t, gate.Since().Sub(downAt), timeout, "the outage's start is the first failed probe, not the freeze")
 		assert.True(t, strings.HasPrefix(gate.Reason(), "target API server unreachable since"), gate.Reason())
 		assert.Equal(t, 1.0, gauge(t, reg))
 
@@ -94,9 +114,20 @@ func TestAPIServerFreeze(t *testing.T) {
 
 		upAt := time.Now().Truncate(time.Second)
 		openedBefore := rec.len()
+		outageSince := gate.Since()
 		proxy.SetDown(false)
 		require.Eventually(t, func() bool { return !gate.Frozen() }, safetytest.WaitFor, safetytest.Tick)
+		openedAt := time.Now()
 		assert.Equal(t, 0.0, gauge(t, reg))
+
+		// The caches were asked to catch up, and the gate stayed frozen
+		// while they had not.
+		assert.GreaterOrEqual(t, catchUps.Load(), int32(2), "CatchUp failed once, so the gate must have waited for a second call")
+		// Timeouts stay held for as long as the outage lasted.
+		grace := gate.GraceUntil().Sub(openedAt)
+		assert.Greater(t, gate.GraceUntil(), openedAt, "no grace period after the outage")
+		assert.InDelta(t, openedAt.Sub(outageSince).Seconds(), grace.Seconds(), 1, "the grace period is as long as the outage")
+		assert.True(t, gate.HoldsTimeouts(openedAt))
 
 		got = get(t, c, sick)
 		assert.Equal(t, v1alpha1.MachineUnknown, got.Status.CurrentStatus.Phase, "reset, not failed")

@@ -17,6 +17,11 @@
 // of every Unknown machine (status.unhealthySince set to now, lastOperation
 // "Machine health timeout was reset because the API server was
 // unreachable"), waits until the manager's cache shows the resets (so that
-// the Machine controller cannot act on the old timestamps), and only then
-// opens the gate.
+// the Machine controller cannot act on the old timestamps) and until every
+// informer cache has caught up with its API server (CatchUp), and only then
+// opens the gate, with a grace period as long as the outage during which
+// timeouts fail no machine (freeze.Gate.UnfreezeWithGrace). The gate may
+// also have been frozen by the manager's leader election, when it lost its
+// lease to the outage; the Checker of the next term unfreezes it the same
+// way.
 package apiserver

@@ -6,6 +6,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// FrozenGauge returns mcm_machine_controller_frozen on reg, registering it
+// when it is not there yet, for code that freezes the gate without a
+// Checker (the manager, when it loses its lease).
+func FrozenGauge(reg prometheus.Registerer) (prometheus.Gauge, error) {
+	return newFrozenGauge(reg)
+}
+
 // newFrozenGauge registers mcm_machine_controller_frozen (MCM's name and
 // meaning: 1 while the controllers are frozen), or returns the gauge
 // already registered under that name.
