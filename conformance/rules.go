@@ -51,7 +51,7 @@ var (
 	ruleStableAnswer = rule{"R-2.7-stable-identity", "GetPluginInfo and GetPluginCapabilities answer the same for the life of the process"}
 
 	ruleVersionServed      = rule{"R-5-implement-all-three-rpcs", "the driver serves machina.driver.v1alpha1"}
-	ruleKnownCapabilities  = rule{"R-3.4-not-list-type-unspecified", "capabilities are Capability.Type values of v1alpha1 (never TYPE_UNSPECIFIED)"}
+	ruleKnownCapabilities  = rule{"R-3.4-not-list-type-unspecified", "a driver never advertises TYPE_UNSPECIFIED (values the suite does not know are logged, not failed)"}
 	ruleUnadvertisedUnimpl = rule{"R-3.5-unadvertised-unimplemented", "an OPTIONAL RPC whose capability is not advertised answers UNIMPLEMENTED"}
 	ruleAdvertisedImpl     = rule{"R-3.5-advertised-implemented", "an OPTIONAL RPC whose capability is advertised is implemented"}
 
