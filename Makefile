@@ -45,6 +45,8 @@ generate: deps ## Regenerate the Driver API code, deepcopy functions and CRDs.
 	$(BUF) generate
 	@# Python stubs of drivers/python-inmemory: needs protobuf-compiler, protobuf-compiler-grpc.
 	$(BUF) generate --template buf.gen.python.yaml
+	@# The Driver API's sentence table and docs/conformance-matrix.md.
+	cd conformance && go generate ./...
 	@if [ -d core/api ]; then \
 	  (cd core && $(CONTROLLER_GEN) object:headerFile=../hack/boilerplate.go.txt paths=./api/... && \
 	   $(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=../deploy/crds); fi

@@ -363,8 +363,8 @@ func TestSuiteCatchesBrokenDrivers(t *testing.T) {
 		}
 	}
 	total, checked, unchecked := m.Counts()
-	t.Logf("mutation score: %d of %d mutants caught; %d of %d checked sentences have a caught mutant (%d sentences, %d without a check)",
-		n, len(mutants), checked-len(uncovered), checked, total, unchecked)
+	t.Logf("mutation score: %d of %d mutants caught; %d of %d checked sentences have a caught mutant, %d cannot have one (%d sentences, %d without a check)",
+		n, len(mutants), checked-len(uncovered)-len(noMutant), checked, len(noMutant), total, unchecked)
 	if ran < len(mutants) {
 		t.Logf("%d of %d mutants ran (-run); the coverage of the checked sentences is not judged", ran, len(mutants))
 		return

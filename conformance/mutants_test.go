@@ -236,9 +236,11 @@ func (d *refDriver) mutateCall(ctx context.Context, req any, info *grpc.UnarySer
 		if n > 2 {
 			return nil, status.Error(codes.Internal, "too many calls at once")
 		}
-		// Every call takes the time of a provider request, so that calls
+		// A create takes the time of a provider request, so that creates
 		// sent together are in flight together.
-		time.Sleep(50 * time.Millisecond)
+		if rpc == "CreateMachine" {
+			time.Sleep(150 * time.Millisecond)
+		}
 	}
 	if m.namespaceIgnored {
 		if mm := machineOf(req); mm != nil {
