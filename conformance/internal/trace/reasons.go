@@ -7,7 +7,7 @@ const (
 	// The sentence binds the core (or the operator), not the driver.
 	notDriver = "an obligation of the core or of the operator, not of the driver"
 	// The suite connects to a driver that is already running.
-	startup = "about how the driver process starts, listens or stops; the suite connects to a running driver (each reference driver's own tests check it on a real process)"
+	startup = "about how the driver process starts, listens or stops; the suite connects to a driver that is already running and cannot observe it (the SDK's and the reference drivers' own tests cover the socket rules)"
 	// The condition needs the provider to fail in a way the suite cannot
 	// cause from outside.
 	provider = "needs a provider condition the suite cannot cause from outside (no capacity, rejected credentials, an unreachable or failing provider API, a deletion refused by the provider)"
