@@ -36,7 +36,8 @@ func parseProviderSpec(raw []byte) (providerSpec, error) {
 	if fields.BootDelay != nil {
 		d, err := time.ParseDuration(*fields.BootDelay)
 		if err != nil || d < 0 {
-			return spec, sdk.InvalidArgument("machine_class.provider_spec.bootDelay %q is not a non-negative duration", *fields.BootDelay)
+			// Not quoted: provider spec values stay out of errors.
+			return spec, sdk.InvalidArgument("machine_class.provider_spec.bootDelay is not a non-negative duration such as \"30s\"")
 		}
 		spec.bootDelay = d
 	}
