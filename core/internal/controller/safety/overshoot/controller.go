@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -60,6 +62,16 @@ type Reconciler struct {
 	// Period (--machine-safety-overshooting-period) is how often every
 	// MachineSet is checked even without events; DefaultPeriod when zero.
 	Period time.Duration
+
+	// seen is each set's count of live machines at its last check.
+	seenMu sync.Mutex
+	seen   map[types.NamespacedName]seenCount
+}
+
+// seenCount is a set's count of live machines at its last check.
+type seenCount struct {
+	uid  types.UID
+	live int32
 }
 
 // SetupWithManager registers the controller with mgr, with the given number
@@ -120,6 +132,9 @@ func (r *Reconciler) setsOfDeployment(ctx context.Context, obj client.Object) []
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ms := &v1alpha1.MachineSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ms); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forgetSeen(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	md, err := r.deploymentOf(ctx, ms)
@@ -155,6 +170,8 @@ func (r *Reconciler) reconcileSet(ctx context.Context, ms *v1alpha1.MachineSet, 
 		if err := r.unfreezeSet(ctx, ms, "the annotation "+v1alpha1.UnfreezeAnnotation+" was set"); err != nil {
 			return err
 		}
+		// A set that still has too many machines freezes again at once.
+		r.setSeen(ms, 0)
 	}
 	if ms.DeletionTimestamp != nil {
 		return nil // a set being deleted creates nothing; the MachineSet controller ignores its label
@@ -165,22 +182,53 @@ func (r *Reconciler) reconcileSet(ctx context.Context, ms *v1alpha1.MachineSet, 
 		log.Error(err, "Cannot compute the overshooting thresholds")
 		return nil // a broken deployment spec is the deployment controller's to report
 	}
-	count, err := r.countMachines(ctx, ms)
+	live, all, err := r.countMachines(ctx, ms)
 	if err != nil {
 		return err
 	}
+	grew := r.setSeen(ms, live) < live
 	frozen := isFrozen(ms)
 	switch {
-	case count >= th.Higher && !frozen:
-		msg := fmt.Sprintf("MachineSet %s has %d machines, at or above its limit of %d", ms.Name, count, th.Higher)
-		log.Info("Freezing machine set: too many machines", "machines", count, "higher", th.Higher, "lower", th.Lower)
+	case live >= th.Higher && grew && !frozen:
+		msg := fmt.Sprintf("MachineSet %s has %d machines, at or above its limit of %d", ms.Name, live, th.Higher)
+		log.Info("Freezing machine set: too many machines", "machines", live, "beingDeleted", all-live, "higher", th.Higher, "lower", th.Lower)
 		return r.freezeSet(ctx, ms, msg)
-	case count <= th.Lower && frozen:
-		msg := fmt.Sprintf("MachineSet %s has %d machines, at or below %d", ms.Name, count, th.Lower)
-		log.Info("Unfreezing machine set", "machines", count, "higher", th.Higher, "lower", th.Lower)
+	case all <= th.Lower && frozen:
+		msg := fmt.Sprintf("MachineSet %s has %d machines, at or below %d", ms.Name, all, th.Lower)
+		log.Info("Unfreezing machine set", "machines", all, "higher", th.Higher, "lower", th.Lower)
 		return r.unfreezeSet(ctx, ms, msg)
 	}
 	return nil
+}
+
+// setSeen records the set's live machines at this check and returns the
+// count of the check before (0 for a set not seen since the start).
+//
+// A set freezes only while its live machines grow beyond the limit: that is
+// an overshoot, a set (or two controllers) creating more than wanted. A
+// set over its limit whose count does not grow is being scaled down: when a
+// MachineDeployment goes from 150 to 0 replicas, its set's limit drops to
+// safety-up at once, while its machines are still there until the set has
+// marked them for deletion (at most a burst per sync).
+func (r *Reconciler) setSeen(ms *v1alpha1.MachineSet, live int32) (before int32) {
+	r.seenMu.Lock()
+	defer r.seenMu.Unlock()
+	if r.seen == nil {
+		r.seen = map[types.NamespacedName]seenCount{}
+	}
+	key := client.ObjectKeyFromObject(ms)
+	if last, ok := r.seen[key]; ok && last.uid == ms.UID {
+		before = last.live
+	}
+	r.seen[key] = seenCount{uid: ms.UID, live: live}
+	return before
+}
+
+// forgetSeen drops the record of a set that is gone.
+func (r *Reconciler) forgetSeen(key types.NamespacedName) {
+	r.seenMu.Lock()
+	defer r.seenMu.Unlock()
+	delete(r.seen, key)
 }
 
 // resultOf turns an error into a reconcile result: a lost optimistic-lock
@@ -227,22 +275,27 @@ func (r *Reconciler) setsOf(ctx context.Context, md *v1alpha1.MachineDeployment)
 	return sets, nil
 }
 
-// countMachines counts the machines ms controls, those being deleted
-// included: as in MCM, a set is unfrozen only once its surplus is gone.
-func (r *Reconciler) countMachines(ctx context.Context, ms *v1alpha1.MachineSet) (int32, error) {
+// countMachines counts the machines ms controls: live ones (not being
+// deleted), which decide a freeze, and all, which decide an unfreeze. A
+// machine being deleted is on its way out: counting it toward the limit
+// froze every large scale-down (MCM does). As in MCM, a frozen set is
+// unfrozen only once its surplus is gone, being deleted or not.
+func (r *Reconciler) countMachines(ctx context.Context, ms *v1alpha1.MachineSet) (live, all int32, err error) {
 	list := &v1alpha1.MachineList{}
 	opts := []client.ListOption{client.InNamespace(ms.Namespace)}
 	if sel := ms.Spec.Template.Labels; len(sel) > 0 {
 		opts = append(opts, client.MatchingLabels(sel))
 	}
 	if err := r.Client.List(ctx, list, opts...); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	var n int32
 	for i := range list.Items {
 		if owner := metav1.GetControllerOf(&list.Items[i]); owner != nil && owner.UID == ms.UID {
-			n++
+			all++
+			if list.Items[i].DeletionTimestamp == nil {
+				live++
+			}
 		}
 	}
-	return n, nil
+	return live, all, nil
 }

@@ -11,12 +11,16 @@
 //	higher = md.replicas + maxSurge(md, rounded up) + safetyUp  (set of a deployment)
 //	lower  = higher - safetyDown
 //
-// At count >= higher the set gets the label freeze=True and the condition
-// Frozen (reason OverShootingReplicaCount), its MachineDeployment too, and
-// the event FrozeMachineSet; a frozen set creates no machines (the
-// MachineSet controller honours the label) but may still delete. At count
-// <= lower the label and condition go and the event UnfrozeMachineSet is
-// emitted. In between, the set stays as it is. The annotation
+// When the set's live machines (those not being deleted) number at least
+// higher and have grown since the set's previous check, the set gets the
+// label freeze=True and the condition Frozen (reason
+// OverShootingReplicaCount), its MachineDeployment too, and the event
+// FrozeMachineSet; a frozen set creates no machines (the MachineSet
+// controller honours the label) but may still delete. Unlike MCM, a
+// scale-down never freezes: machines being deleted do not count, and a
+// count that does not grow is no overshoot (see setSeen, docs/safety.md).
+// At count <= lower, machines being deleted included, the label and
+// condition go and the event UnfrozeMachineSet is emitted. In between, the set stays as it is. The annotation
 // safety.machine.sapcloud.io/unfreeze on a set (or on its deployment, for
 // all its sets) lifts the freeze and is removed; a set that still overshoots
 // is frozen again at once.
