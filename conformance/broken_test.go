@@ -155,6 +155,8 @@ var mutants = []mutant{
 		"Identity/vendor_version", `§5.1.2 GetPluginInfo.vendor_version is a semantic version of at most 128 bytes, optionally with a leading v: the vendor_version "latest"`},
 	{"TYPE_UNSPECIFIED advertised", "R-3.4-not-list-type-unspecified", nil, breakage{unknownCapability: true}, mutation{},
 		"Identity/known_capabilities", "§3.4 a driver never advertises TYPE_UNSPECIFIED (values the suite does not know are logged, not failed): capabilities[3] is TYPE_UNSPECIFIED"},
+	{"never ready", "R-5.3.2-answer-within-5-seconds", nil, breakage{}, mutation{neverReady: true},
+		trace.Preflight, "the driver did not report ready within 5s"},
 	{"probe fails now and then", "R-5.3.2-answer-within-5-seconds", nil, breakage{}, mutation{probeErrors: true},
 		"Identity/probe", "answered INTERNAL"},
 	{"capability advertised but unimplemented", "R-3.5-advertised-implemented", nil, breakage{advertisedButUnimplemented: true}, mutation{},
@@ -329,6 +331,18 @@ func TestSuiteCatchesBrokenDrivers(t *testing.T) {
 				}
 				d := newRefDriver(caps, tc.b)
 				d.mut = tc.m
+				if tc.test == trace.Preflight {
+					// The suite cannot start: its failures are the
+					// suite's own, and no check runs.
+					rep := (&conformance.Runner{}).Run(context.Background(), refConfig(serveRef(t, d)))
+					require.False(t, rep.Passed(), "the suite must fail\n%s", summary(rep))
+					failures := strings.Join(rep.SuiteFailures, "\n")
+					assert.Contains(t, failures, tc.want)
+					assert.Contains(t, failures, "["+tc.id+"]")
+					assert.Contains(t, failures, tc.id+" says: ")
+					caught[i] = !t.Failed()
+					return
+				}
 				rep := runAgainst(t, d)
 				require.False(t, rep.Passed(), "the suite must fail\n%s", summary(rep))
 				res, ok := rep.Result(tc.test)

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 )
@@ -49,6 +50,7 @@ type mutation struct {
 	secretEchoedBase64     bool // error messages carry the request's secrets, base64-encoded
 	secretInStateHex       bool // last_known_state carries the canary, hex-encoded
 	probeErrors            bool // every third Probe answers INTERNAL
+	neverReady             bool // Probe answers ready=false, always
 	capsChangeLate         bool // GetPluginCapabilities drops a capability from its fourth call on
 	capsCallFails          bool // GetPluginCapabilities answers INTERNAL from its second call on
 	nodeNameDrift          bool // every second GetMachineStatus of a machine returns another node name
@@ -267,6 +269,9 @@ func (d *refDriver) mutateCall(ctx context.Context, req any, info *grpc.UnarySer
 		n := st.count("Probe")
 		if m.probeErrors && n%3 == 0 {
 			return nil, status.Error(codes.Internal, "probe of the provider failed")
+		}
+		if m.neverReady {
+			return &driverv1alpha1.ProbeResponse{Ready: wrapperspb.Bool(false)}, nil
 		}
 	case *driverv1alpha1.GetPluginCapabilitiesRequest:
 		n := st.count("GetPluginCapabilities")
