@@ -71,6 +71,10 @@ const (
 	ReasonDeploymentResumed          = "DeploymentResumed"
 	ReasonMinimumReplicasAvailable   = "MinimumReplicasAvailable"
 	ReasonMinimumReplicasUnavailable = "MinimumReplicasUnavailable"
+	// ReasonInvalidStrategy (Progressing, False) is machina's: the strategy
+	// cannot be acted on (an unsupported type, or maxSurge or maxUnavailable
+	// out of range); the message says which value and why.
+	ReasonInvalidStrategy = "InvalidStrategy"
 )
 
 // annotationsNotCopied are the deployment annotations a machine set does not

@@ -1,6 +1,7 @@
 package machinedeployment
 
 import (
+	"math"
 	"strconv"
 	"testing"
 	"time"
@@ -42,6 +43,38 @@ func TestResolveFenceposts(t *testing.T) {
 	}
 	_, _, err := resolveFenceposts(intstr.FromString("ten"), intstr.FromInt32(0), 3)
 	assert.Error(t, err)
+
+	// Out of range: refused, never wrapped around or clamped.
+	for _, c := range []struct {
+		name               string
+		surge, unavailable intstr.IntOrString
+		desired            int32
+		want               string
+	}{
+		{"surge percent beyond int32 (was -2147483647)", intstr.FromString("71582788300%"), intstr.FromInt32(0), 3, "exceeds the largest machine count"},
+		{"unavailable percent beyond int32", intstr.FromInt32(1), intstr.FromString("100000000000%"), 3, "maxUnavailable"},
+		{"unavailable above 100%", intstr.FromInt32(1), intstr.FromString("101%"), 3, "must not be more than 100%"},
+		{"unavailable above 100% of zero replicas", intstr.FromInt32(1), intstr.FromString("150%"), 0, "must not be more than 100%"},
+		{"replicas plus surge beyond int32", intstr.FromInt32(math.MaxInt32), intstr.FromInt32(0), 3, "exceeds the largest machine count"},
+		{"negative surge", intstr.FromInt32(-1), intstr.FromInt32(0), 3, "must not be negative"},
+		{"negative unavailable", intstr.FromInt32(1), intstr.FromInt32(-1), 3, "must not be negative"},
+		{"signed percentage", intstr.FromString("+5%"), intstr.FromInt32(0), 3, "must be a number or a percentage"},
+		{"percentage with blanks", intstr.FromString(" 5%"), intstr.FromInt32(0), 3, "must be a number or a percentage"},
+		{"number as a string", intstr.FromString("5"), intstr.FromInt32(0), 3, "must be a number or a percentage"},
+		{"huge percentage", intstr.FromString("99999999999999999999999%"), intstr.FromInt32(0), 1, "exceeds the largest machine count"},
+	} {
+		_, _, err := resolveFenceposts(c.surge, c.unavailable, c.desired)
+		if assert.Error(t, err, c.name) {
+			assert.Contains(t, err.Error(), c.want, c.name)
+		}
+	}
+	// At the edge: exactly 2^31-1 machines in all is allowed.
+	s, _, err := resolveFenceposts(intstr.FromInt32(math.MaxInt32-3), intstr.FromInt32(0), 3)
+	require.NoError(t, err)
+	assert.Equal(t, int32(math.MaxInt32-3), s)
+	s, _, err = resolveFenceposts(intstr.FromString("99999999999999999999999%"), intstr.FromInt32(0), 0)
+	require.NoError(t, err, "any percentage of zero replicas is zero")
+	assert.Zero(t, s)
 }
 
 func rollingDeployment(replicas int32, surge, unavailable *intstr.IntOrString) *v1alpha1.MachineDeployment {

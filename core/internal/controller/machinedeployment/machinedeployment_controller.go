@@ -267,10 +267,25 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.patchStatus(ctx, s, st)
 	}
 	if err := validateStrategy(d); err != nil {
-		r.Recorder.Event(d, corev1.EventTypeWarning, "InvalidStrategy", err.Error())
+		// Nothing is scaled or rolled: a refused value is reported, never
+		// clamped into something the user did not ask for. The condition
+		// stays until the strategy is fixed; a spec change syncs again.
+		msg := "The strategy cannot be acted on: " + err.Error()
+		r.Recorder.Event(d, corev1.EventTypeWarning, ReasonInvalidStrategy, msg)
+		ctrl.LoggerFrom(ctx).Info("Invalid strategy; not scaling or rolling out", "error", err.Error())
 		st := *d.Status.DeepCopy()
 		st.ObservedGeneration = d.Generation
+		c := newCondition(v1alpha1.MachineDeploymentProgressing, v1alpha1.ConditionFalse, ReasonInvalidStrategy, msg, s.now)
+		if cur := getCondition(&st, v1alpha1.MachineDeploymentProgressing); cur != nil && cur.Reason == ReasonInvalidStrategy && cur.Message != msg {
+			removeCondition(&st, v1alpha1.MachineDeploymentProgressing) // another invalid value: new message
+		}
+		setCondition(&st, c)
 		return ctrl.Result{}, r.patchStatus(ctx, s, st)
+	}
+	if c := getCondition(&s.d.Status, v1alpha1.MachineDeploymentProgressing); c != nil && c.Reason == ReasonInvalidStrategy {
+		// Fixed: progress is judged afresh, from the machine set found or
+		// created by this sync.
+		removeCondition(&s.d.Status, v1alpha1.MachineDeploymentProgressing)
 	}
 	if err := r.loadSets(ctx, s, selector); err != nil {
 		return ctrl.Result{}, err

@@ -153,13 +153,16 @@ func proportionalSizes(d *v1alpha1.MachineDeployment, sets []*v1alpha1.MachineSe
 	}
 	if len(act) > 0 && toAdd != 0 {
 		first := act[0].Name
-		sizes[first] = max(sizes[first]+toAdd-added, 0)
+		sizes[first] = int32(max(int64(sizes[first])+int64(toAdd)-int64(added), 0))
 	}
 	return sizes
 }
 
 // proportion is one set's share of toAdd, bounded so that the shares never
-// exceed what is left to add (or remove).
+// exceed what is left to add (or remove), and of toAdd's sign: a stale or
+// edited max-replicas annotation must not grow a set while the deployment
+// shrinks, or shrink one while it grows (found by FuzzRolloutArithmetic;
+// Kubernetes' getProportion has no such bound).
 func proportion(d *v1alpha1.MachineDeployment, ms *v1alpha1.MachineSet, toAdd, added int32) int32 {
 	if ms.Spec.Replicas == 0 || toAdd == 0 || toAdd == added {
 		return 0
@@ -167,9 +170,9 @@ func proportion(d *v1alpha1.MachineDeployment, ms *v1alpha1.MachineSet, toAdd, a
 	frac := fraction(d, ms)
 	left := toAdd - added
 	if toAdd > 0 {
-		return min(frac, left)
+		return min(max(frac, 0), left)
 	}
-	return max(frac, left)
+	return max(min(frac, 0), left)
 }
 
 // fraction is how much a set should grow (or shrink, negative) for the
@@ -188,8 +191,12 @@ func fraction(d *v1alpha1.MachineDeployment, ms *v1alpha1.MachineSet) int32 {
 			return 0
 		}
 	}
-	size := float64(ms.Spec.Replicas) * float64(newMax) / float64(oldMax)
-	return int32(math.Round(size)) - ms.Spec.Replicas
+	// A stale or hand-edited annotation can make the size anything; the
+	// share is bounded by what is left to add (proportion), so the size only
+	// has to stay a machine count: converting a float beyond int32 would
+	// wrap it (found by FuzzRolloutArithmetic).
+	size := math.Round(float64(ms.Spec.Replicas) * float64(newMax) / float64(oldMax))
+	return int32(min(max(size, 0), math.MaxInt32)) - ms.Spec.Replicas
 }
 
 // scale handles a scaling event, or a paused deployment: the only active set
