@@ -16,6 +16,9 @@ CONTROLLER_GEN := go run sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTR
 
 BIN := $(CURDIR)/bin
 TEST_FLAGS ?= -count=1 -timeout=30m
+# make fuzz: time per fuzz target, and a regexp that picks targets.
+FUZZTIME ?= 30s
+FUZZ ?= .
 
 .PHONY: help
 help: ## Show this help.
@@ -62,6 +65,10 @@ verify: deps ## Check generated code is current, buf lint and breaking, gofmt, g
 .PHONY: verify-node
 verify-node: ## Check the Node.js driver socket code of docs/writing-a-driver.md against @grpc/grpc-js (needs node, npm).
 	hack/verify-node-socket.sh
+
+.PHONY: fuzz
+fuzz: ## Fuzz every FuzzXxx target for FUZZTIME each (default 30s; FUZZ=regexp picks targets).
+	FUZZTIME=$(FUZZTIME) FUZZ=$(FUZZ) hack/fuzz.sh
 
 .PHONY: bench
 bench: ## Run the benchmarks (driver calls, scale-up/down, rollout, API server ceiling); BENCH_ARGS for options.
