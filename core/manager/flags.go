@@ -2,6 +2,8 @@ package manager
 
 import (
 	"flag"
+	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -104,6 +106,11 @@ func (v *float32Value) Set(s string) error {
 	f, err := strconv.ParseFloat(s, 32)
 	if err != nil {
 		return err
+	}
+	// ParseFloat takes "NaN" and "Inf"; neither is a rate, and NaN would
+	// pass every later range check (all comparisons with NaN are false).
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return fmt.Errorf("%q is not a finite number", s)
 	}
 	*v = float32Value(f)
 	return nil
