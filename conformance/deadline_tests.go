@@ -28,7 +28,7 @@ const (
 func testDeadlines(s *suite, t T) {
 	raw, err := newRawClient(s.cfg.Endpoint)
 	if err != nil {
-		t.Fatalf("%v", err)
+		ruleDeadline.fatalf(t, "cannot send plain HTTP/2 calls to %s: %v", s.cfg.Endpoint, err)
 	}
 	defer raw.close()
 	v := s.track(t, s.name("deadline"))

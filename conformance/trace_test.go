@@ -76,3 +76,36 @@ func TestTraceabilityCatchesGaps(t *testing.T) {
 	assert.Contains(t, problems, "R-6.1.3-tagged-row (docs/driver-api.md:6) has no check and no reason")
 	assert.Contains(t, problems, "without an id: It SHOULD do another")
 }
+
+// TestTraceabilityFindsChecks reads a small suite: the test's rule is
+// found through the helper it calls, a rule no test uses and a failure that
+// bypasses the rules are reported.
+func TestTraceabilityFindsChecks(t *testing.T) {
+	dir := t.TempDir()
+	src := `package conformance
+
+type rule struct{ id, text string }
+
+func (r rule) errorf(t T, f string, a ...any) { t.Errorf(f, a...) }
+
+var (
+	ruleUsed   = rule{"R-6.1.3-used", "used"}
+	ruleUnused = rule{"R-6.1.3-unused", "unused"}
+)
+
+func suiteTests() []testCase {
+	return []testCase{tc("Group/check", "§6.1.3", capNone, "checks", testCheck)}
+}
+
+func testCheck(s *suite, t T) { helper(t); t.Fatalf("no rule") }
+
+func helper(t T) { ruleUsed.errorf(t, "x") }
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "suite.go"), []byte(src), 0o600))
+	c, err := trace.ReadChecks(dir)
+	require.NoError(t, err)
+	assert.Equal(t, map[string][]string{"R-6.1.3-used": {"Group/check"}}, c.ByID)
+	problems := strings.Join(c.Problems, "\n")
+	assert.Contains(t, problems, "rule ruleUnused (R-6.1.3-unused) is used by no test")
+	assert.Contains(t, problems, "suite.go:16: testCheck fails with t.Fatalf, not through a rule")
+}

@@ -43,7 +43,7 @@ func testConnections(s *suite, t T) {
 	v := s.createVM(t, "connections")
 	second, err := newSuite(s.cfg)
 	if err != nil {
-		t.Fatalf("%v", err)
+		ruleConnections.fatalf(t, "a second connection to %s cannot be opened: %v", s.cfg.Endpoint, err)
 	}
 	defer func() { _ = second.conn.Close() }()
 	// The second suite shares the run's identity: prefix and canary.

@@ -133,6 +133,32 @@ func ReadChecks(dir string) (*Checks, error) {
 			c.ByID[rules[r]] = appendUnique(c.ByID[rules[r]], tc.name)
 		}
 	}
+	// A check fails only through a rule, so that every failure prints the
+	// sentence it enforces: no direct t.Errorf or t.Fatalf in the suite's
+	// code (the rule methods themselves and RunT's refusal of an unusable
+	// Config aside).
+	for name, decls := range funcs {
+		for _, d := range decls {
+			if name == "RunT" || isRuleMethod(d) {
+				continue
+			}
+			ast.Inspect(d, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				sel, ok := call.Fun.(*ast.SelectorExpr)
+				if !ok || (sel.Sel.Name != "Errorf" && sel.Sel.Name != "Fatalf") {
+					return true
+				}
+				if x, ok := sel.X.(*ast.Ident); ok && x.Name == "t" {
+					pos := fset.Position(call.Pos())
+					c.Problems = append(c.Problems, fmt.Sprintf("%s:%d: %s fails with t.%s, not through a rule: the failure would not print the sentence it enforces", filepath.Base(pos.Filename), pos.Line, name, sel.Sel.Name))
+				}
+				return true
+			})
+		}
+	}
 	// What RunT reaches outside the tests: the preflight and the sweep.
 	for r := range reach("RunT") {
 		if !used[r] {
@@ -156,6 +182,20 @@ func ReadChecks(dir string) (*Checks, error) {
 // call named like them, e.g. t.Run) would credit every test with every
 // rule, so the walk stops there.
 var entryPoints = map[string]bool{"Run": true, "RunT": true, "suiteTests": true, "Tests": true}
+
+// isRuleMethod reports whether d is a method of rule (errorf, fatalf) or
+// of rt, the binary's implementation of T (which reports a panic itself).
+func isRuleMethod(d *ast.FuncDecl) bool {
+	if d.Recv == nil || len(d.Recv.List) == 0 {
+		return false
+	}
+	typ := d.Recv.List[0].Type
+	if star, ok := typ.(*ast.StarExpr); ok {
+		typ = star.X
+	}
+	id, ok := typ.(*ast.Ident)
+	return ok && (id.Name == "rule" || id.Name == "rt")
+}
 
 // ruleID returns the id of a `rule{"R-...", ...}` literal.
 func ruleID(e ast.Expr) (string, bool) {
