@@ -2,6 +2,7 @@ package machine
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/machineset"
 	"github.com/machina-io/machina/core/internal/controller/safety/meltdown"
+	"github.com/machina-io/machina/core/internal/controller/safety/safetytest"
 	"github.com/machina-io/machina/core/testenv"
 	"github.com/machina-io/machina/drivers/inmemory"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
@@ -32,6 +35,7 @@ func TestVMStatusCheck(t *testing.T) {
 		run  func(t *testing.T, env *testenv.Env)
 	}{
 		{"lost VMs are replaced within the meltdown limit", testLostVMsReplaced},
+		{"a MachineSet replaces machines whose VMs were lost", testLostVMsReplacedBySet},
 		{"a failing driver fails no machine", testVMCheckTransientErrors},
 		{"checks are paced", testVMCheckPaced},
 	}
@@ -155,6 +159,77 @@ func testLostVMsReplaced(t *testing.T, env *testenv.Env) {
 	most, which := rw.highest()
 	assert.LessOrEqual(t, most, 2, "machines being replaced at one moment: %s", which)
 	assert.Empty(t, w.mem.VMs(), "no VM is created for a machine whose VM was lost")
+}
+
+// The real MachineSet controller (in a manager of its own) keeps six
+// machines of a set whose label names MachineDeployment md2 (replacement
+// limit two). The driver loses every VM: the machines turn Unknown, then
+// Failed two at a time, the set deletes them and creates new ones, and in
+// the end the set has six Available machines with six new VMs.
+func testLostVMsReplacedBySet(t *testing.T, env *testenv.Env) {
+	w := vmCheckWorld(t, env, 200*time.Millisecond)
+	w.opts.ReplacementRecheck = 200 * time.Millisecond
+	labels := map[string]string{"pool": "rs", v1alpha1.MachineDeploymentNameLabel: "md2"}
+	template := v1alpha1.MachineTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		Spec: v1alpha1.MachineSpec{
+			Class:                v1alpha1.ClassSpec{Kind: "MachineClass", Name: "small"},
+			MachineConfiguration: &v1alpha1.MachineConfiguration{MachineHealthTimeout: &metav1.Duration{Duration: time.Second}},
+		},
+	}
+	// The deployment only carries the limit; no controller runs it.
+	require.NoError(t, env.Client.Create(w.ctx, &v1alpha1.MachineDeployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "md2"},
+		Spec: v1alpha1.MachineDeploymentSpec{
+			Replicas: 6, Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: template,
+		},
+	}))
+	w.configure = func(r *Reconciler, cached client.Client) {
+		r.Meltdown = meltdown.NewGuard(cached, intstr.FromInt32(2))
+	}
+	w.start()
+	setMgr := safetytest.NewManager(t, env.Config, env.Scheme)
+	setOpts := machineset.DefaultOptions()
+	setOpts.NewMachineFinalizers = []string{v1alpha1.MachineFinalizer}
+	require.NoError(t, (&machineset.Reconciler{Options: setOpts}).SetupWithManager(setMgr, 2))
+	safetytest.Start(t, setMgr)
+	require.NoError(t, env.Client.Create(w.ctx, &v1alpha1.MachineSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "rs"},
+		Spec:       v1alpha1.MachineSetSpec{Replicas: 6, Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: template},
+	}))
+
+	available := func() (names []string) {
+		list := &v1alpha1.MachineList{}
+		require.NoError(t, env.Client.List(w.ctx, list, client.InNamespace(w.ns)))
+		for _, m := range list.Items {
+			if m.DeletionTimestamp == nil && m.Status.CurrentStatus.Phase == v1alpha1.MachineAvailable {
+				names = append(names, m.Name)
+			}
+		}
+		return names
+	}
+	var first []string
+	require.Eventually(t, func() bool { first = available(); return len(first) == 6 }, waitLong, 50*time.Millisecond)
+
+	rw := watchReplacing(t, w.ctx, env, w.ns)
+	for _, name := range first {
+		w.deleteVM(name)
+	}
+	require.Eventually(t, func() bool {
+		now := available()
+		for _, name := range now {
+			if slices.Contains(first, name) {
+				return false
+			}
+		}
+		return len(now) == 6 && len(w.mem.VMs()) == 6
+	}, 2*waitLong, 100*time.Millisecond, "the set never had six new Available machines")
+	for _, name := range first {
+		w.waitGone(name, waitLong)
+		assert.Contains(t, w.rec.phasesOf(name), string(v1alpha1.MachineFailed), name)
+	}
+	most, which := rw.highest()
+	assert.LessOrEqual(t, most, 2, "machines being replaced at one moment: %s", which)
 }
 
 // The driver answers UNAVAILABLE, then INTERNAL, to every GetMachineStatus
