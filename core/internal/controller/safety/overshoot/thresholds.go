@@ -2,6 +2,9 @@ package overshoot
 
 import (
 	"fmt"
+	"math"
+	"math/big"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -20,16 +23,24 @@ type Thresholds struct {
 
 // ComputeThresholds returns the thresholds of ms, owned by md (nil for a
 // standalone set), for the given safetyUp and safetyDown.
+//
+// The sums are taken in int64 and kept within int32 (found by fuzzing): a
+// limit beyond 2^31-1 can never be reached by a machine count, and a sum
+// that wrapped around would freeze a set at once.
 func ComputeThresholds(ms *v1alpha1.MachineSet, md *v1alpha1.MachineDeployment, safetyUp, safetyDown int32) (Thresholds, error) {
-	higher := 2*ms.Spec.Replicas + safetyUp
+	higher := 2*int64(ms.Spec.Replicas) + int64(safetyUp)
 	if md != nil {
 		surge, err := maxSurge(md)
 		if err != nil {
 			return Thresholds{}, err
 		}
-		higher = md.Spec.Replicas + surge + safetyUp
+		higher = int64(md.Spec.Replicas) + int64(surge) + int64(safetyUp)
 	}
-	return Thresholds{Higher: higher, Lower: higher - safetyDown}, nil
+	return Thresholds{Higher: toInt32(higher), Lower: toInt32(higher - int64(safetyDown))}, nil
+}
+
+func toInt32(n int64) int32 {
+	return int32(min(max(n, math.MinInt32), math.MaxInt32))
 }
 
 // maxSurge is how many machines md may have above its replicas during an
@@ -53,9 +64,25 @@ func maxSurge(md *v1alpha1.MachineDeployment) (int32, error) {
 	if cfg != nil && cfg.MaxSurge != nil {
 		surge = *cfg.MaxSurge
 	}
-	n, err := intstr.GetScaledValueFromIntOrPercent(&surge, int(md.Spec.Replicas), true)
-	if err != nil {
-		return 0, fmt.Errorf("MachineDeployment %s: maxSurge: %w", md.Name, err)
+	// Exact arithmetic, refusing what the MachineDeployment controller
+	// refuses (it reports the deployment): a negative surge, or one beyond
+	// an int32. Kubernetes' float helper wraps a huge percentage around.
+	if surge.Type == intstr.Int {
+		if surge.IntVal < 0 {
+			return 0, fmt.Errorf("MachineDeployment %s: maxSurge %d is negative", md.Name, surge.IntVal)
+		}
+		return surge.IntVal, nil
 	}
-	return int32(n), nil
+	pct, ok := new(big.Int).SetString(strings.TrimSuffix(surge.StrVal, "%"), 10)
+	if !ok || !strings.HasSuffix(surge.StrVal, "%") || pct.Sign() < 0 {
+		return 0, fmt.Errorf("MachineDeployment %s: maxSurge %q is not a number or a percentage", md.Name, surge.StrVal)
+	}
+	n, rem := new(big.Int).QuoRem(pct.Mul(pct, big.NewInt(int64(max(md.Spec.Replicas, 0)))), big.NewInt(100), new(big.Int))
+	if rem.Sign() > 0 {
+		n.Add(n, big.NewInt(1))
+	}
+	if !n.IsInt64() || n.Int64() > math.MaxInt32 {
+		return 0, fmt.Errorf("MachineDeployment %s: maxSurge %q is beyond the largest machine count", md.Name, surge.StrVal)
+	}
+	return int32(n.Int64()), nil
 }
