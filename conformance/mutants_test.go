@@ -299,7 +299,7 @@ func (d *refDriver) mutateCall(ctx context.Context, req any, info *grpc.UnarySer
 				return nil, status.Errorf(codes.Internal, "machine %s: operation in progress", name)
 			}
 			defer st.count("CreateMachine/inflight/" + name)
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(150 * time.Millisecond)
 		}
 		if m.racyCreate {
 			return d.racyCreate(ctx, r)
