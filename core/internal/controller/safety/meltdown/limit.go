@@ -2,6 +2,8 @@ package meltdown
 
 import (
 	"fmt"
+	"math"
+	"math/big"
 	"strconv"
 	"strings"
 
@@ -52,15 +54,35 @@ func MustParseLimit(s string) intstr.IntOrString {
 // machines. A percentage rounds up, so that any positive percentage of a
 // non-empty deployment allows at least one replacement: rounding down would
 // silently switch health replacement off for small deployments.
+//
+// The percentage is applied in exact arithmetic: Kubernetes' float helper
+// turns a huge percentage of a large deployment into a negative count
+// (found by FuzzParseLimit). A count above the replicas allows as much as
+// the replicas do (no more machines than that can be replaced), so such a
+// count is returned as math.MaxInt32, the largest machine count.
 func Resolve(limit intstr.IntOrString, replicas int32) (int, error) {
-	n, err := intstr.GetScaledValueFromIntOrPercent(&limit, int(max(replicas, 0)), true)
-	if err != nil {
-		return 0, fmt.Errorf("max replacements: %w", err)
+	replicas = max(replicas, 0)
+	if limit.Type == intstr.Int {
+		if limit.IntVal < 0 {
+			return 0, fmt.Errorf("max replacements %s is negative", limit.String())
+		}
+		return int(limit.IntVal), nil
 	}
-	if n < 0 {
+	pct, ok := new(big.Int).SetString(strings.TrimSuffix(limit.StrVal, "%"), 10)
+	if !ok || !strings.HasSuffix(limit.StrVal, "%") {
+		return 0, fmt.Errorf("max replacements %q: want a non-negative integer or a percentage such as 25%%", limit.StrVal)
+	}
+	if pct.Sign() < 0 {
 		return 0, fmt.Errorf("max replacements %s is negative", limit.String())
 	}
-	return n, nil
+	n, rem := new(big.Int).QuoRem(pct.Mul(pct, big.NewInt(int64(replicas))), big.NewInt(100), new(big.Int))
+	if rem.Sign() > 0 {
+		n.Add(n, big.NewInt(1))
+	}
+	if !n.IsInt64() || n.Int64() > math.MaxInt32 {
+		return math.MaxInt32, nil
+	}
+	return int(n.Int64()), nil
 }
 
 // AnnotationError reports a malformed Annotation on a MachineDeployment.
