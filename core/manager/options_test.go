@@ -102,6 +102,22 @@ func TestFlagsSetOptions(t *testing.T) {
 	assert.NotNil(t, empty.NodeConditions, "an empty list is kept, not replaced by the default")
 }
 
+// --machine-vm-statuscheck-period: 5m by default, 0 turns the VM check off
+// (a negative period for the Machine controller, whose zero means the
+// default), a negative value is refused.
+func TestVMStatusCheckPeriodFlag(t *testing.T) {
+	def := DefaultOptions()
+	assert.Equal(t, 5*time.Minute, def.vmStatusCheckPeriod())
+	o := parse(t, "--machine-vm-statuscheck-period=30s")
+	require.NoError(t, o.Validate())
+	assert.Equal(t, 30*time.Second, o.vmStatusCheckPeriod())
+	off := parse(t, "--machine-vm-statuscheck-period=0")
+	require.NoError(t, off.Validate())
+	assert.Negative(t, off.vmStatusCheckPeriod())
+	negative := parse(t, "--machine-vm-statuscheck-period=-1s")
+	assert.ErrorContains(t, negative.Validate(), "--machine-vm-statuscheck-period must not be negative")
+}
+
 func TestDriverEndpointFromEnvironment(t *testing.T) {
 	t.Setenv(DriverEndpointEnv, "unix:///run/from-env.sock")
 	assert.Equal(t, "unix:///run/from-env.sock", parse(t).DriverEndpoint)
