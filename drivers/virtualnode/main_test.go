@@ -1,6 +1,7 @@
 package virtualnode
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -24,6 +25,15 @@ func TestMain(m *testing.M) {
 }
 
 func runTests(m *testing.M) int {
+	// Fuzzing (make fuzz) runs only the fuzz target, in worker processes
+	// that each run TestMain: none of them needs an API server.
+	flag.Parse()
+	if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" {
+		return m.Run()
+	}
+	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
+		return m.Run()
+	}
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		// Outside `make test`, find (or build) the assets the way it does.
 		out, err := exec.Command("../../hack/envtest-assets.sh").Output()
