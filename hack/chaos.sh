@@ -14,7 +14,7 @@
 #   hack/chaos.sh -chaos.log-dir=/tmp/chaos      # keep the logs there
 #
 # The bounded configuration runs in `make test` (TestChaos without flags).
-# A full run takes about 15 to 25 minutes on two cores (docs/reliability.md).
+# A full run takes about 15 minutes on two cores (docs/reliability.md).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
