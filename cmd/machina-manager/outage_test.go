@@ -39,7 +39,10 @@ const (
 // longer than the renew deadline and the freeze timeout. Both replicas must
 // stay up and serve /healthz during the outage, the leader must give up
 // leading and freeze; afterwards exactly one replica leads, unfrozen, and
-// acts (a scale-up gets its machine), and no machine is Failed or replaced.
+// acts: the machines whose Nodes come back NotReady go Unknown, are held
+// past their health timeout in the grace period, and are Running again
+// once their Nodes are Ready; a scale-up gets its machine; no machine is
+// Failed or replaced.
 func TestAPIServerOutageWithTwoReplicas(t *testing.T) {
 	root := repoRoot(t)
 	bin := t.TempDir()
@@ -181,12 +184,35 @@ func TestAPIServerOutageWithTwoReplicas(t *testing.T) {
 	}
 	require.NoError(t, env.StartAPIServer())
 	upAt := time.Now()
+	// The kubelets could not report during the outage: the first thing
+	// the API server hears of the Nodes is that they are NotReady (as the
+	// node lifecycle controller marks Nodes whose heartbeats stopped).
+	for name := range nodes {
+		setNodeReady(t, c, name, corev1.ConditionFalse)
+	}
 
 	require.Eventually(t, func() bool { return len(leaders()) == 1 }, waitFor, poll, "no replica leads after the outage")
 	leader := replicas[leaders()[0]]
 	require.Eventually(t, func() bool { return metric(leader.metrics, "mcm_machine_controller_frozen") == "0" }, waitFor, poll,
 		"the leader never unfroze")
 	t.Logf("API server back after %v; replica %d leads", upAt.Sub(downAt).Round(time.Millisecond), leaders()[0])
+
+	// The new leader sees the NotReady Nodes: their machines go Unknown,
+	// and the grace period after the outage keeps them from Failed.
+	requirePhases(t, c, v1alpha1.MachineUnknown, before)
+	// Their health timeout passes while the grace period lasts: the
+	// controller looks at them again and holds them Unknown.
+	require.Eventually(t, func() bool {
+		return strings.Count(leader.p.log.String(), "Grace period after an API server outage; not failing an unhealthy machine") >= len(before)
+	}, waitFor, poll, "the leader never held an unhealthy machine in the grace period")
+	// The kubelets report again: every machine is Running again, the same
+	// machine as before.
+	for name := range nodes {
+		setNodeReady(t, c, name, corev1.ConditionTrue)
+	}
+	for name, uid := range requireRunning(t, c, 3) {
+		assert.Equal(t, before[name], uid, "machine %s was replaced because of the outage", name)
+	}
 
 	// The new leader acts: a scale-up gets its machine.
 	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -261,6 +287,44 @@ func requireRunning(t *testing.T, c client.Client, want int) map[string]types.UI
 		return len(list.Items) == want && len(out) == want
 	}, waitFor, poll, "want %d Running machines; have %v", want, &last)
 	return out
+}
+
+// setNodeReady sets the Ready condition of the Node named, as its kubelet
+// (or the node lifecycle controller) would.
+func setNodeReady(t *testing.T, c client.Client, name string, status corev1.ConditionStatus) {
+	t.Helper()
+	require.NoError(t, retry.OnError(retry.DefaultBackoff, func(error) bool { return true }, func() error {
+		node := &corev1.Node{}
+		if err := c.Get(t.Context(), client.ObjectKey{Name: name}, node); err != nil {
+			return err
+		}
+		now := metav1.Now()
+		reason := map[corev1.ConditionStatus]string{corev1.ConditionTrue: "KubeletReady", corev1.ConditionFalse: "KubeletNotReady"}[status]
+		node.Status.Conditions = []corev1.NodeCondition{{
+			Type: corev1.NodeReady, Status: status, Reason: reason,
+			LastHeartbeatTime: now, LastTransitionTime: now,
+		}}
+		return c.Status().Update(t.Context(), node)
+	}), "setting node %s Ready=%s", name, status)
+}
+
+// requirePhases waits until every machine named in machines has phase want.
+func requirePhases(t *testing.T, c client.Client, want v1alpha1.MachinePhase, machines map[string]types.UID) {
+	t.Helper()
+	var last []string
+	require.Eventually(t, func() bool {
+		last = last[:0]
+		for name := range machines {
+			m := &v1alpha1.Machine{}
+			if err := c.Get(t.Context(), client.ObjectKey{Namespace: e2eNamespace, Name: name}, m); err != nil {
+				return false
+			}
+			if m.Status.CurrentStatus.Phase != want {
+				last = append(last, m.Name+"="+string(m.Status.CurrentStatus.Phase)+" ("+m.Status.LastOperation.Description+")")
+			}
+		}
+		return len(last) == 0
+	}, waitFor, poll, "want every machine %s; not yet: %v", want, &last)
 }
 
 // metric returns the value of the sample named (with its labels) on a

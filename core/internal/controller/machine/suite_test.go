@@ -24,6 +24,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -96,6 +97,10 @@ type world struct {
 	mgrCount  int
 	// noTarget runs the controller without a target cluster.
 	noTarget bool
+	// cacheConfig, when set, is the configuration the manager's cache of
+	// the control cluster uses (its client writes and APIReader go
+	// direct): a test can cut the cache off from the API server.
+	cacheConfig *rest.Config
 }
 
 var nsCounter struct {
@@ -185,14 +190,18 @@ func (w *world) start() {
 	})
 	require.NoError(w.t, err)
 
-	mgr, err := ctrl.NewManager(w.control.Config, ctrl.Options{
+	mgrOpts := ctrl.Options{
 		Scheme:                 w.control.Scheme,
 		Logger:                 log,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{w.ns: {}}},
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	}
+	if w.cacheConfig != nil {
+		mgrOpts.NewCache = func(_ *rest.Config, o cache.Options) (cache.Cache, error) { return cache.New(w.cacheConfig, o) }
+	}
+	mgr, err := ctrl.NewManager(w.control.Config, mgrOpts)
 	require.NoError(w.t, err)
 
 	var target cluster.Cluster = mgr

@@ -1,0 +1,87 @@
+package machine
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/safety/safetytest"
+	"github.com/machina-io/machina/core/internal/freeze"
+	"github.com/machina-io/machina/core/testenv"
+	"github.com/machina-io/machina/drivers/inmemory"
+)
+
+// TestUnknownMachineRecoversWhileTheCacheLags is what follows an API
+// server outage: the Machine cache's watch is still waiting out its
+// reconnect backoff (up to half a minute after the API server is back)
+// while the Node cache is current. The controller marks a machine Unknown,
+// looks at it again in the grace period after the outage (holding it), and
+// then its Node is Ready again. The machine must be Running again although
+// the cache still shows it as it was before the controller's own write:
+// the controller must not take that old view (Running, nothing to do) for
+// the machine, since the late cache event, a status change, triggers no
+// reconcile of its own.
+func TestUnknownMachineRecoversWhileTheCacheLags(t *testing.T) {
+	env := testenv.Start(t)
+	// The Nodes come through a cache of their own that stays connected
+	// (the target cluster is the same API server, reached directly).
+	target := *env
+	w := newWorld(t, env, &target, inmemory.Options{})
+	proxy := safetytest.StartProxy(t, env.Config)
+	w.cacheConfig = proxy.Config(env.Config)
+	gate := &freeze.Gate{}
+	var cached client.Client
+	w.configure = func(r *Reconciler, c client.Client) { r.Gate, cached = gate, c }
+	w.class("small", nil)
+	w.start()
+	w.machine("m1", "small", func(m *v1alpha1.Machine) {
+		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineHealthTimeout: &metav1.Duration{Duration: time.Second}}
+	})
+	w.waitPhase("m1", v1alpha1.MachineRunning, waitLong)
+
+	// An outage has just ended: the grace period lasts a minute.
+	gate.Freeze("test: API server unreachable", time.Now().Add(-time.Minute))
+	gate.UnfreezeWithGrace(time.Now())
+	// The Machine cache shows the machine as it is, then loses its API
+	// server (and keeps what it has).
+	require.Eventually(t, func() bool {
+		m := &v1alpha1.Machine{}
+		return cached.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: "m1"}, m) == nil &&
+			m.ResourceVersion == w.get("m1").ResourceVersion
+	}, waitLong, 20*time.Millisecond, "the cache never showed the Running machine")
+	proxy.SetDown(true)
+
+	setNodeCondition(t, w.ctx, env.Client, "m1", corev1.NodeReady, corev1.ConditionFalse)
+	w.waitPhase("m1", v1alpha1.MachineUnknown, waitLong)
+	// The health timeout passes in the grace period: the controller looks
+	// at the machine again and holds it.
+	require.Eventually(t, func() bool {
+		return strings.Contains(w.logs.String(), "Grace period after an API server outage; not failing an unhealthy machine")
+	}, waitLong, 20*time.Millisecond, "the controller never held the machine in the grace period")
+	m := &v1alpha1.Machine{}
+	require.NoError(t, cached.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: "m1"}, m))
+	require.Equal(t, v1alpha1.MachineRunning, m.Status.CurrentStatus.Phase, "the cache must still lag for the test to mean anything")
+
+	// The kubelet reports again.
+	setNodeCondition(t, w.ctx, env.Client, "m1", corev1.NodeReady, corev1.ConditionTrue)
+	m = w.waitPhase("m1", v1alpha1.MachineRunning, 15*time.Second)
+	assert.Contains(t, m.Status.LastOperation.Description, "healthy again")
+	assert.NotContains(t, w.rec.phasesOf("m1"), "Failed")
+
+	// Once the cache is back it shows the machine Running, and the
+	// controller leaves it so.
+	proxy.SetDown(false)
+	require.Eventually(t, func() bool {
+		m := &v1alpha1.Machine{}
+		return cached.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: "m1"}, m) == nil &&
+			m.Status.CurrentStatus.Phase == v1alpha1.MachineRunning && m.ResourceVersion == w.get("m1").ResourceVersion
+	}, waitLong, 50*time.Millisecond, "the cache never caught up")
+	assert.Equal(t, v1alpha1.MachineRunning, w.get("m1").Status.CurrentStatus.Phase)
+}
