@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -52,6 +50,9 @@ type Reconciler struct {
 	// Client reads through the manager's cache and writes to the API
 	// server; mgr.GetClient() when nil.
 	Client client.Client
+	// APIReader reads from the API server, not the cache: a freeze is
+	// confirmed on fresh reads. mgr.GetAPIReader() when nil.
+	APIReader client.Reader
 	// Recorder emits FrozeMachineSet and UnfrozeMachineSet on MachineSets;
 	// the manager's core/v1 recorder when nil (as the MachineSet controller
 	// uses, so that kubectl shows both controllers' events alike).
@@ -62,16 +63,6 @@ type Reconciler struct {
 	// Period (--machine-safety-overshooting-period) is how often every
 	// MachineSet is checked even without events; DefaultPeriod when zero.
 	Period time.Duration
-
-	// seen is each set's count of live machines at its last check.
-	seenMu sync.Mutex
-	seen   map[types.NamespacedName]seenCount
-}
-
-// seenCount is a set's count of live machines at its last check.
-type seenCount struct {
-	uid  types.UID
-	live int32
 }
 
 // SetupWithManager registers the controller with mgr, with the given number
@@ -79,6 +70,9 @@ type seenCount struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorderFor(ControllerName) //nolint:staticcheck // see Recorder
@@ -132,9 +126,6 @@ func (r *Reconciler) setsOfDeployment(ctx context.Context, obj client.Object) []
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ms := &v1alpha1.MachineSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ms); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.forgetSeen(req.NamespacedName)
-		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	md, err := r.deploymentOf(ctx, ms)
@@ -167,11 +158,10 @@ func (r *Reconciler) reconcileSet(ctx context.Context, ms *v1alpha1.MachineSet, 
 	}
 	if hasUnfreezeAnnotation(ms) {
 		log.Info("Unfreezing machine set: unfreeze annotation")
+		// A set that still overshoots freezes again below, at once.
 		if err := r.unfreezeSet(ctx, ms, "the annotation "+v1alpha1.UnfreezeAnnotation+" was set"); err != nil {
 			return err
 		}
-		// A set that still has too many machines freezes again at once.
-		r.setSeen(ms, 0)
 	}
 	if ms.DeletionTimestamp != nil {
 		return nil // a set being deleted creates nothing; the MachineSet controller ignores its label
@@ -182,16 +172,22 @@ func (r *Reconciler) reconcileSet(ctx context.Context, ms *v1alpha1.MachineSet, 
 		log.Error(err, "Cannot compute the overshooting thresholds")
 		return nil // a broken deployment spec is the deployment controller's to report
 	}
-	live, all, err := r.countMachines(ctx, ms)
+	live, all, err := r.countMachines(ctx, r.Client, ms)
 	if err != nil {
 		return err
 	}
-	grew := r.setSeen(ms, live) < live
 	frozen := isFrozen(ms)
 	switch {
-	case live >= th.Higher && grew && !frozen:
-		msg := fmt.Sprintf("MachineSet %s has %d machines, at or above its limit of %d", ms.Name, live, th.Higher)
-		log.Info("Freezing machine set: too many machines", "machines", live, "beingDeleted", all-live, "higher", th.Higher, "lower", th.Lower)
+	case !frozen && overshoots(ms, th, live):
+		c, err := r.confirm(ctx, ms, md)
+		if err != nil || c == nil {
+			return err
+		}
+		msg := fmt.Sprintf("MachineSet %s has %d machines, at or above its limit of %d and more than the %d it accounts for",
+			ms.Name, c.live, c.th.Higher, accountedFor(c.ms))
+		log.Info("Freezing machine set: too many machines", "machines", c.live, "beingDeleted", c.all-c.live,
+			"higher", c.th.Higher, "lower", c.th.Lower, "replicas", c.ms.Spec.Replicas, "statusReplicas", c.ms.Status.Replicas)
+		*ms = *c.ms // the deployment's freeze below follows the set as written
 		return r.freezeSet(ctx, ms, msg)
 	case all <= th.Lower && frozen:
 		msg := fmt.Sprintf("MachineSet %s has %d machines, at or below %d", ms.Name, all, th.Lower)
@@ -201,34 +197,83 @@ func (r *Reconciler) reconcileSet(ctx context.Context, ms *v1alpha1.MachineSet, 
 	return nil
 }
 
-// setSeen records the set's live machines at this check and returns the
-// count of the check before (0 for a set not seen since the start).
+// overshoots reports whether ms, with live machines not being deleted,
+// has run away: live is at or above the limit, and more than the set
+// accounts for, max(spec.replicas, status.replicas), while the set's
+// controller has acted on the set's current spec.
 //
-// A set freezes only while its live machines grow beyond the limit: that is
-// an overshoot, a set (or two controllers) creating more than wanted. A
-// set over its limit whose count does not grow is being scaled down: when a
-// MachineDeployment goes from 150 to 0 replicas, its set's limit drops to
-// safety-up at once, while its machines are still there until the set has
-// marked them for deletion (at most a burst per sync).
-func (r *Reconciler) setSeen(ms *v1alpha1.MachineSet, live int32) (before int32) {
-	r.seenMu.Lock()
-	defer r.seenMu.Unlock()
-	if r.seen == nil {
-		r.seen = map[types.NamespacedName]seenCount{}
-	}
-	key := client.ObjectKeyFromObject(ms)
-	if last, ok := r.seen[key]; ok && last.uid == ms.UID {
-		before = last.live
-	}
-	r.seen[key] = seenCount{uid: ms.UID, live: live}
-	return before
+// The baseline is what the MachineSet controller persists, so that it is
+// the same for every manager, a new leader or a restarted one included. The
+// set creates machines only up to spec.replicas, and status.replicas is the
+// count of machines not being deleted at its last sync, less that sync's
+// deletions. A scale-down lowers the limit (and then spec.replicas) while
+// the machines are still there, but never beyond status.replicas, which
+// counted them; a set or a second controller that creates machines beyond
+// spec.replicas, or machines the set does not see, brings live beyond both.
+// While status.observedGeneration is behind metadata.generation, the set's
+// controller has not yet acted on a new spec (say, replicas 150 -> 0), and
+// status.replicas may predate its last creations: the check waits for the
+// status that follows. A set never synced (observedGeneration 0) has
+// created none of its machines, so spec.replicas alone is its baseline.
+func overshoots(ms *v1alpha1.MachineSet, th Thresholds, live int32) bool {
+	settled := ms.Status.ObservedGeneration == 0 || ms.Status.ObservedGeneration >= ms.Generation
+	return settled && live >= th.Higher && live > accountedFor(ms)
 }
 
-// forgetSeen drops the record of a set that is gone.
-func (r *Reconciler) forgetSeen(key types.NamespacedName) {
-	r.seenMu.Lock()
-	defer r.seenMu.Unlock()
-	delete(r.seen, key)
+// accountedFor is the count of live machines a set explains by its spec and
+// status.
+func accountedFor(ms *v1alpha1.MachineSet) int32 {
+	if ms.Status.ObservedGeneration == 0 {
+		return ms.Spec.Replicas
+	}
+	return max(ms.Spec.Replicas, ms.Status.Replicas)
+}
+
+// confirmed is a set's overshoot as read from the API server.
+type confirmed struct {
+	ms        *v1alpha1.MachineSet
+	th        Thresholds
+	live, all int32
+}
+
+// confirm reads ms, its deployment and its machines again from the API
+// server, in that order, and returns them if the set still overshoots, nil
+// if not. The cache's watches of sets and of machines are separate streams:
+// the status the MachineSet controller writes after a scale-down's
+// deletions can reach the cache before the deletions do, and 100 machines
+// that seem to be live against a status that no longer counts them are no
+// overshoot. Machines listed after the set was read include every change
+// made before the set's status was written.
+func (r *Reconciler) confirm(ctx context.Context, ms *v1alpha1.MachineSet, md *v1alpha1.MachineDeployment) (*confirmed, error) {
+	fresh := &v1alpha1.MachineSet{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(ms), fresh); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if fresh.UID != ms.UID || fresh.DeletionTimestamp != nil {
+		return nil, nil
+	}
+	if md != nil {
+		freshMD := &v1alpha1.MachineDeployment{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(md), freshMD); client.IgnoreNotFound(err) != nil {
+			return nil, err
+		} else if err == nil && freshMD.UID == md.UID {
+			md = freshMD
+		}
+	}
+	th, err := ComputeThresholds(fresh, md, r.SafetyUp, r.SafetyDown)
+	if err != nil {
+		return nil, nil // reported by the check on the cached objects
+	}
+	live, all, err := r.countMachines(ctx, r.APIReader, fresh)
+	if err != nil {
+		return nil, err
+	}
+	if !overshoots(fresh, th, live) {
+		ctrl.LoggerFrom(ctx).V(1).Info("Not freezing machine set: the API server does not confirm the cache's count",
+			"machines", live, "higher", th.Higher, "replicas", fresh.Spec.Replicas, "statusReplicas", fresh.Status.Replicas)
+		return nil, nil
+	}
+	return &confirmed{ms: fresh, th: th, live: live, all: all}, nil
 }
 
 // resultOf turns an error into a reconcile result: a lost optimistic-lock
@@ -280,13 +325,13 @@ func (r *Reconciler) setsOf(ctx context.Context, md *v1alpha1.MachineDeployment)
 // machine being deleted is on its way out: counting it toward the limit
 // froze every large scale-down (MCM does). As in MCM, a frozen set is
 // unfrozen only once its surplus is gone, being deleted or not.
-func (r *Reconciler) countMachines(ctx context.Context, ms *v1alpha1.MachineSet) (live, all int32, err error) {
+func (r *Reconciler) countMachines(ctx context.Context, reader client.Reader, ms *v1alpha1.MachineSet) (live, all int32, err error) {
 	list := &v1alpha1.MachineList{}
 	opts := []client.ListOption{client.InNamespace(ms.Namespace)}
 	if sel := ms.Spec.Template.Labels; len(sel) > 0 {
 		opts = append(opts, client.MatchingLabels(sel))
 	}
-	if err := r.Client.List(ctx, list, opts...); err != nil {
+	if err := reader.List(ctx, list, opts...); err != nil {
 		return 0, 0, err
 	}
 	for i := range list.Items {

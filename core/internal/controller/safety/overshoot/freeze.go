@@ -171,7 +171,9 @@ func (r *Reconciler) syncDeployment(ctx context.Context, md *v1alpha1.MachineDep
 		reason, msg = v1alpha1.OverShootingReplicaCount, c.Message
 	}
 	if !isFrozen(md) {
-		ctrl.LoggerFrom(ctx).Info("Freezing machine deployment: a machine set is frozen", "machineDeployment", md.Name, "machineSet", frozenSet.Name)
+		// Logged by whichever set of md is reconciled first, not always the
+		// frozen one: the key names the set that froze.
+		ctrl.LoggerFrom(ctx).Info("Freezing machine deployment: a machine set is frozen", "machineDeployment", md.Name, "frozenMachineSet", frozenSet.Name)
 	}
 	if err := r.patchLabels(ctx, md, true, false); err != nil {
 		return err
