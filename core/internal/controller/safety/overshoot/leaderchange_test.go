@@ -218,3 +218,61 @@ func (f *fixture) requireNoFreezeEvents() {
 		assert.NotEqual(f.t, overshoot.ReasonFrozeMachineSet, e.Reason, "event: %s", e.Message)
 	}
 }
+
+// The MachineSet controller writes status.replicas from its list before the
+// sync's creations: right after a scale-up its status counts none of the new
+// machines. A deployment scaled down again before the set's next sync
+// leaves the set with machines neither its spec nor its status accounts for,
+// until the set has synced its new spec (observedGeneration). The status is
+// written here as that controller writes it.
+func TestOvershootWaitsForTheSetToActOnItsSpec(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	f := start(t, env, 2, 1)
+	frozenSeen := watchFreezes(t, env, f.ns)
+	md := f.deployment("bounce", 20, intstr.FromInt32(1))
+	ms := f.machineSet("bounce-abc", 20, md)
+	f.writeStatus(ms, 0) // the sync that created the 20 machines below
+	created := f.machines(ms, 20)
+	for _, m := range created {
+		require.NoError(t, f.c.Get(ctx, client.ObjectKeyFromObject(m), m))
+		controllerutil.AddFinalizer(m, holdFinalizer)
+		require.NoError(t, f.c.Update(ctx, m))
+	}
+	f.wait(quiet)
+
+	// Scaled back to 0: the limit is 0 + 1 + 2, the set's spec 0, its
+	// status 0, and 20 live machines, but the set has not synced yet.
+	f.scale(md, 0)
+	require.NoError(t, f.c.Get(ctx, client.ObjectKeyFromObject(ms), ms))
+	patch := client.MergeFrom(ms.DeepCopy())
+	ms.Spec.Replicas = 0
+	require.NoError(t, f.c.Patch(ctx, ms, patch))
+	f.wait(quiet)
+	require.Empty(t, frozenSeen(), "a set frozen before it acted on its scale-down")
+
+	// Its sync deletes the 20 machines, then writes its status.
+	for _, m := range created {
+		require.NoError(t, f.c.Delete(ctx, m))
+	}
+	f.writeStatus(ms, 0)
+	f.wait(quiet)
+	f.release(ms)
+	assert.Empty(t, frozenSeen(), "sets seen frozen")
+
+	// The same set, synced, that then gets machines nobody asked for does
+	// freeze: limit 3, spec 0, status 0.
+	f.machines(ms, 3)
+	f.requireFrozen(ms, true)
+}
+
+// writeStatus writes ms's status as the MachineSet controller does at the
+// end of a sync: replicas and the generation it acted on.
+func (f *fixture) writeStatus(ms *v1alpha1.MachineSet, replicas int32) {
+	f.t.Helper()
+	require.NoError(f.t, f.c.Get(context.Background(), client.ObjectKeyFromObject(ms), ms))
+	patch := client.MergeFrom(ms.DeepCopy())
+	ms.Status.Replicas = replicas
+	ms.Status.ObservedGeneration = ms.Generation
+	require.NoError(f.t, f.c.Status().Patch(context.Background(), ms, patch))
+}
