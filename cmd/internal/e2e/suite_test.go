@@ -37,6 +37,9 @@ const (
 	orphanName = "test-orphan-vm"
 )
 
+// overshootPeriod is the manager's --machine-safety-overshooting-period.
+const overshootPeriod = 300 * time.Millisecond
+
 // providerSpecs are the two classes' virtualnode provider specs. The boot
 // delay makes a new Node report NotReady for a moment, so that "ready
 // nodes" (what MCM counts) differs from "nodes" until the machine joined;
@@ -144,7 +147,7 @@ func managerArgs(kubeconfig, endpoint, healthAddr string) []string {
 		// Scenario 6's thresholds rest on these (MCM's defaults).
 		"--safety-up=2",
 		"--safety-down=1",
-		"--machine-safety-overshooting-period=300ms",
+		"--machine-safety-overshooting-period=" + overshootPeriod.String(),
 		"--machine-safety-orphan-vms-period=2s",
 	}
 }
