@@ -117,31 +117,7 @@ func testMeltdownLimit(t *testing.T, env *testenv.Env) {
 	w := newWorld(t, env, env, inmemory.Options{})
 	w.opts.ReplacementRecheck = 200 * time.Millisecond
 	w.class("small", nil)
-	md := &v1alpha1.MachineDeployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "md1"},
-		Spec: v1alpha1.MachineDeploymentSpec{
-			Replicas: 10,
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "md1"}},
-			Template: v1alpha1.MachineTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"pool": "md1"}},
-				Spec:       v1alpha1.MachineSpec{Class: v1alpha1.ClassSpec{Kind: "MachineClass", Name: "small"}},
-			},
-		},
-	}
-	require.NoError(t, env.Client.Create(w.ctx, md))
-	w.configure = func(r *Reconciler, cached client.Client) {
-		r.Meltdown = meltdown.NewGuard(cached, intstr.FromInt32(2))
-	}
-	w.start()
-	var names []string
-	for i := range 10 {
-		name := fmt.Sprintf("m%d", i)
-		names = append(names, name)
-		w.machine(name, "small", func(m *v1alpha1.Machine) {
-			m.Labels = map[string]string{"pool": "md1", v1alpha1.MachineDeploymentNameLabel: "md1"}
-			m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineHealthTimeout: &metav1.Duration{Duration: time.Second}}
-		})
-	}
+	names := w.guardedDeployment(10, "m", 2)
 	for _, name := range names {
 		w.waitPhase(name, v1alpha1.MachineRunning, waitLong)
 	}
@@ -284,4 +260,38 @@ func testClassChangeReenqueues(t *testing.T, env *testenv.Env) {
 	fixed := time.Now()
 	w.waitPhase("m1", v1alpha1.MachineRunning, waitLong)
 	assert.Less(t, time.Since(fixed), time.Minute, "well before the medium retry")
+}
+
+// guardedDeployment creates the MachineDeployment md1 of n machines of class
+// small, named prefix0 and on, each with a health timeout of a second, and
+// starts the controller with the meltdown guard at limit machines in
+// replacement. It returns the machines' names.
+func (w *world) guardedDeployment(n int, prefix string, limit int32) []string {
+	w.t.Helper()
+	md := &v1alpha1.MachineDeployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "md1"},
+		Spec: v1alpha1.MachineDeploymentSpec{
+			Replicas: int32(n),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "md1"}},
+			Template: v1alpha1.MachineTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"pool": "md1"}},
+				Spec:       v1alpha1.MachineSpec{Class: v1alpha1.ClassSpec{Kind: "MachineClass", Name: "small"}},
+			},
+		},
+	}
+	require.NoError(w.t, w.control.Client.Create(w.ctx, md))
+	w.configure = func(r *Reconciler, cached client.Client) {
+		r.Meltdown = meltdown.NewGuard(cached, intstr.FromInt32(limit))
+	}
+	w.start()
+	var names []string
+	for i := range n {
+		name := fmt.Sprintf("%s%d", prefix, i)
+		names = append(names, name)
+		w.machine(name, "small", func(m *v1alpha1.Machine) {
+			m.Labels = map[string]string{"pool": "md1", v1alpha1.MachineDeploymentNameLabel: "md1"}
+			m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineHealthTimeout: &metav1.Duration{Duration: time.Second}}
+		})
+	}
+	return names
 }

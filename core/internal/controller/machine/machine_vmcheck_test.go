@@ -76,31 +76,7 @@ func (w *world) deleteVM(name string) {
 func testLostVMsReplaced(t *testing.T, env *testenv.Env) {
 	w := vmCheckWorld(t, env, 200*time.Millisecond)
 	w.opts.ReplacementRecheck = 200 * time.Millisecond
-	md := &v1alpha1.MachineDeployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "md1"},
-		Spec: v1alpha1.MachineDeploymentSpec{
-			Replicas: 8,
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "md1"}},
-			Template: v1alpha1.MachineTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"pool": "md1"}},
-				Spec:       v1alpha1.MachineSpec{Class: v1alpha1.ClassSpec{Kind: "MachineClass", Name: "small"}},
-			},
-		},
-	}
-	require.NoError(t, env.Client.Create(w.ctx, md))
-	w.configure = func(r *Reconciler, cached client.Client) {
-		r.Meltdown = meltdown.NewGuard(cached, intstr.FromInt32(2))
-	}
-	w.start()
-	var names []string
-	for i := range 8 {
-		name := fmt.Sprintf("v%d", i)
-		names = append(names, name)
-		w.machine(name, "small", func(m *v1alpha1.Machine) {
-			m.Labels = map[string]string{"pool": "md1", v1alpha1.MachineDeploymentNameLabel: "md1"}
-			m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineHealthTimeout: &metav1.Duration{Duration: time.Second}}
-		})
-	}
+	names := w.guardedDeployment(8, "v", 2)
 	for _, name := range names {
 		w.waitPhase(name, v1alpha1.MachineAvailable, waitLong)
 	}
