@@ -150,19 +150,7 @@ func TestAPIServerOutageWithTwoReplicas(t *testing.T) {
 
 	// The test plays the kubelets: each machine's Node joins Ready.
 	nodes := map[string]bool{}
-	require.Eventually(t, func() bool {
-		list := &v1alpha1.MachineList{}
-		if c.List(ctx, list, client.InNamespace(e2eNamespace)) != nil {
-			return false
-		}
-		for _, m := range list.Items {
-			if n := m.Labels[v1alpha1.NodeLabelKey]; n != "" && m.Spec.ProviderID != "" && !nodes[n] {
-				registerNode(t, c, n)
-				nodes[n] = true
-			}
-		}
-		return len(nodes) == 3
-	}, waitFor, poll, "the machines never got their VMs")
+	joinNodes(t, c, nodes, 3, "the machines never got their VMs")
 	before := requireRunning(t, c, 3)
 	failed := watchForFailed(t, c)
 
@@ -223,19 +211,7 @@ func TestAPIServerOutageWithTwoReplicas(t *testing.T) {
 		got.Spec.Replicas = 4
 		return c.Update(ctx, got)
 	}))
-	require.Eventually(t, func() bool {
-		list := &v1alpha1.MachineList{}
-		if c.List(ctx, list, client.InNamespace(e2eNamespace)) != nil {
-			return false
-		}
-		for _, m := range list.Items {
-			if n := m.Labels[v1alpha1.NodeLabelKey]; n != "" && m.Spec.ProviderID != "" && !nodes[n] {
-				registerNode(t, c, n)
-				nodes[n] = true
-			}
-		}
-		return len(nodes) == 4
-	}, waitFor, poll, "the new leader never created the machine of a scale-up")
+	joinNodes(t, c, nodes, 4, "the new leader never created the machine of a scale-up")
 	after := requireRunning(t, c, 4)
 	for name, uid := range before {
 		assert.Equal(t, uid, after[name], "machine %s was replaced because of the outage", name)
@@ -349,4 +325,23 @@ func metric(url, sample string) string {
 		return ""
 	}
 	return m[1]
+}
+
+// joinNodes plays the kubelets until want machines have joined: it registers
+// a Ready Node for every machine that has its VM and is not in joined yet.
+func joinNodes(t *testing.T, c client.Client, joined map[string]bool, want int, msg string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		list := &v1alpha1.MachineList{}
+		if c.List(t.Context(), list, client.InNamespace(e2eNamespace)) != nil {
+			return false
+		}
+		for _, m := range list.Items {
+			if n := m.Labels[v1alpha1.NodeLabelKey]; n != "" && m.Spec.ProviderID != "" && !joined[n] {
+				registerNode(t, c, n)
+				joined[n] = true
+			}
+		}
+		return len(joined) == want
+	}, waitFor, poll, msg)
 }
