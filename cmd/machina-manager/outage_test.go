@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -33,6 +34,30 @@ const (
 	outageFor     = 8 * time.Second
 	healthTimeout = 3 * time.Second
 )
+
+// outageDefaults runs the outage test as an operator would meet it: the
+// manager's default leader-election and API-server check flags and a
+// 90-second outage. It takes about four minutes, so make test runs the
+// scaled-down version; run it with
+//
+//	go test -count=1 -run TestAPIServerOutageWithTwoReplicas ./machina-manager/ -args -outage.default-flags
+var outageDefaults = flag.Bool("outage.default-flags", false,
+	"run the API server outage test with the default leader-election and API server check flags and a 90s outage")
+
+// outageFlags returns the manager flags of the outage test that differ
+// from the defaults, and how long the API server stays down.
+func outageFlags() ([]string, time.Duration) {
+	if *outageDefaults {
+		return nil, 90 * time.Second
+	}
+	return []string{
+		"--leader-elect-lease-duration=4s",
+		"--leader-elect-renew-deadline=3s",
+		"--leader-elect-retry-period=500ms",
+		"--machine-safety-apiserver-statuscheck-period=2s",
+		"--machine-safety-apiserver-statuscheck-timeout=2s",
+	}, outageFor
+}
 
 // TestAPIServerOutageWithTwoReplicas runs two manager replicas as real
 // processes with leader election and kills the real kube-apiserver for
@@ -69,27 +94,23 @@ func TestAPIServerOutageWithTwoReplicas(t *testing.T) {
 		health  string
 	}
 	replicas := make([]replica, 2)
+	timingFlags, outage := outageFlags()
 	for i := range replicas {
 		metricsAddr, healthAddr := freeAddress(t), freeAddress(t)
 		replicas[i] = replica{
 			metrics: "http://" + metricsAddr + "/metrics",
 			health:  "http://" + healthAddr,
-			p: start(t, []string{"manager-a", "manager-b"}[i], managerBin,
-				"--control-kubeconfig="+env.Kubeconfig,
-				"--namespace="+e2eNamespace,
-				"--driver-endpoint="+endpoint,
-				"--metrics-bind-address="+metricsAddr,
-				"--health-probe-bind-address="+healthAddr,
+			p: start(t, []string{"manager-a", "manager-b"}[i], managerBin, append([]string{
+				"--control-kubeconfig=" + env.Kubeconfig,
+				"--namespace=" + e2eNamespace,
+				"--driver-endpoint=" + endpoint,
+				"--metrics-bind-address=" + metricsAddr,
+				"--health-probe-bind-address=" + healthAddr,
 				"--leader-elect=true",
-				"--leader-elect-lease-duration=4s",
-				"--leader-elect-renew-deadline=3s",
-				"--leader-elect-retry-period=500ms",
-				"--machine-safety-apiserver-statuscheck-period=2s",
-				"--machine-safety-apiserver-statuscheck-timeout=2s",
-				"--machine-health-timeout="+healthTimeout.String(),
+				"--machine-health-timeout=" + healthTimeout.String(),
 				"--concurrent-syncs=5",
 				"--v=1",
-			),
+			}, timingFlags...)...),
 		}
 	}
 	t.Cleanup(func() {
@@ -162,7 +183,7 @@ func TestAPIServerOutageWithTwoReplicas(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return len(leaders()) == 0 && metric(replicas[oldLeader].metrics, "mcm_machine_controller_frozen") == "1"
 	}, waitFor, poll, "the leader neither gave up leading nor froze during the outage")
-	for time.Since(downAt) < outageFor {
+	for time.Since(downAt) < outage {
 		for i, r := range replicas {
 			require.True(t, r.p.running(), "replica %d exited during the outage (code %d)", i, r.p.exitCode())
 		}
