@@ -127,9 +127,13 @@ func TestManagerWithPythonDriver(t *testing.T) {
 		return len(list) == 0 && len(vms) == 0 && len(nodes.Items) == 0,
 			fmt.Sprintf("machines %s; VMs %v; %d nodes", describeMachines(list), vms, len(nodes.Items))
 	})
-	got := &machinav1alpha1.MachineDeployment{}
-	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(md), got))
-	assert.Zero(t, got.Status.Replicas)
+	// The deployment's status follows its sets' once they have synced:
+	// wait for it rather than read it the moment the machines are gone.
+	requireEventually(t, time.Minute, "the deployment's status counts no replicas", func() (bool, string) {
+		got := &machinav1alpha1.MachineDeployment{}
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(md), got))
+		return got.Status.Replicas == 0, fmt.Sprintf("status.replicas %d", got.Status.Replicas)
+	})
 }
 
 // buildManager builds cmd/machina-manager from this work tree.
