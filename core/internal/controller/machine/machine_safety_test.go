@@ -133,27 +133,7 @@ func testMeltdownLimit(t *testing.T, env *testenv.Env) {
 	sawHeld := false
 	for len(remaining) > 0 {
 		want := min(2, len(remaining))
-		var failed, held []string
-		require.Eventually(t, func() bool {
-			failed, held = nil, nil
-			for name := range remaining {
-				// Not w.get: its require must not run in Eventually's
-				// goroutine.
-				m := &v1alpha1.Machine{}
-				if err := env.Client.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: name}, m); err != nil {
-					return false
-				}
-				switch {
-				case m.Status.CurrentStatus.Phase == v1alpha1.MachineFailed:
-					failed = append(failed, name)
-				case strings.Contains(m.Status.LastOperation.Description, "already has its limit of 2 machines being replaced"):
-					held = append(held, name)
-				}
-			}
-			// Every machine not failed must have been held by the limit
-			// (not merely not yet past its timeout).
-			return len(failed) == want && len(held) == len(remaining)-want
-		}, waitLong, 50*time.Millisecond, "want %d Failed and the rest held", want)
+		failed, held := w.failedAndHeld(remaining, want)
 		if len(held) > 0 {
 			if !sawHeld {
 				w.waitEvent(held[0], corev1.EventTypeWarning, reasonReplacementHeld)
@@ -294,4 +274,30 @@ func (w *world) guardedDeployment(n int, prefix string, limit int32) []string {
 		})
 	}
 	return names
+}
+
+// failedAndHeld waits until want of the remaining machines are Failed and
+// every other one is held by a replacement limit of 2 (not merely not yet
+// past its timeout), and returns both.
+func (w *world) failedAndHeld(remaining map[string]bool, want int) (failed, held []string) {
+	w.t.Helper()
+	require.Eventually(w.t, func() bool {
+		failed, held = nil, nil
+		for name := range remaining {
+			// Not w.get: its require must not run in Eventually's
+			// goroutine.
+			m := &v1alpha1.Machine{}
+			if err := w.control.Client.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: name}, m); err != nil {
+				return false
+			}
+			switch {
+			case m.Status.CurrentStatus.Phase == v1alpha1.MachineFailed:
+				failed = append(failed, name)
+			case strings.Contains(m.Status.LastOperation.Description, "already has its limit of 2 machines being replaced"):
+				held = append(held, name)
+			}
+		}
+		return len(failed) == want && len(held) == len(remaining)-want
+	}, waitLong, 50*time.Millisecond, "want %d Failed and the rest held by the limit", want)
+	return failed, held
 }

@@ -3,7 +3,6 @@ package machine
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -105,23 +104,7 @@ func testLostVMsReplaced(t *testing.T, env *testenv.Env) {
 	}
 	for len(remaining) > 0 {
 		want := min(2, len(remaining))
-		var failed, held []string
-		require.Eventually(t, func() bool {
-			failed, held = nil, nil
-			for name := range remaining {
-				m := &v1alpha1.Machine{}
-				if err := env.Client.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: name}, m); err != nil {
-					return false
-				}
-				switch {
-				case m.Status.CurrentStatus.Phase == v1alpha1.MachineFailed:
-					failed = append(failed, name)
-				case strings.Contains(m.Status.LastOperation.Description, "already has its limit of 2 machines being replaced"):
-					held = append(held, name)
-				}
-			}
-			return len(failed) == want && len(held) == len(remaining)-want
-		}, waitLong, 50*time.Millisecond, "want %d Failed and the rest held by the limit", want)
+		failed, _ := w.failedAndHeld(remaining, want)
 		for _, name := range failed {
 			m := w.get(name)
 			assert.Contains(t, m.Status.LastOperation.Description, "does not find VM", name)
