@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -211,7 +213,7 @@ func (d *refDriver) mutateCall(ctx context.Context, req any, info *grpc.UnarySer
 		return nil, status.Error(codes.InvalidArgument, "the request has unknown fields")
 	}
 	if md, _ := metadata.FromIncomingContext(ctx); m.rejectsUnknownMetadata || m.requiresMetadata {
-		for k := range md {
+		for _, k := range slices.Sorted(maps.Keys(md)) { // sorted: the rejected key must not depend on map order
 			if m.rejectsUnknownMetadata && !strings.HasPrefix(k, ":") && !strings.HasPrefix(k, "grpc-") && k != "content-type" && k != "user-agent" && k != "te" {
 				return nil, status.Errorf(codes.InvalidArgument, "unknown metadata %q", k)
 			}
