@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
-	"github.com/machina-io/machina/core/internal/classdata"
+	"github.com/machina-io/machina/core/internal/driverclass"
 )
 
 // configError is a MachineClass or Secret the machine needs but cannot
@@ -41,9 +41,9 @@ func (r *Reconciler) loadClass(ctx context.Context, s *scope) error {
 		return &configError{fmt.Sprintf("MachineClass %s has no providerSpec", name)}
 	}
 
-	secrets, userData, err := classdata.Secrets(quiet(ctx), r.Control, class)
+	secrets, userData, err := driverclass.Secrets(withoutClientLogs(ctx), r.Control, class)
 	if err != nil {
-		var missing *classdata.MissingSecretError
+		var missing *driverclass.MissingSecretError
 		if errors.As(err, &missing) {
 			return &configError{fmt.Sprintf("Secret %s of MachineClass %s not found", missing.Ref, name)}
 		}

@@ -14,8 +14,8 @@ import (
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/bootstrap"
-	"github.com/machina-io/machina/core/internal/classdata"
 	"github.com/machina-io/machina/core/internal/driver"
+	"github.com/machina-io/machina/core/internal/driverclass"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 )
 
@@ -49,7 +49,7 @@ func (r *Reconciler) reconcileCreate(ctx context.Context, s *scope) (result, err
 	// Step 1: look the VM up by name (and provider ID when known).
 	st, err := r.Driver.GetMachineStatus(ctx, &driverv1alpha1.GetMachineStatusRequest{
 		Machine:      machineMessage(m),
-		MachineClass: classdata.Message(s.class),
+		MachineClass: driverclass.Message(s.class),
 		Secrets:      s.secrets,
 	})
 	code := driver.Code(err)
@@ -115,7 +115,7 @@ func (r *Reconciler) reconcileCreate(ctx context.Context, s *scope) (result, err
 	if initialize {
 		resp, err := r.Driver.InitializeMachine(ctx, &driverv1alpha1.InitializeMachineRequest{
 			Machine:        machineMessage(m),
-			MachineClass:   classdata.Message(s.class),
+			MachineClass:   driverclass.Message(s.class),
 			Secrets:        s.secrets,
 			LastKnownState: m.Status.LastKnownState,
 		})
@@ -192,7 +192,7 @@ func (r *Reconciler) createVM(ctx context.Context, s *scope) (*driverv1alpha1.Cr
 		token := ""
 		if bootstrap.NeedsToken(userData) && r.Tokens != nil {
 			var err error
-			token, err = r.Tokens.Ensure(quiet(ctx), types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, r.creationTimeout(s))
+			token, err = r.Tokens.Ensure(withoutClientLogs(ctx), types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, r.creationTimeout(s))
 			if err != nil {
 				desc := fmt.Sprintf("Cannot prepare the bootstrap token: %v", err)
 				r.warning(s, reasonTokenFailed, actionCreate, "%s", desc)
@@ -204,7 +204,7 @@ func (r *Reconciler) createVM(ctx context.Context, s *scope) (*driverv1alpha1.Cr
 	}
 	resp, err := r.Driver.CreateMachine(ctx, &driverv1alpha1.CreateMachineRequest{
 		Machine:        machineMessage(m),
-		MachineClass:   classdata.Message(s.class),
+		MachineClass:   driverclass.Message(s.class),
 		Secrets:        s.secrets,
 		UserData:       userData,
 		LastKnownState: m.Status.LastKnownState,
@@ -241,7 +241,7 @@ func (r *Reconciler) staleNodeGuard(ctx context.Context, s *scope, vm vmInfo) (b
 		vm.providerID, vm.nodeName, node.CreationTimestamp.UTC().Format(time.RFC3339))
 	req := &driverv1alpha1.DeleteMachineRequest{
 		Machine:        machineMessage(m),
-		MachineClass:   classdata.Message(s.class),
+		MachineClass:   driverclass.Message(s.class),
 		Secrets:        s.secrets,
 		LastKnownState: vm.lastKnownState,
 	}

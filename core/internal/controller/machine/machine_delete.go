@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
-	"github.com/machina-io/machina/core/internal/classdata"
 	"github.com/machina-io/machina/core/internal/drain"
 	"github.com/machina-io/machina/core/internal/driver"
+	"github.com/machina-io/machina/core/internal/driverclass"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 )
 
@@ -113,7 +113,7 @@ func (r *Reconciler) stepGetVMStatus(ctx context.Context, s *scope) (v1alpha1.De
 	}
 	resp, err := r.Driver.GetMachineStatus(ctx, &driverv1alpha1.GetMachineStatusRequest{
 		Machine:      machineMessage(s.machine),
-		MachineClass: classdata.Message(s.class),
+		MachineClass: driverclass.Message(s.class),
 		Secrets:      s.secrets,
 	})
 	code := driver.Code(err)
@@ -266,7 +266,7 @@ func (r *Reconciler) stepDeleteVM(ctx context.Context, s *scope) (v1alpha1.Delet
 	m := s.machine
 	resp, err := r.Driver.DeleteMachine(ctx, &driverv1alpha1.DeleteMachineRequest{
 		Machine:        machineMessage(m),
-		MachineClass:   classdata.Message(s.class),
+		MachineClass:   driverclass.Message(s.class),
 		Secrets:        s.secrets,
 		LastKnownState: m.Status.LastKnownState,
 	})
@@ -306,7 +306,7 @@ func (r *Reconciler) stepDeleteNode(ctx context.Context, s *scope) (v1alpha1.Del
 		}
 	}
 	if r.Tokens != nil {
-		if err := r.Tokens.Delete(quiet(ctx), types.NamespacedName{Namespace: s.machine.Namespace, Name: s.machine.Name}); err != nil {
+		if err := r.Tokens.Delete(withoutClientLogs(ctx), types.NamespacedName{Namespace: s.machine.Namespace, Name: s.machine.Name}); err != nil {
 			s.log.Error(err, "Deleting the machine's bootstrap token; retrying")
 			return v1alpha1.DeletionStepDeleteNode, result{requeueAfter: r.Options.ShortRetry}, nil
 		}

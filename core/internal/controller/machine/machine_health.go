@@ -130,7 +130,7 @@ func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, node *corev1.N
 		r.normal(s, reasonJoined, actionCreate, "Joined the cluster as node %s in %s", node.Name, joinedIn)
 		// The bootstrap token has done its job.
 		if r.Tokens != nil {
-			if err := r.Tokens.Delete(quiet(ctx), types.NamespacedName{Namespace: m.Namespace, Name: m.Name}); err != nil {
+			if err := r.Tokens.Delete(withoutClientLogs(ctx), types.NamespacedName{Namespace: m.Namespace, Name: m.Name}); err != nil {
 				s.log.Error(err, "Deleting the bootstrap token of a joined machine; it expires by itself")
 			}
 		}

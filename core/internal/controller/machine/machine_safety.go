@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
-	"github.com/machina-io/machina/core/internal/freeze"
+	"github.com/machina-io/machina/core/internal/controller/safety/freeze"
 )
 
 // Event reasons of the safety hooks.

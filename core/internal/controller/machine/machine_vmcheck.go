@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
-	"github.com/machina-io/machina/core/internal/classdata"
 	"github.com/machina-io/machina/core/internal/driver"
+	"github.com/machina-io/machina/core/internal/driverclass"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 )
 
@@ -164,7 +164,7 @@ func (r *Reconciler) reconcileVMCheck(ctx context.Context, s *scope) (result, er
 	}
 	_, err := r.Driver.GetMachineStatus(ctx, &driverv1alpha1.GetMachineStatusRequest{
 		Machine:      machineMessage(m),
-		MachineClass: classdata.Message(s.class),
+		MachineClass: driverclass.Message(s.class),
 		Secrets:      s.secrets,
 	})
 	code := driver.Code(err)

@@ -24,8 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/safety/freeze"
 	"github.com/machina-io/machina/core/internal/controller/throttle"
-	"github.com/machina-io/machina/core/internal/freeze"
 )
 
 // ControllerName names the controller in logs, metrics and events.

@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
-	"github.com/machina-io/machina/core/internal/classdata"
 	"github.com/machina-io/machina/core/internal/driver"
+	"github.com/machina-io/machina/core/internal/driverclass"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 )
 
@@ -157,16 +157,16 @@ func (c *Collector) scanClass(ctx context.Context, class *v1alpha1.MachineClass,
 		return nil, nil
 	}
 	// The user data is for CreateMachine only: not sent here.
-	secrets, _, err := classdata.Secrets(ctx, c.APIReader, class)
+	secrets, _, err := driverclass.Secrets(ctx, c.APIReader, class)
 	if err != nil {
-		var missing *classdata.MissingSecretError
+		var missing *driverclass.MissingSecretError
 		if errors.As(err, &missing) {
 			log.Info("Skipping machine class in the orphan scan", "reason", err.Error())
 			return nil, nil
 		}
 		return nil, fmt.Errorf("machine class %s: %w", class.Name, err)
 	}
-	msg := classdata.Message(class)
+	msg := driverclass.Message(class)
 	resp, err := c.Driver.ListMachines(ctx, &driverv1alpha1.ListMachinesRequest{MachineClass: msg, Secrets: secrets})
 	if err != nil {
 		if ctx.Err() != nil {

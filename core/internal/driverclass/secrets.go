@@ -1,4 +1,4 @@
-package classdata
+package driverclass
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package classdata
+package driverclass
 
 import (
 	corev1 "k8s.io/api/core/v1"
