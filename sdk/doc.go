@@ -18,7 +18,7 @@
 //     serving, and for a response over the API's 16 MiB limit (which gRPC
 //     would otherwise fail with a misleading RESOURCE_EXHAUSTED);
 //   - one log line per call with log/slog, requests and responses stripped
-//     of secret fields (package sdk/sanitize);
+//     of secret fields (package proto/sanitize);
 //   - Prometheus metrics, including the histogram
 //     machina_driver_server_handling_seconds{method,code};
 //   - the Unix socket: stale socket removal, owner-only permissions,

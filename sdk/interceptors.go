@@ -12,7 +12,7 @@ import (
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
-	"github.com/machina-io/machina/sdk/sanitize"
+	"github.com/machina-io/machina/proto/sanitize"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
-	"github.com/machina-io/machina/sdk/sanitize"
+	"github.com/machina-io/machina/proto/sanitize"
 )
 
 // Verbosity of the call log. A finished call is one line at logCallLevel;

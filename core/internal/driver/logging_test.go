@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
-	"github.com/machina-io/machina/sdk/sanitize"
+	"github.com/machina-io/machina/proto/sanitize"
 )
 
 const canary = "canary-s3cr3t-7d1f"

@@ -4,7 +4,7 @@ A field is secret when its descriptor carries the field option
 ``(machina.driver.v1alpha1.secret) = true``. The option is read from the
 descriptors at run time, so a field that a later proto version marks secret
 is stripped without a change here. This mirrors the Go package
-github.com/machina-io/machina/sdk/sanitize, so that a request logged by this
+github.com/machina-io/machina/proto/sanitize, so that a request logged by this
 driver looks like one logged by the core.
 """
 

@@ -7,6 +7,7 @@
 // messages of a later API version, or dynamic messages) without a list of
 // field names that could go stale.
 //
-// The package has no server code and no Kubernetes dependencies, so both the
-// driver SDK and the core use it.
+// It lives in the proto module, beside the messages it works on, because it
+// needs nothing but protobuf: the driver SDK and the core both import it from
+// here, so the core needs no edge to the SDK.
 package sanitize
