@@ -149,6 +149,14 @@ const (
 	LabelValueNodeUpdateFailed = "failed"
 	// AnnotationKeyMachineUpdateFailedReason explains a failed in-place update.
 	AnnotationKeyMachineUpdateFailedReason = "node.machine.sapcloud.io/update-failed-reason"
+	// AnnotationKeyNodeDesired is machina's: what the node must become, for
+	// a MachineDeployment rollout the name of the new MachineSet. The core
+	// writes it on every candidate node and removes it at clean-up.
+	AnnotationKeyNodeDesired = "inplace.machina.io/desired"
+	// AnnotationKeyNodeCurrent is machina's: what the node last applied
+	// successfully, written by the agent together with
+	// update-result=successful. The core never removes it.
+	AnnotationKeyNodeCurrent = "inplace.machina.io/current"
 )
 
 // Node condition types and reasons the controller sets on Nodes.
