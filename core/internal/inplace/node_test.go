@@ -1,0 +1,57 @@
+package inplace
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/machina-io/machina/core/api/v1alpha1"
+)
+
+func TestMarkAndClear(t *testing.T) {
+	userTaint := corev1.Taint{Key: "user", Value: "x", Effect: corev1.TaintEffectNoSchedule}
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"keep": "1"}, Annotations: map[string]string{CurrentAnnotation: "web-1"}},
+		Spec:       corev1.NodeSpec{Taints: []corev1.Taint{userTaint}},
+	}
+	assert.False(t, HasRolloutMarks(n))
+	assert.True(t, MarkCandidate(n, "web-2"))
+	assert.False(t, MarkCandidate(n, "web-2"), "marking twice changes nothing")
+	assert.True(t, MarkCandidate(n, "web-3"), "a new target is written")
+	assert.Equal(t, "web-3", n.Annotations[DesiredAnnotation])
+	assert.Equal(t, "true", n.Labels[v1alpha1.LabelKeyNodeCandidateForUpdate])
+	assert.Contains(t, n.Spec.Taints, corev1.Taint{Key: v1alpha1.PreferNoScheduleTaintKey, Value: "True", Effect: corev1.TaintEffectPreferNoSchedule})
+	assert.True(t, MarkSelected(n))
+	assert.False(t, MarkSelected(n))
+	n.Labels[v1alpha1.LabelKeyNodeUpdateResult] = v1alpha1.LabelValueNodeUpdateFailed
+	n.Annotations[v1alpha1.AnnotationKeyMachineUpdateFailedReason] = "disk full"
+	n.Spec.Unschedulable = true
+	assert.True(t, HasRolloutMarks(n))
+
+	assert.True(t, Clear(n))
+	assert.False(t, Clear(n))
+	assert.Equal(t, map[string]string{"keep": "1"}, n.Labels)
+	assert.Equal(t, map[string]string{CurrentAnnotation: "web-1"}, n.Annotations, "the agent's record stays")
+	assert.Equal(t, []corev1.Taint{userTaint}, n.Spec.Taints)
+	assert.True(t, n.Spec.Unschedulable, "Clear does not uncordon")
+	assert.True(t, Uncordon(n))
+	assert.False(t, Uncordon(n))
+}
+
+func TestTimeout(t *testing.T) {
+	m := &v1alpha1.Machine{}
+	assert.Equal(t, DefaultTimeout, Timeout(m, DefaultTimeout))
+	m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineInPlaceUpdateTimeout: &metav1.Duration{Duration: time.Minute}}
+	assert.Equal(t, time.Minute, Timeout(m, DefaultTimeout), "the machine's value wins")
+
+	t0 := time.Unix(1000, 0)
+	exp, left := Expired(t0, time.Minute, t0.Add(30*time.Second))
+	assert.False(t, exp)
+	assert.Equal(t, 30*time.Second, left)
+	exp, left = Expired(t0, time.Minute, t0.Add(time.Minute))
+	assert.True(t, exp)
+	assert.Zero(t, left)
+}
