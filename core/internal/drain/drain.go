@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 	"time"
@@ -15,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	kubedrain "k8s.io/kubectl/pkg/drain"
+
+	"github.com/machina-io/machina/core/drainorder"
 )
 
 // Drainer runs drain passes against the cluster that holds the Nodes.
@@ -251,26 +252,11 @@ func (d *Drainer) evict(ctx context.Context, pod corev1.Pod) error {
 		Error()
 }
 
-// helper configures kubectl's drain helper for its pod filters and its
-// deletion call; its blocking RunNodeDrain is never used.
+// helper configures kubectl's drain helper with machina's pod filters
+// (drainorder.Filters) and, when forced, deletion with a zero grace period
+// instead of eviction.
 func (d *Drainer) helper(ctx context.Context, opts Options) *kubedrain.Helper {
-	h := &kubedrain.Helper{
-		Ctx:    ctx,
-		Client: d.client,
-		// Pods that declare no controller are removed too: the machine is
-		// going away and they would die with it.
-		Force: true,
-		// DaemonSet pods stay; the DaemonSet controller would recreate them
-		// on the cordoned Node anyway.
-		IgnoreAllDaemonSets: true,
-		// Local storage (emptyDir) dies with the VM; do not let it block.
-		DeleteEmptyDirData: true,
-		// A negative value keeps each pod's own terminationGracePeriodSeconds.
-		GracePeriodSeconds: -1,
-		ChunkSize:          500,
-		Out:                io.Discard,
-		ErrOut:             io.Discard,
-	}
+	h := drainorder.Filters(ctx, d.client)
 	if opts.Force {
 		h.GracePeriodSeconds = 0
 		h.DisableEviction = true

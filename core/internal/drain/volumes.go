@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/machina-io/machina/core/drainorder"
 )
 
 // DefaultDetachTimeout is how long a drain waits for the volumes of one
@@ -41,40 +43,13 @@ type VolumeWait struct {
 // podKey is "namespace/name".
 func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 
-// hasPersistentVolume tells whether the pod mounts a PersistentVolumeClaim:
-// such pods are drained one at a time, each followed by the detach of its
-// volumes, so that a volume is free to attach on its next node before the
-// next pod's volumes are moved (MCM's serial drain of pods with volumes).
-func hasPersistentVolume(p *corev1.Pod) bool {
-	for _, v := range p.Spec.Volumes {
-		if v.PersistentVolumeClaim != nil {
-			return true
-		}
-	}
-	return false
-}
+// hasPersistentVolume tells whether the pod is drained serially, after the
+// volumes of the previous one detached (drainorder.Serial).
+func hasPersistentVolume(p *corev1.Pod) bool { return drainorder.Serial(p) }
 
-// sortByPriority orders pods with volumes for their serial eviction: higher
-// spec.priority first, as MCM does (the most important workloads move
-// first, while the rest of the drain is still running), then by name for a
-// stable order across passes.
-func sortByPriority(pods []corev1.Pod) {
-	prio := func(p *corev1.Pod) int32 {
-		if p.Spec.Priority != nil {
-			return *p.Spec.Priority
-		}
-		return 0
-	}
-	slices.SortStableFunc(pods, func(a, b corev1.Pod) int {
-		if pa, pb := prio(&a), prio(&b); pa != pb {
-			if pa > pb {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(podKey(&a), podKey(&b))
-	})
-}
+// sortByPriority orders pods with volumes for their serial eviction
+// (drainorder.SortSerial: higher priority first, then by name).
+func sortByPriority(pods []corev1.Pod) { drainorder.SortSerial(pods) }
 
 // startWait begins the wait for pod, evicted at since: it resolves the PersistentVolumes of pod (through its claims) and
 // their provider IDs, for the wait that follows its eviction. A claim that
