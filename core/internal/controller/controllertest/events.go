@@ -3,9 +3,8 @@ package controllertest
 import (
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,28 +15,39 @@ import (
 // want. The kind is looked up in c's scheme, because typed objects read
 // from the API server carry no kind. Events about a cluster-scoped object
 // (a Node) are in the default namespace.
-func RequireEvent(t *testing.T, c client.Client, obj client.Object, reason, want string) {
+func RequireEvent(t testing.TB, c client.Client, obj client.Object, reason, want string) {
 	t.Helper()
 	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("kind of %s: %v", obj.GetName(), err)
+	}
 	ns := obj.GetNamespace()
 	if ns == "" {
 		ns = metav1.NamespaceDefault
 	}
-	// EventuallyWithT reports the last attempt's failure, so a test that
-	// fails shows the notes that were there.
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+	// The failure reports the last attempt, so a test that fails shows the
+	// notes that were there.
+	var notes []string
+	var lastErr error
+	for deadline := time.Now().Add(WaitFor); ; time.Sleep(Tick) {
 		list := &eventsv1.EventList{}
-		require.NoError(ct, c.List(t.Context(), list, client.InNamespace(ns)))
-		var notes []string
+		notes, lastErr = nil, c.List(t.Context(), list, client.InNamespace(ns))
 		for _, e := range list.Items {
 			if e.Regarding.Kind == gvk.Kind && e.Regarding.Name == obj.GetName() && e.Reason == reason {
 				notes = append(notes, e.Note)
 			}
 		}
-		assert.True(ct, containsSubstring(notes, want),
-			"no %s event on %s %s containing %q; saw %q", reason, gvk.Kind, obj.GetName(), want, notes)
-	}, WaitFor, Tick)
+		if lastErr == nil && containsSubstring(notes, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+	if lastErr != nil {
+		t.Fatalf("listing events in %s: %v", ns, lastErr)
+	}
+	t.Fatalf("no %s event on %s %s containing %q; saw %q", reason, gvk.Kind, obj.GetName(), want, notes)
 }
 
 func containsSubstring(notes []string, want string) bool {

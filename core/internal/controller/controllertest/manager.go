@@ -3,8 +3,8 @@ package controllertest
 import (
 	"context"
 	"testing"
+	"time"
 
-	"github.com/stretchr/testify/require"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -18,7 +18,7 @@ import (
 // servers are off, and controller names need not be unique, because a test
 // binary starts one manager per test. The manager stops when the test ends;
 // an error from it fails the test.
-func StartManager(t *testing.T, env *testenv.Env, setup func(ctrl.Manager) error) ctrl.Manager {
+func StartManager(t testing.TB, env *testenv.Env, setup func(ctrl.Manager) error) ctrl.Manager {
 	t.Helper()
 	skip := true
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
@@ -27,28 +27,52 @@ func StartManager(t *testing.T, env *testenv.Env, setup func(ctrl.Manager) error
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: &skip},
 	})
-	require.NoError(t, err)
-	require.NoError(t, setup(mgr))
+	if err != nil {
+		t.Fatalf("new manager: %v", err)
+	}
+	if err := setup(mgr); err != nil {
+		t.Fatalf("setting up the controllers: %v", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		require.NoError(t, <-done)
+		if err := <-done; err != nil {
+			t.Fatalf("manager stopped with an error: %v", err)
+		}
 	})
-	require.True(t, mgr.GetCache().WaitForCacheSync(ctx), "the manager's cache did not sync")
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		t.Fatal("the manager's cache did not sync")
+	}
 	return mgr
 }
 
 // WaitCached waits until the manager's cache holds every object. A test
 // waits for it before an action whose outcome depends on the controller
 // having seen the objects.
-func WaitCached(t *testing.T, mgr ctrl.Manager, objs ...client.Object) {
+func WaitCached(t testing.TB, mgr ctrl.Manager, objs ...client.Object) {
 	t.Helper()
 	for _, obj := range objs {
 		into := obj.DeepCopyObject().(client.Object)
-		require.Eventually(t, func() bool {
+		if !eventually(func() bool {
 			return mgr.GetCache().Get(t.Context(), client.ObjectKeyFromObject(obj), into) == nil
-		}, WaitFor, Tick, "cache never saw %s", obj.GetName())
+		}) {
+			t.Fatalf("cache never saw %s", obj.GetName())
+		}
+	}
+}
+
+// eventually polls cond every Tick until it holds (true) or WaitFor has
+// passed (false). cond runs at least once after the deadline, so a slow
+// first attempt does not fail a condition that holds.
+func eventually(cond func() bool) bool {
+	for deadline := time.Now().Add(WaitFor); ; time.Sleep(Tick) {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
 	}
 }

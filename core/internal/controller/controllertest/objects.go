@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,45 +13,54 @@ import (
 
 // Namespace creates a namespace whose name starts with prefix and is new to
 // the API server, so that each subtest sees only its own objects.
-func Namespace(t *testing.T, c client.Client, prefix string) string {
+func Namespace(t testing.TB, c client.Client, prefix string) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
-	require.NoError(t, c.Create(t.Context(), ns))
+	if err := c.Create(t.Context(), ns); err != nil {
+		t.Fatalf("creating a namespace %s-*: %v", prefix, err)
+	}
 	return ns.Name
 }
 
 // HasFinalizer reads obj from the API server and tells whether it has
 // finalizer. The object must exist.
-func HasFinalizer(t *testing.T, c client.Client, obj client.Object, finalizer string) bool {
+func HasFinalizer(t testing.TB, c client.Client, obj client.Object, finalizer string) bool {
 	t.Helper()
 	got := obj.DeepCopyObject().(client.Object)
-	require.NoError(t, c.Get(t.Context(), client.ObjectKeyFromObject(obj), got))
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), got); err != nil {
+		t.Fatalf("reading %s: %v", obj.GetName(), err)
+	}
 	return controllerutil.ContainsFinalizer(got, finalizer)
 }
 
 // RequireFinalizer waits until obj has finalizer (want true) or has not
 // (want false).
-func RequireFinalizer(t *testing.T, c client.Client, obj client.Object, finalizer string, want bool) {
+func RequireFinalizer(t testing.TB, c client.Client, obj client.Object, finalizer string, want bool) {
 	t.Helper()
-	require.Eventually(t, func() bool { return HasFinalizer(t, c, obj, finalizer) == want }, WaitFor, Tick,
-		"%s: finalizer %s present should be %v", obj.GetName(), finalizer, want)
+	if !eventually(func() bool { return HasFinalizer(t, c, obj, finalizer) == want }) {
+		t.Fatalf("%s: finalizer %s present should be %v", obj.GetName(), finalizer, want)
+	}
 }
 
 // RequireFinalizerFor checks that obj keeps having finalizer (want true) or
 // keeps not having it (want false) for d. It is how a test shows that a
 // controller does not act: d should span several reconciles.
-func RequireFinalizerFor(t *testing.T, c client.Client, obj client.Object, finalizer string, want bool, d time.Duration) {
+func RequireFinalizerFor(t testing.TB, c client.Client, obj client.Object, finalizer string, want bool, d time.Duration) {
 	t.Helper()
 	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(Tick) {
-		require.Equal(t, want, HasFinalizer(t, c, obj, finalizer), "%s: finalizer %s present should stay %v", obj.GetName(), finalizer, want)
+		if HasFinalizer(t, c, obj, finalizer) != want {
+			t.Fatalf("%s: finalizer %s present should stay %v", obj.GetName(), finalizer, want)
+		}
 	}
 }
 
 // RequireGone waits until obj no longer exists.
-func RequireGone(t *testing.T, c client.Client, obj client.Object) {
+func RequireGone(t testing.TB, c client.Client, obj client.Object) {
 	t.Helper()
-	require.Eventually(t, func() bool {
+	if !eventually(func() bool {
 		err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))
 		return apierrors.IsNotFound(err)
-	}, WaitFor, Tick, "%s is still there", obj.GetName())
+	}) {
+		t.Fatalf("%s is still there", obj.GetName())
+	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/machina-io/machina/core/internal/controller/safety/safetytest"
 	"github.com/machina-io/machina/core/testenv"
 	"github.com/machina-io/machina/drivers/inmemory"
+	"github.com/machina-io/machina/drivers/inmemory/inmemorytest"
 )
 
 // TestMachineDeploymentWithMachineController runs the MachineDeployment and
@@ -34,10 +35,11 @@ func TestMachineDeploymentWithMachineController(t *testing.T) {
 	ctx := context.Background()
 	env := testenv.Start(t)
 	c := env.Client
-	drv := safetytest.StartDriver(t, inmemory.Options{})
+	vms, endpoint := inmemorytest.Serve(t, inmemory.Options{})
+	driverClient := safetytest.Connect(t, endpoint)
 	machinesettest.StartManager(t, env.Config, env.Scheme, func(mgr ctrl.Manager) error {
 		if err := (&machine.Reconciler{
-			Driver: drv.Client,
+			Driver: driverClient,
 			Options: machine.Options{
 				ShortRetry:        200 * time.Millisecond,
 				MediumRetry:       time.Second,
@@ -73,7 +75,7 @@ func TestMachineDeploymentWithMachineController(t *testing.T) {
 
 	vmNames := func() map[string]bool {
 		out := map[string]bool{}
-		for _, vm := range drv.VMs.VMs() {
+		for _, vm := range vms.VMs() {
 			out[vm.Name] = true
 		}
 		return out

@@ -20,8 +20,10 @@ import (
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/safety/orphan"
 	"github.com/machina-io/machina/core/internal/controller/safety/safetytest"
+	"github.com/machina-io/machina/core/internal/driver"
 	"github.com/machina-io/machina/core/testenv"
 	"github.com/machina-io/machina/drivers/inmemory"
+	"github.com/machina-io/machina/drivers/inmemory/inmemorytest"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 )
 
@@ -31,8 +33,18 @@ type fixture struct {
 	c     client.Client // direct to the API server
 	ns    string
 	class *v1alpha1.MachineClass
-	drv   *safetytest.Driver
+	drv   servedDriver
 	reg   *prometheus.Registry
+}
+
+// servedDriver is an inmemory driver on a Unix socket and the core's client
+// connected to it.
+type servedDriver struct {
+	// VMs is the driver itself: tests create and inspect VMs on it directly
+	// and inject faults.
+	VMs *inmemory.Driver
+	// Client is the core's driver client, as the collector uses it.
+	Client *driver.Client
 }
 
 func newFixture(t *testing.T, env *testenv.Env, opts inmemory.Options) *fixture {
@@ -51,7 +63,8 @@ func newFixture(t *testing.T, env *testenv.Env, opts inmemory.Options) *fixture 
 		SecretRef:    &corev1.SecretReference{Name: "creds"},
 	}
 	require.NoError(t, env.Client.Create(ctx, f.class))
-	f.drv = safetytest.StartDriver(t, opts)
+	vms, endpoint := inmemorytest.Serve(t, opts)
+	f.drv = servedDriver{VMs: vms, Client: safetytest.Connect(t, endpoint)}
 	return f
 }
 

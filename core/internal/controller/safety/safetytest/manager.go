@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -36,7 +35,9 @@ func NewManager(t testing.TB, cfg *rest.Config, scheme *runtime.Scheme) ctrl.Man
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: &skip},
 	})
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("new manager: %v", err)
+	}
 	return mgr
 }
 
@@ -55,7 +56,9 @@ func (r *Running) Stop(t testing.TB) {
 	r.cancel()
 	select {
 	case err := <-r.done:
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatalf("manager stopped with an error: %v", err)
+		}
 	case <-time.After(WaitFor):
 		t.Fatal("manager did not stop")
 	}
@@ -82,6 +85,8 @@ func Namespace(t testing.TB, c client.Client, prefix string) string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name: fmt.Sprintf("%s-%d", prefix, nsCounter.Add(1)),
 	}}
-	require.NoError(t, c.Create(context.Background(), ns))
+	if err := c.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating namespace %s: %v", ns.Name, err)
+	}
 	return ns.Name
 }

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/rest"
 )
 
@@ -30,9 +29,13 @@ type Proxy struct {
 func StartProxy(t testing.TB, cfg *rest.Config) *Proxy {
 	t.Helper()
 	u, err := url.Parse(cfg.Host)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("API server address %q: %v", cfg.Host, err)
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("proxy listener: %v", err)
+	}
 	p := &Proxy{listener: l, backend: u.Host, conns: map[net.Conn]struct{}{}}
 	go p.serve()
 	t.Cleanup(func() {
