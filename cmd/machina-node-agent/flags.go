@@ -1,0 +1,90 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+)
+
+// config is the parsed command line.
+type config struct {
+	nodeName     string
+	kubeconfig   string
+	root         string
+	sourceDir    string
+	stateDir     string
+	applyCommand string
+	applyTimeout time.Duration
+	maxAttempts  int
+	healthAddr   string
+	metricsAddr  string
+	zap          zap.Options
+	showVersion  bool
+}
+
+// parseFlags parses args into a config. On -h it prints the usage to out
+// and returns flag.ErrHelp.
+func parseFlags(args []string, out io.Writer) (*config, error) {
+	c := &config{}
+	fs := flag.NewFlagSet("machina-node-agent", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&c.nodeName, "node-name", os.Getenv("NODE_NAME"),
+		"name of the Node this agent runs on; the only Node it watches and patches (default $NODE_NAME; the DaemonSet sets it from spec.nodeName)")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "",
+		"kubeconfig of the cluster of the Node (default $KUBECONFIG, else the in-cluster configuration)")
+	fs.StringVar(&c.root, "root", "",
+		"directory the target's files are copied into, e.g. / on a host or a hostPath mount (required)")
+	fs.StringVar(&c.sourceDir, "source-dir", "",
+		"directory holding one subdirectory per target identity: <source-dir>/<target>/ is what target <target> puts under --root (required)")
+	fs.StringVar(&c.stateDir, "state-dir", "",
+		"directory of the agent's on-disk record (last applied target, attempt in progress); must survive restarts of the agent (required)")
+	fs.StringVar(&c.applyCommand, "apply-command", "",
+		"shell command run with /bin/sh -c in --root after the files are copied, e.g. to restart a service; "+
+			"$MACHINA_INPLACE_TARGET and $MACHINA_INPLACE_ROOT are set; a non-zero exit fails the update with the output's last line as reason")
+	fs.DurationVar(&c.applyTimeout, "apply-timeout", 10*time.Minute, "how long --apply-command may run before the update fails")
+	fs.IntVar(&c.maxAttempts, "max-attempts", 3,
+		"how many attempts at one target may be interrupted (the agent crashed or was stopped while applying) before the agent reports it failed")
+	fs.StringVar(&c.healthAddr, "health-probe-bind-address", "0", "address of /healthz and /readyz, e.g. :8081 (0: off)")
+	fs.StringVar(&c.metricsAddr, "metrics-bind-address", "0", "address of the Prometheus metrics, e.g. :8080 (0: off)")
+	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
+	// Production logs: JSON, info level.
+	c.zap.Development = false
+	c.zap.BindFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: machina-node-agent --node-name=NODE --root=DIR --source-dir=DIR --state-dir=DIR [flags]\n\n"+
+			"Applies the in-place update target its Node asks for (annotation inplace.machina.io/desired) once the\n"+
+			"core gives the go signal (condition InPlaceUpdate, reason ReadyForUpdate), and reports the result on\n"+
+			"the Node (label node.machine.sapcloud.io/update-result). See docs/in-place-updates.md.\n\n"+
+			"Flags (-flag and --flag are the same):\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if c.showVersion {
+		return c, nil
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	var errs []error
+	for _, req := range []struct{ name, value string }{
+		{"node-name", c.nodeName}, {"root", c.root}, {"source-dir", c.sourceDir}, {"state-dir", c.stateDir},
+	} {
+		if req.value == "" {
+			errs = append(errs, fmt.Errorf("--%s is required", req.name))
+		}
+	}
+	if c.maxAttempts < 1 {
+		errs = append(errs, fmt.Errorf("--max-attempts must be at least 1, got %d", c.maxAttempts))
+	}
+	if c.applyTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--apply-timeout must be positive, got %s", c.applyTimeout))
+	}
+	return c, errors.Join(errs...)
+}
