@@ -1,0 +1,153 @@
+package manifests_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machina-io/machina/cmd/internal/manifests"
+	"github.com/machina-io/machina/core/testenv"
+)
+
+const (
+	agentNamespace = "machina-node-agent"
+	agentName      = "machina-node-agent"
+)
+
+// agentUser is how the API server sees the agent's ServiceAccount.
+var agentUser = authorizationv1.SubjectAccessReviewSpec{
+	User:   "system:serviceaccount:" + agentNamespace + ":" + agentName,
+	Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + agentNamespace, "system:authenticated"},
+}
+
+// agentAccess is what the agent may and may not do: read Nodes and patch
+// their metadata, nothing else.
+var agentAccess = []access{
+	{verb: "get", resource: "nodes", name: "node-1", allowed: true},
+	{verb: "list", resource: "nodes", allowed: true},
+	{verb: "watch", resource: "nodes", allowed: true},
+	{verb: "patch", resource: "nodes", name: "node-1", allowed: true},
+	{verb: "update", resource: "nodes", name: "node-1"},
+	{verb: "create", resource: "nodes"},
+	{verb: "delete", resource: "nodes", name: "node-1"},
+	{verb: "patch", resource: "nodes", subresource: "status", name: "node-1"},
+	{verb: "update", resource: "nodes", subresource: "status", name: "node-1"},
+	{verb: "list", resource: "pods"},
+	{verb: "delete", resource: "pods", namespace: "workloads"},
+	{verb: "create", resource: "pods", subresource: "eviction", namespace: "workloads"},
+	{verb: "get", resource: "secrets", namespace: agentNamespace},
+	{verb: "create", resource: "events", namespace: agentNamespace},
+	{verb: "list", group: machineGroup, resource: "machines", namespace: "machina-system"},
+}
+
+// TestNodeAgentOnAPIServer applies deploy/node-agent to a fresh
+// kube-apiserver and checks the DaemonSet (its Node from the downward API,
+// its host directories, its tolerations), that its pod is admitted in its
+// namespace and would not be in machina-system's, and, with the API
+// server's RBAC authorizer, that the agent may read Nodes and patch their
+// metadata and nothing else.
+func TestNodeAgentOnAPIServer(t *testing.T) {
+	objs := render(t, "deploy/node-agent")
+	env := testenv.Start(t, testenv.WithoutCRDs())
+	ctx := t.Context()
+	require.NoError(t, manifests.Apply(ctx, env.Client, objs, manifests.FieldOwner))
+	for _, o := range objs {
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(o.GroupVersionKind())
+		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(o), got), "%s must be stored", manifests.Describe(o))
+	}
+
+	ds := &appsv1.DaemonSet{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: agentNamespace, Name: agentName}, ds))
+	spec := &ds.Spec.Template.Spec
+	assert.Equal(t, agentName, spec.ServiceAccountName)
+	assert.Contains(t, spec.Tolerations, corev1.Toleration{Operator: corev1.TolerationOpExists},
+		"the agent runs on every node, tainted or cordoned")
+	require.Len(t, spec.Containers, 1)
+	agent := spec.Containers[0]
+	tag := agent.Image[strings.LastIndex(agent.Image, ":")+1:]
+	assert.True(t, strings.HasPrefix(agent.Image, "ghcr.io/machina-io/machina-node-agent:"), agent.Image)
+	assert.NotContains(t, []string{"", "latest"}, tag, "image %s needs a fixed tag", agent.Image)
+
+	var nodeName *corev1.EnvVar
+	for i := range agent.Env {
+		if agent.Env[i].Name == "NODE_NAME" {
+			nodeName = &agent.Env[i]
+		}
+	}
+	require.NotNil(t, nodeName, "NODE_NAME")
+	require.NotNil(t, nodeName.ValueFrom)
+	require.NotNil(t, nodeName.ValueFrom.FieldRef)
+	assert.Equal(t, "spec.nodeName", nodeName.ValueFrom.FieldRef.FieldPath, "the Node comes from the downward API")
+
+	args := flagValues(agent.Args)
+	assert.Equal(t, "$(NODE_NAME)", args["node-name"])
+	// Each directory flag names the mount of a hostPath volume.
+	for flagName, volume := range map[string]string{"root": "root", "source-dir": "targets", "state-dir": "state"} {
+		i := slices.IndexFunc(agent.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == volume })
+		require.GreaterOrEqual(t, i, 0, "mount of %s", volume)
+		assert.Equal(t, agent.VolumeMounts[i].MountPath, args[flagName], "--%s is the %s mount", flagName, volume)
+		assert.Equal(t, volume == "targets", agent.VolumeMounts[i].ReadOnly, "only the sources are read-only: %s", volume)
+		j := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == volume })
+		require.GreaterOrEqual(t, j, 0, "volume %s", volume)
+		require.NotNil(t, spec.Volumes[j].HostPath, "volume %s is a host directory", volume)
+	}
+	healthPort := bindPort(t, args["health-probe-bind-address"])
+	for probe, path := range map[*corev1.Probe]string{agent.LivenessProbe: "/healthz", agent.ReadinessProbe: "/readyz"} {
+		require.NotNil(t, probe, path)
+		require.NotNil(t, probe.HTTPGet, path)
+		assert.Equal(t, path, probe.HTTPGet.Path)
+		assert.Equal(t, healthPort, resolvePort(t, agent, probe.HTTPGet.Port), path)
+	}
+	sc := agent.SecurityContext
+	require.NotNil(t, sc)
+	require.NotNil(t, sc.AllowPrivilegeEscalation)
+	assert.False(t, *sc.AllowPrivilegeEscalation)
+	require.NotNil(t, sc.Capabilities)
+	assert.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop)
+	assert.Nil(t, sc.Privileged)
+
+	// Admitted in its own namespace; machina-system's restricted standard
+	// refuses host directories, which is why the agent has a namespace of
+	// its own.
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: agentNamespace, Name: "admission-check", Labels: ds.Spec.Template.Labels},
+		Spec:       *spec.DeepCopy(),
+	}
+	pod.Spec.NodeName = "node-1"
+	require.NoError(t, env.Client.Create(ctx, pod, client.DryRunAll))
+	restricted := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "restricted-check",
+		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}
+	require.NoError(t, env.Client.Create(ctx, restricted))
+	pod = pod.DeepCopy()
+	pod.Namespace = restricted.Name
+	err := env.Client.Create(ctx, pod, client.DryRunAll)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "hostPath")
+
+	// The bindings name the agent's ServiceAccount only.
+	for _, o := range manifests.OfKinds(objs, "ClusterRoleBinding", "RoleBinding") {
+		subjects, _, err := unstructured.NestedSlice(o.Object, "subjects")
+		require.NoError(t, err)
+		assert.Equal(t, []any{map[string]any{"kind": "ServiceAccount", "name": agentName, "namespace": agentNamespace}}, subjects,
+			"%s binds only the agent", manifests.Describe(o))
+	}
+	for _, a := range agentAccess {
+		review := &authorizationv1.SubjectAccessReview{Spec: agentUser}
+		review.Spec.ResourceAttributes = &authorizationv1.ResourceAttributes{
+			Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.subresource,
+			Namespace: a.namespace, Name: a.name,
+		}
+		require.NoError(t, env.Client.Create(ctx, review), a.String())
+		assert.Equal(t, a.allowed, review.Status.Allowed, "agent: %s: allowed=%v (%s)", a, review.Status.Allowed, review.Status.Reason)
+	}
+}
