@@ -41,6 +41,7 @@ func (m *Manager) setupControllers(dc *driver.Client, mgr *term) error {
 			CreationTimeout:               m.opts.MachineCreationTimeout,
 			HealthTimeout:                 m.opts.MachineHealthTimeout,
 			DrainTimeout:                  m.opts.MachineDrainTimeout,
+			InPlaceUpdateTimeout:          m.opts.MachineInPlaceUpdateTimeout,
 			PVDetachTimeout:               m.opts.MachinePVDetachTimeout,
 			NodeConditions:                m.opts.NodeConditions,
 			BootstrapTokenAuthExtraGroups: m.opts.BootstrapTokenAuthExtraGroups,

@@ -63,6 +63,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 		"how long a joined machine may be unhealthy (Unknown) before it is Failed")
 	fs.DurationVar(&o.MachineDrainTimeout, "machine-drain-timeout", o.MachineDrainTimeout,
 		"how long from deletion a Node is drained gracefully before the drain is forced")
+	fs.DurationVar(&o.MachineInPlaceUpdateTimeout, "machine-inplace-update-timeout", o.MachineInPlaceUpdateTimeout,
+		"how long, from the go signal, a node's agent may take to update the node in place before the machine is InPlaceUpdateFailed")
 	fs.IntVar(&o.MachineMaxEvictRetries, "machine-max-evict-retries", o.MachineMaxEvictRetries,
 		"accepted for MCM compatibility; the drain retries evictions until --machine-drain-timeout instead")
 	fs.DurationVar(&o.MachinePVDetachTimeout, "machine-pv-detach-timeout", o.MachinePVDetachTimeout,

@@ -111,6 +111,7 @@ type Options struct {
 	MachineCreationTimeout        time.Duration // --machine-creation-timeout
 	MachineHealthTimeout          time.Duration // --machine-health-timeout
 	MachineDrainTimeout           time.Duration // --machine-drain-timeout
+	MachineInPlaceUpdateTimeout   time.Duration // --machine-inplace-update-timeout
 	MachineMaxEvictRetries        int           // --machine-max-evict-retries (accepted; see docs)
 	MachinePVDetachTimeout        time.Duration // --machine-pv-detach-timeout
 	MachinePVReattachTimeout      time.Duration // --machine-pv-reattach-timeout (accepted; see docs)
@@ -197,16 +198,17 @@ func DefaultOptions() Options {
 		DriverListTimeout:   driver.DefaultListTimeout,
 		DriverCallTimeout:   driver.DefaultCallTimeout,
 
-		MachineCreationTimeout:     machine.DefaultCreationTimeout,
-		MachineHealthTimeout:       machine.DefaultHealthTimeout,
-		MachineDrainTimeout:        machine.DefaultDrainTimeout,
-		MachineMaxEvictRetries:     360,
-		MachinePVDetachTimeout:     2 * time.Minute,
-		MachinePVReattachTimeout:   90 * time.Second,
-		NodeConditions:             append([]string(nil), machine.DefaultNodeConditions...),
-		ResourceExhaustedRetry:     machine.DefaultResourceExhaustedRetry,
-		MachineVMStatusCheckPeriod: machine.DefaultVMStatusCheckPeriod,
-		MachineMaxReplacements:     meltdown.DefaultMaxReplacements,
+		MachineCreationTimeout:      machine.DefaultCreationTimeout,
+		MachineHealthTimeout:        machine.DefaultHealthTimeout,
+		MachineDrainTimeout:         machine.DefaultDrainTimeout,
+		MachineInPlaceUpdateTimeout: machine.DefaultInPlaceUpdateTimeout,
+		MachineMaxEvictRetries:      360,
+		MachinePVDetachTimeout:      2 * time.Minute,
+		MachinePVReattachTimeout:    90 * time.Second,
+		NodeConditions:              append([]string(nil), machine.DefaultNodeConditions...),
+		ResourceExhaustedRetry:      machine.DefaultResourceExhaustedRetry,
+		MachineVMStatusCheckPeriod:  machine.DefaultVMStatusCheckPeriod,
+		MachineMaxReplacements:      meltdown.DefaultMaxReplacements,
 
 		AutoscalerScaleDownAnnotationDuringRollout: true,
 
@@ -254,6 +256,7 @@ func (o *Options) Validate() error {
 		"--machine-creation-timeout":                     o.MachineCreationTimeout,
 		"--machine-health-timeout":                       o.MachineHealthTimeout,
 		"--machine-drain-timeout":                        o.MachineDrainTimeout,
+		"--machine-inplace-update-timeout":               o.MachineInPlaceUpdateTimeout,
 		"--machine-pv-detach-timeout":                    o.MachinePVDetachTimeout,
 		"--machine-pv-reattach-timeout":                  o.MachinePVReattachTimeout,
 		"--resource-exhausted-retry":                     o.ResourceExhaustedRetry,

@@ -34,6 +34,7 @@ func TestDefaultsAreValidAndMCMs(t *testing.T) {
 	assert.Equal(t, 20*time.Minute, o.MachineCreationTimeout)
 	assert.Equal(t, 10*time.Minute, o.MachineHealthTimeout)
 	assert.Equal(t, 2*time.Hour, o.MachineDrainTimeout)
+	assert.Equal(t, 20*time.Minute, o.MachineInPlaceUpdateTimeout)
 	assert.Equal(t, 360, o.MachineMaxEvictRetries)
 	assert.Equal(t, 2*time.Minute, o.MachinePVDetachTimeout)
 	assert.Equal(t, 90*time.Second, o.MachinePVReattachTimeout)
@@ -73,6 +74,7 @@ func TestFlagsSetOptions(t *testing.T) {
 		"--machine-creation-timeout=3m", "--node-conditions=A, B,,C", "--bootstrap-token-auth-extra-groups=g1,g2",
 		"--resource-exhausted-retry=1m", "--autoscaler-scaledown-annotation-during-rollout=false",
 		"--safety-up=4", "--machine-safety-apiserver-statuscheck-timeout=10s", "--machine-max-replacements=25%",
+		"--machine-inplace-update-timeout=5m",
 	)
 	require.NoError(t, o.Validate())
 	assert.Equal(t, "/c", o.ControlKubeconfig)
@@ -89,6 +91,7 @@ func TestFlagsSetOptions(t *testing.T) {
 	assert.Equal(t, "tcp://127.0.0.1:5000", o.DriverEndpoint)
 	assert.Equal(t, 7*time.Minute, o.DriverCreateTimeout)
 	assert.Equal(t, 3*time.Minute, o.MachineCreationTimeout)
+	assert.Equal(t, 5*time.Minute, o.MachineInPlaceUpdateTimeout)
 	assert.Equal(t, []string{"A", "B", "C"}, o.NodeConditions, "a list flag replaces the default")
 	assert.Equal(t, []string{"g1", "g2"}, o.BootstrapTokenAuthExtraGroups)
 	assert.Equal(t, time.Minute, o.ResourceExhaustedRetry)

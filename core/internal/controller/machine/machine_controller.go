@@ -248,6 +248,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (result, err
 	return runPhases(ctx, s,
 		r.reconcileCreate,
 		r.reconcileNodeTemplate,
+		r.reconcileInPlace,
 		r.reconcileHealth,
 		r.reconcileVMCheck,
 	)

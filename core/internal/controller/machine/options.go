@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/machina-io/machina/core/internal/drain"
+	"github.com/machina-io/machina/core/internal/inplace"
 )
 
 // Defaults of Options, the values MCM ships (reference: MCM's
@@ -22,6 +23,7 @@ const (
 	DefaultReplacementRecheck      = 30 * time.Second
 	DefaultVMStatusCheckPeriod     = 5 * time.Minute
 	DefaultVMStatusCheckRate       = 10
+	DefaultInPlaceUpdateTimeout    = inplace.DefaultTimeout
 )
 
 // DefaultNodeConditions are the node conditions that make a machine
@@ -44,6 +46,11 @@ type Options struct {
 	// deletionTimestamp, the Node is drained gracefully before the drain is
 	// forced.
 	DrainTimeout time.Duration
+	// InPlaceUpdateTimeout (--machine-inplace-update-timeout) is how long,
+	// from entering InPlaceUpdating, a node's agent may take to report the
+	// result of an in-place update before the machine becomes
+	// InPlaceUpdateFailed.
+	InPlaceUpdateTimeout time.Duration
 	// NodeConditions (--node-conditions) are the node condition types that
 	// make a machine unhealthy when True.
 	NodeConditions []string
@@ -97,6 +104,7 @@ func (o Options) withDefaults() Options {
 	def(&o.CreationTimeout, DefaultCreationTimeout)
 	def(&o.HealthTimeout, DefaultHealthTimeout)
 	def(&o.DrainTimeout, DefaultDrainTimeout)
+	def(&o.InPlaceUpdateTimeout, DefaultInPlaceUpdateTimeout)
 	def(&o.ShortRetry, DefaultShortRetry)
 	def(&o.MediumRetry, DefaultMediumRetry)
 	def(&o.LongRetry, DefaultLongRetry)

@@ -103,7 +103,9 @@ func classChanged() predicate.Predicate {
 
 // nodeChanged lets through the Node events the controller acts on:
 // creation, deletion, and updates that change a condition's status, a
-// label, an annotation or a taint. Kubelet heartbeats, which change only
+// label, an annotation or a taint. A label change covers the in-place
+// update's labels (candidate-for-update, selected-for-update appearing,
+// update-result changing: machine_inplace.go). Kubelet heartbeats, which change only
 // timestamps, are dropped, so that a thousand healthy Nodes cause no
 // reconciles.
 func nodeChanged() predicate.TypedPredicate[*corev1.Node] {

@@ -1,0 +1,221 @@
+package machine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/drain"
+	"github.com/machina-io/machina/core/internal/inplace"
+)
+
+// Events of the in-place update path.
+const (
+	reasonInPlaceSelected  = "InPlaceUpdateSelected"
+	reasonInPlaceReady     = "ReadyForInPlaceUpdate"
+	reasonInPlaceUpdated   = "InPlaceUpdateSuccessful"
+	reasonInPlaceFailed    = "InPlaceUpdateFailed"
+	reasonInPlaceCancelled = "InPlaceUpdateCancelled"
+	actionInPlaceUpdate    = "InPlaceUpdate"
+)
+
+// reconcileInPlace is the Machine's side of an in-place update
+// (docs/in-place-updates.md). A rollout marks the machine's Node with
+// labels; this phase turns them into the Node's InPlaceUpdate condition
+// (copied into the Machine's status.conditions) and the machine's phase:
+//
+//   - candidate-for-update → CandidateForUpdate; selected-for-update →
+//     SelectedForUpdate, and the Node is drained with the same
+//     non-blocking drain a deletion uses (one pass per reconcile);
+//   - drained → ReadyForUpdate, the go signal for the node's agent, and
+//     phase InPlaceUpdating (lastUpdateTime = now);
+//   - the agent's update-result → UpdateSuccessful or UpdateFailed and
+//     phase InPlaceUpdateSuccessful or InPlaceUpdateFailed; no result
+//     within the in-place timeout → InPlaceUpdateFailed;
+//   - InPlaceUpdateSuccessful → Running once the rollout took the
+//     update-result label off the Node.
+//
+// The health timeout does not apply in the in-place phases (a node that
+// reboots to update is not a broken node): reconcileHealth skips them.
+func (r *Reconciler) reconcileInPlace(ctx context.Context, s *scope) (result, error) {
+	if r.Target == nil || s.nodeName() == "" {
+		return result{}, nil
+	}
+	phase := s.machine.Status.CurrentStatus.Phase
+	inPlacePhase := isInPlacePhase(phase)
+	switch {
+	case inPlacePhase, phase == v1alpha1.MachineRunning, phase == v1alpha1.MachineUnknown, phase == v1alpha1.MachineAvailable:
+	default:
+		// Not joined yet, or Failed: no rollout drives it.
+		return result{}, nil
+	}
+	node, err := r.loadNode(ctx, s)
+	if err != nil {
+		return result{}, err
+	}
+	if node == nil {
+		if phase == v1alpha1.MachineInPlaceUpdating {
+			return r.inPlaceTimeout(s), nil
+		}
+		return result{}, nil
+	}
+
+	if next := inplace.NextReason(node); next != "" {
+		if err := r.setInPlaceCondition(ctx, s, next, ""); err != nil {
+			return result{}, err
+		}
+		switch next {
+		case v1alpha1.SelectedForUpdate:
+			r.normal(s, reasonInPlaceSelected, actionInPlaceUpdate, "Node %s is selected for an in-place update; draining it", node.Name)
+		case inplace.ReasonUpdateCancelled:
+			if inPlacePhase {
+				r.normal(s, reasonInPlaceCancelled, actionInPlaceUpdate, "The in-place update of node %s was cancelled: the node is no longer a candidate", node.Name)
+			}
+		}
+	}
+	if inPlacePhase {
+		// reconcileHealth does not look at machines in these phases.
+		copyNodeConditions(s, s.node)
+	}
+
+	switch reason := inplace.Reason(s.node); {
+	case phase == v1alpha1.MachineRunning && reason == v1alpha1.SelectedForUpdate:
+		return r.drainForInPlace(ctx, s)
+	case phase == v1alpha1.MachineRunning && (reason == v1alpha1.DrainSuccessful || reason == v1alpha1.ReadyForUpdate):
+		// The go signal was written but the phase was not (the Machine's
+		// write failed after the Node's): catch up.
+		r.enterInPlaceUpdating(s)
+		return r.inPlaceTimeout(s), nil
+	case inPlacePhase && reason == inplace.ReasonUpdateCancelled:
+		setPhase(s, v1alpha1.MachineRunning, false)
+		setLastOperation(s, v1alpha1.MachineOperationInPlaceUpdate, v1alpha1.MachineStateFailed, "",
+			fmt.Sprintf("The in-place update of node %s was cancelled: the node is no longer a candidate", node.Name))
+		return result{}, nil
+	case (phase == v1alpha1.MachineInPlaceUpdating || phase == v1alpha1.MachineInPlaceUpdateFailed) && reason == v1alpha1.UpdateSuccessful:
+		setPhase(s, v1alpha1.MachineInPlaceUpdateSuccessful, false)
+		setLastOperation(s, v1alpha1.MachineOperationInPlaceUpdate, v1alpha1.MachineStateSuccessful, "",
+			fmt.Sprintf("Node %s was updated in place", node.Name))
+		r.normal(s, reasonInPlaceUpdated, actionInPlaceUpdate, "Node %s was updated in place", node.Name)
+		return result{}, nil
+	case phase == v1alpha1.MachineInPlaceUpdating && reason == v1alpha1.UpdateFailed:
+		why := node.Annotations[v1alpha1.AnnotationKeyMachineUpdateFailedReason]
+		if why == "" {
+			why = "the node's agent gave no reason"
+		}
+		desc := fmt.Sprintf("In-place update of node %s failed: %s", node.Name, why)
+		setPhase(s, v1alpha1.MachineInPlaceUpdateFailed, false)
+		setLastOperation(s, v1alpha1.MachineOperationInPlaceUpdate, v1alpha1.MachineStateFailed, "", desc)
+		r.warning(s, reasonInPlaceFailed, actionInPlaceUpdate, "%s", desc)
+		return result{}, nil
+	case phase == v1alpha1.MachineInPlaceUpdating:
+		return r.inPlaceTimeout(s), nil
+	case phase == v1alpha1.MachineInPlaceUpdateSuccessful && inplace.Result(node) == "":
+		// The rollout moved the machine and cleaned the Node up; health
+		// checks take over (reconcileHealth runs next).
+		setPhase(s, v1alpha1.MachineRunning, false)
+		setLastOperation(s, v1alpha1.MachineOperationHealthCheck, v1alpha1.MachineStateSuccessful, "",
+			fmt.Sprintf("Node %s was updated in place and is back in service", node.Name))
+		return result{}, nil
+	}
+	return result{}, nil
+}
+
+func isInPlacePhase(p v1alpha1.MachinePhase) bool {
+	switch p {
+	case v1alpha1.MachineInPlaceUpdating, v1alpha1.MachineInPlaceUpdateSuccessful, v1alpha1.MachineInPlaceUpdateFailed:
+		return true
+	}
+	return false
+}
+
+// drainForInPlace runs one drain pass over the selected Node and comes
+// back while pods remain; once drained it gives the go signal. The drain
+// is forced once the drain timeout has passed since the node was selected
+// (the SelectedForUpdate transition), or when the Node has been
+// unreachable for Options.UnreachableThreshold.
+func (r *Reconciler) drainForInPlace(ctx context.Context, s *scope) (result, error) {
+	node := s.node
+	selectedAt := s.now
+	if c := inplace.Condition(node); c != nil {
+		selectedAt = c.LastTransitionTime.Time
+	}
+	force := ""
+	if timeout := r.drainTimeout(s); !s.now.Before(selectedAt.Add(timeout)) {
+		force = fmt.Sprintf("the drain timeout of %s has passed since the node was selected at %s", timeout, selectedAt.UTC().Format(time.RFC3339))
+	} else if why, unreachable := drain.Unreachable(node, s.now, r.Options.UnreachableThreshold); unreachable {
+		force = why
+	}
+	res, err := r.Drainer.Pass(ctx, node.Name, r.drainOptions(s, force != ""))
+	if err != nil {
+		desc := fmt.Sprintf("Draining node %s for an in-place update failed: %v", node.Name, err)
+		setLastOperation(s, v1alpha1.MachineOperationDrainNode, v1alpha1.MachineStateFailed, "", desc)
+		r.warning(s, reasonDrainFailed, actionDrain, "%s", desc)
+		return result{requeueAfter: r.Options.ShortRetry}, nil
+	}
+	r.recordVolumeWait(s, node.Name, res)
+	drained := res.Drained() || (force != "" && len(res.Failed) == 0)
+	if !drained {
+		msg := fmt.Sprintf("Draining node %s for an in-place update: %s", node.Name, res.Summary())
+		if force != "" {
+			msg = fmt.Sprintf("Forced drain of node %s for an in-place update (%s): %s", node.Name, force, res.Summary())
+		}
+		prev := s.machine.Status.LastOperation.Description
+		setLastOperation(s, v1alpha1.MachineOperationDrainNode, v1alpha1.MachineStateProcessing, "", msg)
+		if prev != msg {
+			r.normal(s, reasonDraining, actionDrain, "%s", msg)
+		}
+		next := r.Options.DrainPollInterval
+		if until := selectedAt.Add(r.drainTimeout(s)).Sub(s.now); until > 0 && until < next {
+			next = until
+		}
+		return result{requeueAfter: next}, nil
+	}
+	if err := r.setInPlaceCondition(ctx, s, v1alpha1.ReadyForUpdate, ""); err != nil {
+		return result{}, err
+	}
+	copyNodeConditions(s, s.node)
+	r.enterInPlaceUpdating(s)
+	r.normal(s, reasonInPlaceReady, actionInPlaceUpdate, "Node %s drained; ready for the in-place update", node.Name)
+	return r.inPlaceTimeout(s), nil
+}
+
+// enterInPlaceUpdating moves the machine to InPlaceUpdating; the in-place
+// timeout counts from now (the phase's lastUpdateTime).
+func (r *Reconciler) enterInPlaceUpdating(s *scope) {
+	setPhase(s, v1alpha1.MachineInPlaceUpdating, false)
+	setLastOperation(s, v1alpha1.MachineOperationInPlaceUpdate, v1alpha1.MachineStateProcessing, "",
+		fmt.Sprintf("Node %s drained; waiting for its agent to update it in place", s.nodeName()))
+}
+
+// inPlaceTimeout fails an InPlaceUpdating machine whose agent did not
+// answer within the in-place timeout, counted from entering the phase;
+// before that it asks to come back at the deadline.
+func (r *Reconciler) inPlaceTimeout(s *scope) result {
+	m := s.machine
+	timeout := inplace.Timeout(m, r.Options.InPlaceUpdateTimeout)
+	expired, left := inplace.Expired(inplace.PhaseSince(m), timeout, s.now)
+	if !expired {
+		return result{requeueAfter: left}
+	}
+	desc := fmt.Sprintf("In-place update of node %s timed out after %s", s.nodeName(), timeout)
+	setPhase(s, v1alpha1.MachineInPlaceUpdateFailed, false)
+	setLastOperation(s, v1alpha1.MachineOperationInPlaceUpdate, v1alpha1.MachineStateFailed, "", desc)
+	r.warning(s, reasonInPlaceFailed, actionInPlaceUpdate, "%s", desc)
+	return result{}
+}
+
+// setInPlaceCondition writes the Node's InPlaceUpdate condition (a
+// strategic merge patch of its status, so that the kubelet's conditions
+// are left alone) and keeps the written Node in the scope.
+func (r *Reconciler) setInPlaceCondition(ctx context.Context, s *scope, reason, message string) error {
+	updated := s.node.DeepCopy()
+	if !inplace.SetCondition(updated, reason, message, s.now) {
+		return nil
+	}
+	if err := inplace.PatchStatus(ctx, r.Target, s.node, updated); err != nil {
+		return err
+	}
+	s.node = updated
+	return nil
+}
