@@ -20,29 +20,23 @@ var (
 	defaultMaxUnavailable = intstr.FromInt32(0)
 )
 
-// isRollingUpdate reports whether the deployment rolls gradually. An unset
-// strategy type means RollingUpdate, the Kubernetes Deployment default.
-func isRollingUpdate(d *v1alpha1.MachineDeployment) bool {
-	t := d.Spec.Strategy.Type
-	return t == v1alpha1.RollingUpdateMachineDeploymentStrategyType || t == ""
-}
-
-// rollingParameters returns the deployment's maxSurge and maxUnavailable with
-// the defaults filled in.
-func rollingParameters(d *v1alpha1.MachineDeployment) (surge, unavailable intstr.IntOrString) {
-	surge, unavailable = defaultMaxSurge, defaultMaxUnavailable
-	if ru := d.Spec.Strategy.RollingUpdate; ru != nil {
-		if ru.MaxSurge != nil {
-			surge = *ru.MaxSurge
+// updateBounds resolves an UpdateConfiguration (nil: all defaults) into
+// maxSurge and maxUnavailable machine counts for replicas (resolveBounds).
+// Every strategy with bounds reads its configuration through it.
+func updateBounds(cfg *v1alpha1.UpdateConfiguration, replicas int32) (surge, unavailable int32, err error) {
+	s, u := defaultMaxSurge, defaultMaxUnavailable
+	if cfg != nil {
+		if cfg.MaxSurge != nil {
+			s = *cfg.MaxSurge
 		}
-		if ru.MaxUnavailable != nil {
-			unavailable = *ru.MaxUnavailable
+		if cfg.MaxUnavailable != nil {
+			u = *cfg.MaxUnavailable
 		}
 	}
-	return surge, unavailable
+	return resolveBounds(s, u, replicas)
 }
 
-// resolveFenceposts turns maxSurge and maxUnavailable into machine counts for
+// resolveBounds turns maxSurge and maxUnavailable into machine counts for
 // desired replicas: a surge percentage rounds up, an unavailable percentage
 // rounds down (so both err on the side of availability). When both come out
 // as zero no rollout could make progress, so maxUnavailable becomes 1, as
@@ -56,7 +50,7 @@ func rollingParameters(d *v1alpha1.MachineDeployment) (surge, unavailable intstr
 // wrapped count. An absolute maxUnavailable above replicas stays valid (a
 // deployment scaled down below it must not become invalid); maxUnavailable
 // caps it at replicas, as Kubernetes does.
-func resolveFenceposts(surge, unavailable intstr.IntOrString, desired int32) (int32, int32, error) {
+func resolveBounds(surge, unavailable intstr.IntOrString, desired int32) (int32, int32, error) {
 	if desired < 0 {
 		return 0, 0, fmt.Errorf("replicas %d must not be negative", desired)
 	}
@@ -119,42 +113,4 @@ func scaledValue(name string, v intstr.IntOrString, total int32, roundUp bool) (
 	default:
 		return 0, fmt.Errorf("%s is neither a number nor a percentage", name)
 	}
-}
-
-// validateStrategy reports a strategy the controller cannot act on.
-func validateStrategy(d *v1alpha1.MachineDeployment) error {
-	switch {
-	case isRollingUpdate(d):
-		surge, unavailable := rollingParameters(d)
-		_, _, err := resolveFenceposts(surge, unavailable, d.Spec.Replicas)
-		return err
-	case d.Spec.Strategy.Type == v1alpha1.RecreateMachineDeploymentStrategyType:
-		return nil
-	default:
-		return fmt.Errorf("strategy type %q is not supported (supported: RollingUpdate, Recreate)", d.Spec.Strategy.Type)
-	}
-}
-
-// maxSurge is how many machines a rolling deployment may have above its
-// replicas; zero for other strategies. The sync validates the strategy
-// first (validateStrategy), so a refused value never gets here; it would
-// give zero, and replicas+maxSurge cannot wrap around.
-func maxSurge(d *v1alpha1.MachineDeployment) int32 {
-	if !isRollingUpdate(d) {
-		return 0
-	}
-	surge, unavailable := rollingParameters(d)
-	s, _, _ := resolveFenceposts(surge, unavailable, d.Spec.Replicas)
-	return s
-}
-
-// maxUnavailable is how many machines a rolling deployment may lack below its
-// replicas, never more than the replicas; zero for other strategies.
-func maxUnavailable(d *v1alpha1.MachineDeployment) int32 {
-	if !isRollingUpdate(d) || d.Spec.Replicas == 0 {
-		return 0
-	}
-	surge, unavailable := rollingParameters(d)
-	_, u, _ := resolveFenceposts(surge, unavailable, d.Spec.Replicas)
-	return min(u, d.Spec.Replicas)
 }

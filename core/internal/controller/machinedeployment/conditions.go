@@ -8,6 +8,25 @@ import (
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 )
 
+// Condition reasons, Kubernetes Deployment's with MachineSet in place of
+// ReplicaSet, as MCM has them.
+const (
+	ReasonNewMachineSetCreated       = "NewMachineSetCreated"
+	ReasonFailedMachineSetCreate     = "FailedMachineSetCreate"
+	ReasonFoundNewMachineSet         = "FoundNewMachineSet"
+	ReasonMachineSetUpdated          = "MachineSetUpdated"
+	ReasonNewMachineSetAvailable     = "NewMachineSetAvailable"
+	ReasonProgressDeadlineExceeded   = "ProgressDeadlineExceeded"
+	ReasonDeploymentPaused           = "DeploymentPaused"
+	ReasonDeploymentResumed          = "DeploymentResumed"
+	ReasonMinimumReplicasAvailable   = "MinimumReplicasAvailable"
+	ReasonMinimumReplicasUnavailable = "MinimumReplicasUnavailable"
+	// ReasonInvalidStrategy (Progressing, False) is machina's: the strategy
+	// cannot be acted on (an unsupported type, or maxSurge or maxUnavailable
+	// out of range); the message says which value and why.
+	ReasonInvalidStrategy = "InvalidStrategy"
+)
+
 // newCondition returns a condition stamped with now.
 func newCondition(t v1alpha1.MachineDeploymentConditionType, status v1alpha1.ConditionStatus, reason, message string, now time.Time) v1alpha1.MachineDeploymentCondition {
 	ts := metav1.NewTime(now)

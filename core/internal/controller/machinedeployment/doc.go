@@ -2,14 +2,43 @@
 // machines out through MachineSets, the way the Kubernetes Deployment
 // controller rolls pods through ReplicaSets, with MCM's additions.
 //
-// The reconcile (machinedeployment_controller.go) claims the machine sets
-// (machinesets.go), serves the cluster-autoscaler's deletion requests
-// (triggerdeletion.go), and then takes one step: proportional scaling
-// (scale.go), a rollback (rollback.go), or a rollout step (rolling.go with the
-// bounds of fenceposts.go, recreate.go), marking the target cluster's nodes
-// during a rolling update (nodes.go). Revisions and the template hash are in
-// machinesets.go and hash.go, old-set cleanup in history.go, status and
-// conditions in progress.go and conditions.go. The status is written once per
-// sync, only when it changed. docs/machinedeployments.md describes the
-// behaviour for users.
+// A reconcile reads like a table of contents (machinedeployment_controller.go):
+// a deployment being deleted deletes its machine sets and then its finalizer
+// (delete.go); any other gets the finalizer, is gathered into a scope
+// (scope.go) and goes through these phases, in order, each in the file of its
+// name. A phase that settles the sync stops the ones after it.
+//
+//  1. validate (validate.go): a selector that selects the template and a
+//     strategy the controller can act on; otherwise an event (and the
+//     Progressing condition InvalidStrategy), and stop.
+//  2. loadSets (machinesets.go): claim the machine sets (adopt orphans,
+//     release sets that no longer match), split them into the new one and the
+//     old ones, group their machines.
+//  3. holdWhileFrozen (freeze.go): while the API server freeze holds, report
+//     the counts only, and stop.
+//  4. recordPause (pause.go): pausing and resuming in the Progressing
+//     condition.
+//  5. triggerDeletion (triggerdeletion.go): mark the machines the
+//     cluster-autoscaler named for deletion.
+//  6. scalePaused (pause.go): a paused deployment scales proportionally and
+//     cleans up its history, and stops.
+//  7. rollback (rollback.go): spec.rollbackTo puts the old template back in
+//     one spec write, and stops.
+//  8. scale (scale.go): a scaling event scales the sets proportionally, and
+//     stops.
+//  9. rollout (rollout.go): one step of the strategy's rollout, then the
+//     rollout's status (progress.go, conditions.go).
+//
+// Then the revision annotation and the status are written once, each only if
+// it changed (status.go).
+//
+// The strategies are pluggable (strategy.go): each strategy type is a
+// rolloutStrategy, which gives its surge and unavailability bounds and takes
+// one rollout step, and the map strategies lists them: RollingUpdate
+// (rolling.go, which also marks the target cluster's nodes, nodes.go) and
+// Recreate (recreate.go). A new strategy is one more file and one more entry
+// in that map. The bounds come from bounds.go; revisions, the template hash
+// and the new machine set from machinesets.go and hash.go; old-set cleanup
+// from history.go. docs/machinedeployments.md describes the behaviour for
+// users.
 package machinedeployment

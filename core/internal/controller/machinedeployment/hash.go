@@ -20,7 +20,7 @@ import (
 // not replace every machine.
 func rollingPart(t *v1alpha1.MachineTemplateSpec) *v1alpha1.MachineTemplateSpec {
 	c := t.DeepCopy()
-	delete(c.Labels, LabelTemplateHash)
+	delete(c.Labels, v1alpha1.DefaultMachineDeploymentUniqueLabelKey)
 	if len(c.Labels) == 0 {
 		c.Labels = nil
 	}

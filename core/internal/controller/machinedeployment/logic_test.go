@@ -18,7 +18,7 @@ import (
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func TestResolveFenceposts(t *testing.T) {
+func TestResolveBounds(t *testing.T) {
 	cases := []struct {
 		name               string
 		surge, unavailable intstr.IntOrString
@@ -35,13 +35,13 @@ func TestResolveFenceposts(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s, u, err := resolveFenceposts(c.surge, c.unavailable, c.desired)
+			s, u, err := resolveBounds(c.surge, c.unavailable, c.desired)
 			require.NoError(t, err)
 			assert.Equal(t, c.wantS, s, "surge")
 			assert.Equal(t, c.wantU, u, "unavailable")
 		})
 	}
-	_, _, err := resolveFenceposts(intstr.FromString("ten"), intstr.FromInt32(0), 3)
+	_, _, err := resolveBounds(intstr.FromString("ten"), intstr.FromInt32(0), 3)
 	assert.Error(t, err)
 
 	// Out of range: refused, never wrapped around or clamped.
@@ -63,16 +63,16 @@ func TestResolveFenceposts(t *testing.T) {
 		{"number as a string", intstr.FromString("5"), intstr.FromInt32(0), 3, "must be a number or a percentage"},
 		{"huge percentage", intstr.FromString("99999999999999999999999%"), intstr.FromInt32(0), 1, "exceeds the largest machine count"},
 	} {
-		_, _, err := resolveFenceposts(c.surge, c.unavailable, c.desired)
+		_, _, err := resolveBounds(c.surge, c.unavailable, c.desired)
 		if assert.Error(t, err, c.name) {
 			assert.Contains(t, err.Error(), c.want, c.name)
 		}
 	}
 	// At the edge: exactly 2^31-1 machines in all is allowed.
-	s, _, err := resolveFenceposts(intstr.FromInt32(math.MaxInt32-3), intstr.FromInt32(0), 3)
+	s, _, err := resolveBounds(intstr.FromInt32(math.MaxInt32-3), intstr.FromInt32(0), 3)
 	require.NoError(t, err)
 	assert.Equal(t, int32(math.MaxInt32-3), s)
-	s, _, err = resolveFenceposts(intstr.FromString("99999999999999999999999%"), intstr.FromInt32(0), 0)
+	s, _, err = resolveBounds(intstr.FromString("99999999999999999999999%"), intstr.FromInt32(0), 0)
 	require.NoError(t, err, "any percentage of zero replicas is zero")
 	assert.Zero(t, s)
 }
@@ -115,7 +115,7 @@ func set(name string, replicas int32, created time.Time, annotations map[string]
 }
 
 func maxAnn(n int32) map[string]string {
-	return map[string]string{AnnotationMaxReplicas: strconv.Itoa(int(n))}
+	return map[string]string{v1alpha1.MaxReplicasAnnotation: strconv.Itoa(int(n))}
 }
 
 func TestProportionalSizes(t *testing.T) {
@@ -224,7 +224,7 @@ func TestTemplateHash(t *testing.T) {
 
 	// The hash label and in-place fields do not count.
 	withHash := base.DeepCopy()
-	withHash.Labels[LabelTemplateHash] = "123"
+	withHash.Labels[v1alpha1.DefaultMachineDeploymentUniqueLabelKey] = "123"
 	assert.Equal(t, h, templateHash(withHash, nil))
 	inPlace := base.DeepCopy()
 	inPlace.Spec.NodeTemplateSpec.Labels = map[string]string{"x": "y"}
@@ -265,7 +265,7 @@ func TestParseTriggerDeletion(t *testing.T) {
 
 func TestHistoryToDelete(t *testing.T) {
 	mk := func(name string, rev int, replicas int32, statusReplicas int32) *v1alpha1.MachineSet {
-		ms := set(name, replicas, t0, map[string]string{AnnotationRevision: strconv.Itoa(rev)})
+		ms := set(name, replicas, t0, map[string]string{v1alpha1.RevisionAnnotation: strconv.Itoa(rev)})
 		ms.Status.Replicas = statusReplicas
 		return ms
 	}
@@ -281,10 +281,10 @@ func TestHistoryToDelete(t *testing.T) {
 
 func TestRevisionHelpers(t *testing.T) {
 	sets := []*v1alpha1.MachineSet{
-		set("a", 0, t0, map[string]string{AnnotationRevision: "3"}),
-		set("b", 0, t0, map[string]string{AnnotationRevision: "7"}),
-		set("c", 0, t0, map[string]string{AnnotationRevision: "5"}),
-		set("d", 0, t0, map[string]string{AnnotationRevision: "garbage"}),
+		set("a", 0, t0, map[string]string{v1alpha1.RevisionAnnotation: "3"}),
+		set("b", 0, t0, map[string]string{v1alpha1.RevisionAnnotation: "7"}),
+		set("c", 0, t0, map[string]string{v1alpha1.RevisionAnnotation: "5"}),
+		set("d", 0, t0, map[string]string{v1alpha1.RevisionAnnotation: "garbage"}),
 	}
 	assert.Equal(t, int64(7), maxRevision(sets))
 	assert.Equal(t, int64(5), previousRevision(sets))
@@ -292,14 +292,14 @@ func TestRevisionHelpers(t *testing.T) {
 	assert.Equal(t, "9", appendRevisionHistory("", "9"))
 
 	d := rollingDeployment(3, nil, nil)
-	d.Annotations = map[string]string{"team": "x", AnnotationTriggerDeletion: "m1", AnnotationRevision: "7"}
-	ms := set("n", 0, t0, map[string]string{AnnotationRevision: "2"})
+	d.Annotations = map[string]string{"team": "x", v1alpha1.TriggerDeletionByMCMAnnotation: "m1", v1alpha1.RevisionAnnotation: "7"}
+	ms := set("n", 0, t0, map[string]string{v1alpha1.RevisionAnnotation: "2"})
 	assert.True(t, setNewMachineSetAnnotations(d, ms, 8, true))
-	assert.Equal(t, "8", ms.Annotations[AnnotationRevision])
+	assert.Equal(t, "8", ms.Annotations[v1alpha1.RevisionAnnotation])
 	assert.Equal(t, "2", ms.Annotations[AnnotationRevisionHistory], "rollback keeps the old revision in the history")
 	assert.Equal(t, "x", ms.Annotations["team"])
-	assert.NotContains(t, ms.Annotations, AnnotationTriggerDeletion)
-	assert.NotContains(t, ms.Annotations, AnnotationDesiredReplicas, "replica annotations only on creation")
+	assert.NotContains(t, ms.Annotations, v1alpha1.TriggerDeletionByMCMAnnotation)
+	assert.NotContains(t, ms.Annotations, v1alpha1.DesiredReplicasAnnotation, "replica annotations only on creation")
 	assert.False(t, setNewMachineSetAnnotations(d, ms, 8, true), "nothing left to change")
 }
 
@@ -365,7 +365,7 @@ func TestPausedConditions(t *testing.T) {
 
 func TestIsScalingEvent(t *testing.T) {
 	d := rollingDeployment(5, nil, nil)
-	a := set("a", 3, t0, map[string]string{AnnotationDesiredReplicas: "5"})
+	a := set("a", 3, t0, map[string]string{v1alpha1.DesiredReplicasAnnotation: "5"})
 	assert.False(t, isScalingEvent(d, []*v1alpha1.MachineSet{a}))
 	d.Spec.Replicas = 4
 	assert.True(t, isScalingEvent(d, []*v1alpha1.MachineSet{a}))

@@ -19,7 +19,7 @@ func TestMachineChangesThatMatter(t *testing.T) {
 		return m
 	}
 	assert.False(t, p.Create(event.CreateEvent{Object: machine(map[string]string{"pool": "a"})}), "new machine without node")
-	assert.True(t, p.Create(event.CreateEvent{Object: machine(map[string]string{LabelNode: "n1"})}), "new machine with node")
+	assert.True(t, p.Create(event.CreateEvent{Object: machine(map[string]string{v1alpha1.NodeLabelKey: "n1"})}), "new machine with node")
 	assert.True(t, p.Delete(event.DeleteEvent{Object: machine(nil)}), "deleted machine")
 
 	update := func(o, n *v1alpha1.Machine) bool { return p.Update(event.UpdateEvent{ObjectOld: o, ObjectNew: n}) }
@@ -31,7 +31,7 @@ func TestMachineChangesThatMatter(t *testing.T) {
 	n.Labels["other"] = "x"
 	assert.False(t, update(o, n), "a label other than the node's")
 	n = o.DeepCopy()
-	n.Labels[LabelNode] = "n1"
+	n.Labels[v1alpha1.NodeLabelKey] = "n1"
 	assert.True(t, update(o, n), "node label set")
 	n = o.DeepCopy()
 	now := metav1.Now()

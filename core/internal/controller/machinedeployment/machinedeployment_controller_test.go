@@ -171,7 +171,7 @@ func hashes(st machinesettest.State) map[string]int {
 	out := map[string]int{}
 	for _, m := range st {
 		if live(m) {
-			out[m.Labels[machinedeployment.LabelTemplateHash]]++
+			out[m.Labels[v1alpha1.DefaultMachineDeploymentUniqueLabelKey]]++
 		}
 	}
 	return out
@@ -208,8 +208,8 @@ func (s *suite) testScale(t *testing.T) {
 		prev = want
 	}
 	assert.Len(t, s.sets(t, ns), 1, "scaling does not create machine sets")
-	assert.Equal(t, "1", d.Annotations[machinedeployment.AnnotationRevision])
-	assert.Contains(t, d.Finalizers, machinedeployment.FinalizerName)
+	assert.Equal(t, "1", d.Annotations[v1alpha1.RevisionAnnotation])
+	assert.Contains(t, d.Finalizers, v1alpha1.MachineFinalizer)
 	assert.Equal(t, "pool=scale", d.Status.LabelSelector)
 }
 
@@ -259,7 +259,7 @@ func (s *suite) testRollingUpdate(t *testing.T) {
 			if err := s.c.Get(ctx, client.ObjectKey{Name: m.Name}, n); err != nil {
 				return false
 			}
-			if n.Annotations[machinedeployment.AnnotationScaleDownDisabled] != "true" || n.Annotations[machinedeployment.AnnotationScaleDownDisabledByMCM] != "true" {
+			if n.Annotations[v1alpha1.ClusterAutoscalerScaleDownDisabledAnnotation] != "true" || n.Annotations[v1alpha1.ClusterAutoscalerScaleDownDisabledByMCMAnnotation] != "true" {
 				return false
 			}
 			if !hasRolloutTaint(n) {
@@ -290,13 +290,13 @@ func (s *suite) testRollingUpdate(t *testing.T) {
 	require.Len(t, sets, 2)
 	revisions := map[string]int32{}
 	for _, ms := range sets {
-		revisions[ms.Annotations[machinedeployment.AnnotationRevision]] = ms.Spec.Replicas
-		assert.Equal(t, "6", ms.Annotations[machinedeployment.AnnotationDesiredReplicas])
-		assert.Equal(t, "8", ms.Annotations[machinedeployment.AnnotationMaxReplicas])
-		assert.NotEmpty(t, ms.Labels[machinedeployment.LabelTemplateHash])
+		revisions[ms.Annotations[v1alpha1.RevisionAnnotation]] = ms.Spec.Replicas
+		assert.Equal(t, "6", ms.Annotations[v1alpha1.DesiredReplicasAnnotation])
+		assert.Equal(t, "8", ms.Annotations[v1alpha1.MaxReplicasAnnotation])
+		assert.NotEmpty(t, ms.Labels[v1alpha1.DefaultMachineDeploymentUniqueLabelKey])
 	}
 	assert.Equal(t, map[string]int32{"1": 0, "2": 6}, revisions)
-	assert.Equal(t, "2", d.Annotations[machinedeployment.AnnotationRevision])
+	assert.Equal(t, "2", d.Annotations[v1alpha1.RevisionAnnotation])
 	require.NotNil(t, condition(d, v1alpha1.MachineDeploymentProgressing))
 	assert.Equal(t, machinedeployment.ReasonNewMachineSetAvailable, condition(d, v1alpha1.MachineDeploymentProgressing).Reason)
 	assert.Equal(t, v1alpha1.ConditionTrue, condition(d, v1alpha1.MachineDeploymentAvailable).Status)
@@ -309,7 +309,7 @@ func (s *suite) testRollingUpdate(t *testing.T) {
 			if err := s.c.Get(ctx, client.ObjectKey{Name: m.Name}, n); err != nil {
 				return false
 			}
-			if _, ok := n.Annotations[machinedeployment.AnnotationScaleDownDisabled]; ok || hasRolloutTaint(n) {
+			if _, ok := n.Annotations[v1alpha1.ClusterAutoscalerScaleDownDisabledAnnotation]; ok || hasRolloutTaint(n) {
 				return false
 			}
 		}
@@ -322,7 +322,7 @@ func (s *suite) testRollingUpdate(t *testing.T) {
 // new nodes, so the taint list is not otherwise empty.)
 func hasRolloutTaint(n *corev1.Node) bool {
 	for _, taint := range n.Spec.Taints {
-		if taint.Key == machinedeployment.TaintPreferNoSchedule && taint.Value == "True" && taint.Effect == corev1.TaintEffectPreferNoSchedule {
+		if taint.Key == v1alpha1.PreferNoScheduleTaintKey && taint.Value == "True" && taint.Effect == corev1.TaintEffectPreferNoSchedule {
 			return true
 		}
 	}
@@ -485,7 +485,7 @@ func (s *suite) testTriggerDeletion(t *testing.T) {
 		if d.Annotations == nil {
 			d.Annotations = map[string]string{}
 		}
-		d.Annotations[machinedeployment.AnnotationTriggerDeletion] = value
+		d.Annotations[v1alpha1.TriggerDeletionByMCMAnnotation] = value
 		d.Spec.Replicas = 3
 	})
 	s.waitComplete(t, d)
@@ -505,7 +505,7 @@ func (s *suite) testTriggerDeletion(t *testing.T) {
 	}
 	require.Eventually(t, func() bool {
 		s.get(t, d)
-		_, ok := d.Annotations[machinedeployment.AnnotationTriggerDeletion]
+		_, ok := d.Annotations[v1alpha1.TriggerDeletionByMCMAnnotation]
 		return !ok
 	}, waitTimeout, poll, "handled names were not removed from the annotation")
 }
@@ -529,7 +529,7 @@ func (s *suite) testProportionalScaling(t *testing.T) {
 	sizes := func() map[string]int32 {
 		out := map[string]int32{}
 		for _, ms := range s.sets(t, ns) {
-			out[ms.Annotations[machinedeployment.AnnotationRevision]] = ms.Spec.Replicas
+			out[ms.Annotations[v1alpha1.RevisionAnnotation]] = ms.Spec.Replicas
 		}
 		return out
 	}
@@ -564,7 +564,7 @@ func (s *suite) testRollback(t *testing.T) {
 	s.waitComplete(t, d)
 	s.update(t, d, func(d *v1alpha1.MachineDeployment) { d.Spec.Template.Spec.Class.Name = "class-v2" })
 	s.waitComplete(t, d)
-	require.Equal(t, "2", d.Annotations[machinedeployment.AnnotationRevision])
+	require.Equal(t, "2", d.Annotations[v1alpha1.RevisionAnnotation])
 
 	// Roll back to the previous revision, as "kubectl rollout undo" did
 	// before rollbackTo was deprecated.
@@ -582,12 +582,12 @@ func (s *suite) testRollback(t *testing.T) {
 	require.Len(t, s.sets(t, ns), 2)
 	for _, ms := range s.sets(t, ns) {
 		if ms.Spec.Template.Spec.Class.Name == "class-v1" {
-			assert.Equal(t, "3", ms.Annotations[machinedeployment.AnnotationRevision])
+			assert.Equal(t, "3", ms.Annotations[v1alpha1.RevisionAnnotation])
 			assert.Equal(t, "1", ms.Annotations[machinedeployment.AnnotationRevisionHistory])
 			assert.Equal(t, int32(2), ms.Spec.Replicas)
 		}
 	}
-	assert.Equal(t, "3", d.Annotations[machinedeployment.AnnotationRevision])
+	assert.Equal(t, "3", d.Annotations[v1alpha1.RevisionAnnotation])
 }
 
 func (s *suite) testDelete(t *testing.T) {

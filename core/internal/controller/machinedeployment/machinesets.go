@@ -13,16 +13,88 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/phase"
 )
+
+// Annotations of machine sets that the API package does not name: they are
+// Kubernetes' Deployment's and kubectl's.
+const (
+	// AnnotationRevisionHistory lists the earlier revisions a machine set served
+	// (when a rollback made an old template current again).
+	AnnotationRevisionHistory = "deployment.kubernetes.io/revision-history"
+	// AnnotationLastApplied is kubectl's; it is not copied to machine sets.
+	AnnotationLastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+)
+
+// annotationsNotCopied are the deployment annotations a machine set does not
+// inherit: they describe the deployment itself or carry protocol state.
+var annotationsNotCopied = map[string]bool{
+	AnnotationLastApplied:                            true,
+	v1alpha1.RevisionAnnotation:                      true,
+	AnnotationRevisionHistory:                        true,
+	v1alpha1.DesiredReplicasAnnotation:               true,
+	v1alpha1.MaxReplicasAnnotation:                   true,
+	v1alpha1.TriggerDeletionByMCMAnnotation:          true,
+	v1alpha1.LastReplicaChangeByScalerTimeAnnotation: true,
+	"deprecated.deployment.rollback.to":              true,
+}
 
 // maxRevisionHistoryChars bounds the revision-history annotation, as
 // Kubernetes does (about a hundred revisions).
 const maxRevisionHistoryChars = 2000
+
+// loadSets is the phase that gathers the deployment's machine sets into the
+// scope: it claims them (claimMachineSets), splits them into the new one and
+// the old ones, and groups the machines by set. The machines are the cache's
+// own objects, not copies (copying every machine on every sync was most of
+// the controller's CPU in a scale-up): they are only read, and must be
+// deep-copied before a change. A sync that cannot read its sets writes
+// nothing.
+func (r *Reconciler) loadSets(ctx context.Context, s *scope) (phase.Result, error) {
+	if err := r.loadSetsAndMachines(ctx, s); err != nil {
+		s.skipStatus = true
+		return phase.Result{}, err
+	}
+	return phase.Result{}, nil
+}
+
+func (r *Reconciler) loadSetsAndMachines(ctx context.Context, s *scope) error {
+	sets, err := r.claimMachineSets(ctx, s.d, s.selector)
+	if err != nil {
+		return err
+	}
+	s.sets = sets
+	s.new, s.old = splitNewOld(s.d, sets)
+	s.machines = map[types.UID][]*v1alpha1.Machine{}
+	for _, ms := range sets {
+		machines := &v1alpha1.MachineList{}
+		if err := r.Client.List(ctx, machines, client.InNamespace(s.d.Namespace), client.MatchingFields{indexMachineController: string(ms.UID)}, client.UnsafeDisableDeepCopy); err != nil {
+			return fmt.Errorf("listing machines of %s: %w", ms.Name, err)
+		}
+		for i := range machines.Items {
+			s.machines[ms.UID] = append(s.machines[ms.UID], &machines.Items[i])
+		}
+	}
+	return nil
+}
+
+// indexMachineController indexes cached Machines by the UID of their
+// controller (a machine set), so that a deployment reads only its own
+// machines.
+const indexMachineController = "machinedeployment.machina.io/machine-controller-uid"
+
+func machineControllerUID(o client.Object) []string {
+	if ref := metav1.GetControllerOf(o); ref != nil {
+		return []string{string(ref.UID)}
+	}
+	return nil
+}
 
 // claimMachineSets returns the machine sets the deployment controls, after
 // adopting orphan sets that match its selector and releasing controlled sets
@@ -141,7 +213,7 @@ func active(sets []*v1alpha1.MachineSet) []*v1alpha1.MachineSet {
 
 // revisionOf returns an object's revision annotation, 0 when absent or invalid.
 func revisionOf(obj metav1.Object) int64 {
-	v, err := strconv.ParseInt(obj.GetAnnotations()[AnnotationRevision], 10, 64)
+	v, err := strconv.ParseInt(obj.GetAnnotations()[v1alpha1.RevisionAnnotation], 10, 64)
 	if err != nil {
 		return 0
 	}
@@ -176,14 +248,14 @@ func setNewMachineSetAnnotations(d *v1alpha1.MachineDeployment, ms *v1alpha1.Mac
 			changed = true
 		}
 	}
-	oldRevision, had := ms.Annotations[AnnotationRevision]
+	oldRevision, had := ms.Annotations[v1alpha1.RevisionAnnotation]
 	oldRev, err := strconv.ParseInt(oldRevision, 10, 64)
 	if err != nil && oldRevision != "" {
 		// A revision we cannot read is left alone rather than overwritten.
 		return changed
 	}
 	if oldRev < newRevision {
-		ms.Annotations[AnnotationRevision] = strconv.FormatInt(newRevision, 10)
+		ms.Annotations[v1alpha1.RevisionAnnotation] = strconv.FormatInt(newRevision, 10)
 		changed = true
 		if had && oldRevision != "" {
 			ms.Annotations[AnnotationRevisionHistory] = appendRevisionHistory(ms.Annotations[AnnotationRevisionHistory], oldRevision)
@@ -217,8 +289,8 @@ func setReplicaAnnotations(ms *v1alpha1.MachineSet, desired, maxReplicas int32) 
 	}
 	changed := false
 	for k, v := range map[string]string{
-		AnnotationDesiredReplicas: strconv.Itoa(int(desired)),
-		AnnotationMaxReplicas:     strconv.Itoa(int(maxReplicas)),
+		v1alpha1.DesiredReplicasAnnotation: strconv.Itoa(int(desired)),
+		v1alpha1.MaxReplicasAnnotation:     strconv.Itoa(int(maxReplicas)),
 	} {
 		if ms.Annotations[k] != v {
 			ms.Annotations[k] = v
@@ -285,7 +357,7 @@ func (r *Reconciler) getNewMachineSet(ctx context.Context, s *scope, create bool
 			}
 			*ms = *updated
 		}
-		s.setRevision(ms.Annotations[AnnotationRevision])
+		s.setRevision(ms.Annotations[v1alpha1.RevisionAnnotation])
 		if getCondition(&d.Status, v1alpha1.MachineDeploymentProgressing) == nil {
 			setCondition(&d.Status, newCondition(v1alpha1.MachineDeploymentProgressing, v1alpha1.ConditionTrue,
 				ReasonFoundNewMachineSet, fmt.Sprintf("Found new machine set %q", ms.Name), s.now))
@@ -329,7 +401,7 @@ func (r *Reconciler) getNewMachineSet(ctx context.Context, s *scope, create bool
 	s.new = ms
 	s.sets = append(s.sets, ms)
 	if alreadyExisted {
-		s.setRevision(ms.Annotations[AnnotationRevision])
+		s.setRevision(ms.Annotations[v1alpha1.RevisionAnnotation])
 		return ms, nil
 	}
 	ctrl.LoggerFrom(ctx).Info("Created new machine set", "machineSet", ms.Name, "replicas", ms.Spec.Replicas)
@@ -352,12 +424,12 @@ func (r *Reconciler) buildNewMachineSet(d *v1alpha1.MachineDeployment) *v1alpha1
 	if tmpl.Labels == nil {
 		tmpl.Labels = map[string]string{}
 	}
-	tmpl.Labels[LabelTemplateHash] = hash
+	tmpl.Labels[v1alpha1.DefaultMachineDeploymentUniqueLabelKey] = hash
 	selector := d.Spec.Selector.DeepCopy()
 	if selector.MatchLabels == nil {
 		selector.MatchLabels = map[string]string{}
 	}
-	selector.MatchLabels[LabelTemplateHash] = hash
+	selector.MatchLabels[v1alpha1.DefaultMachineDeploymentUniqueLabelKey] = hash
 	ms := &v1alpha1.MachineSet{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      machineSetName(d.Name, hash),

@@ -13,11 +13,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 )
 
 // preferNoScheduleTaint is the taint on the nodes of old machine sets during
 // a rolling update.
-var preferNoScheduleTaint = corev1.Taint{Key: TaintPreferNoSchedule, Value: "True", Effect: corev1.TaintEffectPreferNoSchedule}
+var preferNoScheduleTaint = corev1.Taint{Key: v1alpha1.PreferNoScheduleTaintKey, Value: "True", Effect: corev1.TaintEffectPreferNoSchedule}
 
 // syncRolloutNodes keeps the nodes of a rolling deployment (in the target
 // cluster) marked for the rollout:
@@ -40,7 +42,7 @@ func (r *Reconciler) syncRolloutNodes(ctx context.Context, s *scope) error {
 	for _, ms := range s.sets {
 		isNew := s.new != nil && ms.UID == s.new.UID
 		for _, m := range s.machines[ms.UID] {
-			node := m.Labels[LabelNode]
+			node := m.Labels[v1alpha1.NodeLabelKey]
 			if node == "" {
 				continue
 			}
@@ -175,26 +177,26 @@ func removeTaint(n *corev1.Node, t corev1.Taint) bool {
 // user's own scale-down-disabled annotation is left as it is and not marked,
 // so that it survives the end of the rollout.
 func setScaleDownDisabled(n *corev1.Node) bool {
-	if _, userSet := n.Annotations[AnnotationScaleDownDisabled]; userSet && n.Annotations[AnnotationScaleDownDisabledByMCM] != "true" {
+	if _, userSet := n.Annotations[v1alpha1.ClusterAutoscalerScaleDownDisabledAnnotation]; userSet && n.Annotations[v1alpha1.ClusterAutoscalerScaleDownDisabledByMCMAnnotation] != "true" {
 		return false
 	}
-	if n.Annotations[AnnotationScaleDownDisabled] == "true" && n.Annotations[AnnotationScaleDownDisabledByMCM] == "true" {
+	if n.Annotations[v1alpha1.ClusterAutoscalerScaleDownDisabledAnnotation] == "true" && n.Annotations[v1alpha1.ClusterAutoscalerScaleDownDisabledByMCMAnnotation] == "true" {
 		return false
 	}
 	if n.Annotations == nil {
 		n.Annotations = map[string]string{}
 	}
-	n.Annotations[AnnotationScaleDownDisabled] = "true"
-	n.Annotations[AnnotationScaleDownDisabledByMCM] = "true"
+	n.Annotations[v1alpha1.ClusterAutoscalerScaleDownDisabledAnnotation] = "true"
+	n.Annotations[v1alpha1.ClusterAutoscalerScaleDownDisabledByMCMAnnotation] = "true"
 	return true
 }
 
 // clearScaleDownDisabled removes the autoscaler annotation where we set it.
 func clearScaleDownDisabled(n *corev1.Node) bool {
-	if n.Annotations[AnnotationScaleDownDisabledByMCM] != "true" {
+	if n.Annotations[v1alpha1.ClusterAutoscalerScaleDownDisabledByMCMAnnotation] != "true" {
 		return false
 	}
-	delete(n.Annotations, AnnotationScaleDownDisabled)
-	delete(n.Annotations, AnnotationScaleDownDisabledByMCM)
+	delete(n.Annotations, v1alpha1.ClusterAutoscalerScaleDownDisabledAnnotation)
+	delete(n.Annotations, v1alpha1.ClusterAutoscalerScaleDownDisabledByMCMAnnotation)
 	return true
 }

@@ -167,22 +167,3 @@ func recheckAfter(d *v1alpha1.MachineDeployment, st *v1alpha1.MachineDeploymentS
 	after := c.LastUpdateTime.Add(time.Duration(*d.Spec.ProgressDeadlineSeconds) * time.Second).Sub(now)
 	return max(after, 0) + time.Second
 }
-
-// checkPausedConditions records pausing and resuming in the Progressing
-// condition (status Unknown), so that the time spent paused does not count
-// against the progress deadline. A reported deadline miss is kept.
-func checkPausedConditions(d *v1alpha1.MachineDeployment, now time.Time) {
-	c := getCondition(&d.Status, v1alpha1.MachineDeploymentProgressing)
-	if c != nil && c.Reason == ReasonProgressDeadlineExceeded {
-		return
-	}
-	pausedCond := c != nil && c.Reason == ReasonDeploymentPaused
-	switch {
-	case d.Spec.Paused && !pausedCond:
-		setCondition(&d.Status, newCondition(v1alpha1.MachineDeploymentProgressing, v1alpha1.ConditionUnknown,
-			ReasonDeploymentPaused, "Deployment is paused", now))
-	case !d.Spec.Paused && pausedCond:
-		setCondition(&d.Status, newCondition(v1alpha1.MachineDeploymentProgressing, v1alpha1.ConditionUnknown,
-			ReasonDeploymentResumed, "Deployment is resumed", now))
-	}
-}

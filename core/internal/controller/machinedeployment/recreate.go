@@ -2,7 +2,21 @@ package machinedeployment
 
 import (
 	"context"
+
+	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 )
+
+// recreate is the Recreate strategy: all old machines go before the first
+// new one is created. It has no surge or unavailability bounds.
+type recreate struct{}
+
+func (recreate) bounds(*v1alpha1.MachineDeployment) (int32, int32, bool, error) {
+	return 0, 0, false, nil
+}
+
+func (recreate) rollout(ctx context.Context, r *Reconciler, s *scope) error {
+	return r.rolloutRecreate(ctx, s)
+}
 
 // rolloutRecreate replaces all machines at once: the old machine sets go to
 // zero, and only when not a single old machine is left (terminating ones

@@ -5,20 +5,24 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/phase"
 )
 
-// rollback handles the deprecated spec.rollbackTo: it copies the template of
-// the machine set with the requested revision (0: the one before the current)
-// into the deployment and clears rollbackTo, in one update. The rollout to
-// that template then proceeds as for any template change. A revision that
-// does not exist, or is the current template already, only clears
-// rollbackTo, with an event.
-func (r *Reconciler) rollback(ctx context.Context, s *scope) error {
+// rollback is the phase of the deprecated spec.rollbackTo: it copies the
+// template of the machine set with the requested revision (0: the one before
+// the current) into the deployment and clears rollbackTo, in one update, and
+// ends the sync without a status write (the update syncs the deployment
+// again). The rollout to that template then proceeds as for any template
+// change. A revision that does not exist, or is the current template
+// already, only clears rollbackTo, with an event.
+func (r *Reconciler) rollback(ctx context.Context, s *scope) (phase.Result, error) {
 	d := s.d
+	if d.Spec.RollbackTo == nil {
+		return phase.Result{}, nil
+	}
 	want := d.Spec.RollbackTo.Revision
 	if want == 0 {
 		want = previousRevision(s.sets)
@@ -39,18 +43,18 @@ func (r *Reconciler) rollback(ctx context.Context, s *scope) error {
 		r.Recorder.Eventf(d, corev1.EventTypeWarning, "DeploymentRollbackTemplateUnchanged", "The rollback revision contains the same template as the current one")
 	default:
 		tmpl := target.Spec.Template.DeepCopy()
-		delete(tmpl.Labels, LabelTemplateHash)
+		delete(tmpl.Labels, v1alpha1.DefaultMachineDeploymentUniqueLabelKey)
 		d.Spec.Template = *tmpl
 		r.Recorder.Eventf(d, corev1.EventTypeNormal, "DeploymentRollback", "Rolled back to revision %d", want)
-		ctrl.LoggerFrom(ctx).Info("Rolling back", "revision", want, "machineSet", target.Name)
+		s.log.Info("Rolling back", "revision", want, "machineSet", target.Name)
 	}
 	// The whole object is written: rollbackTo must go in the same write as the
 	// template, and the optimistic lock keeps a concurrent edit from being lost.
 	if err := r.Client.Patch(ctx, d, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("rolling back: %w", err)
+		return phase.Result{Stop: true}, fmt.Errorf("rolling back: %w", err)
 	}
 	s.skipStatus = true
-	return nil
+	return phase.Result{Stop: true}, nil
 }
 
 // previousRevision is the highest revision below the highest one, 0 if none.

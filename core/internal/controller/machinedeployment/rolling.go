@@ -7,6 +7,24 @@ import (
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 )
 
+// rollingUpdate is the RollingUpdate strategy: machines are replaced
+// gradually, within spec.strategy.rollingUpdate's maxSurge and
+// maxUnavailable.
+type rollingUpdate struct{}
+
+func (rollingUpdate) bounds(d *v1alpha1.MachineDeployment) (int32, int32, bool, error) {
+	var cfg *v1alpha1.UpdateConfiguration
+	if ru := d.Spec.Strategy.RollingUpdate; ru != nil {
+		cfg = &ru.UpdateConfiguration
+	}
+	s, u, err := updateBounds(cfg, d.Spec.Replicas)
+	return s, u, true, err
+}
+
+func (rollingUpdate) rollout(ctx context.Context, r *Reconciler, s *scope) error {
+	return r.rolloutRolling(ctx, s)
+}
+
 // rolloutRolling takes one step of a rolling update: grow the new machine
 // set within maxSurge, or else shrink the old sets within maxUnavailable.
 // Each step is one write; the next step runs when the machine sets report the

@@ -20,12 +20,12 @@ func fuzzIntOrString(isString bool, n int32, s string) intstr.IntOrString {
 	return intstr.FromInt32(n)
 }
 
-// FuzzResolveFenceposts checks the rollout bounds for any maxSurge,
+// FuzzResolveBounds checks the rollout bounds for any maxSurge,
 // maxUnavailable and replicas the API server accepts: either they are
 // refused (and so is the strategy), or surge and unavailable are in range,
 // replicas+maxSurge fits an int32, the minimum available is between 0 and
 // replicas, and small values agree with Kubernetes' own rounding.
-func FuzzResolveFenceposts(f *testing.F) {
+func FuzzResolveBounds(f *testing.F) {
 	f.Add(false, int32(1), "", false, int32(0), "", int32(3))
 	f.Add(true, int32(0), "25%", true, int32(0), "25%", int32(10))
 	f.Add(true, int32(0), "71582788300%", false, int32(0), "", int32(3))
@@ -39,9 +39,9 @@ func FuzzResolveFenceposts(f *testing.F) {
 		surge := fuzzIntOrString(surgeIsString, surgeN, surgeS)
 		unavailable := fuzzIntOrString(unIsString, unN, unS)
 		d := rollingDeployment(replicas, &surge, &unavailable)
-		s, u, err := resolveFenceposts(surge, unavailable, replicas)
+		s, u, err := resolveBounds(surge, unavailable, replicas)
 		if vErr := validateStrategy(d); (vErr == nil) != (err == nil) {
-			t.Fatalf("validateStrategy %v but resolveFenceposts %v", vErr, err)
+			t.Fatalf("validateStrategy %v but resolveBounds %v", vErr, err)
 		}
 		if err != nil {
 			return
@@ -104,7 +104,7 @@ func FuzzRolloutArithmetic(f *testing.F) {
 			if in.r < 0 || in.st < 0 {
 				return // the CRD's minimum is 0
 			}
-			ms := set("s"+strconv.Itoa(i), in.r, t0.Add(time.Duration(i)*time.Minute), map[string]string{AnnotationMaxReplicas: in.ann})
+			ms := set("s"+strconv.Itoa(i), in.r, t0.Add(time.Duration(i)*time.Minute), map[string]string{v1alpha1.MaxReplicasAnnotation: in.ann})
 			ms.Status.Replicas = in.st
 			machines += int64(max(in.r, in.st))
 			sets = append(sets, ms)

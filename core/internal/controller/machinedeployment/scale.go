@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/phase"
 )
 
 // machinesOf is the number of machines a set may have right now: its
@@ -52,11 +53,11 @@ func sumAvailable(sets []*v1alpha1.MachineSet) (n int32) {
 }
 
 // newMachineSetReplicas is the size the new machine set may grow to now.
-// RollingUpdate: up to replicas+maxSurge machines in all sets together, never
-// more than replicas in the new set. Recreate: replicas (the old sets are
-// already empty when it is called).
+// A strategy with bounds (RollingUpdate): up to replicas+maxSurge machines in
+// all sets together, never more than replicas in the new set. Without bounds
+// (Recreate): replicas (the old sets are already empty when it is called).
 func newMachineSetReplicas(d *v1alpha1.MachineDeployment, all []*v1alpha1.MachineSet, newMS *v1alpha1.MachineSet) int32 {
-	if !isRollingUpdate(d) {
+	if !bounded(d) {
 		return d.Spec.Replicas
 	}
 	maxTotal := d.Spec.Replicas + maxSurge(d)
@@ -73,7 +74,7 @@ func newMachineSetReplicas(d *v1alpha1.MachineDeployment, all []*v1alpha1.Machin
 // A scaling event is handled by proportional scaling, not as a rollout step.
 func isScalingEvent(d *v1alpha1.MachineDeployment, sets []*v1alpha1.MachineSet) bool {
 	for _, ms := range active(sets) {
-		if desired, ok := annotationInt(ms, AnnotationDesiredReplicas); ok && desired != d.Spec.Replicas {
+		if desired, ok := annotationInt(ms, v1alpha1.DesiredReplicasAnnotation); ok && desired != d.Spec.Replicas {
 			return true
 		}
 	}
@@ -87,7 +88,7 @@ func isSaturated(d *v1alpha1.MachineDeployment, ms *v1alpha1.MachineSet) bool {
 	if ms == nil {
 		return false
 	}
-	desired, ok := annotationInt(ms, AnnotationDesiredReplicas)
+	desired, ok := annotationInt(ms, v1alpha1.DesiredReplicasAnnotation)
 	return ok && ms.Spec.Replicas == d.Spec.Replicas && desired == d.Spec.Replicas && ms.Status.AvailableReplicas == d.Spec.Replicas
 }
 
@@ -182,7 +183,7 @@ func fraction(d *v1alpha1.MachineDeployment, ms *v1alpha1.MachineSet) int32 {
 		return -ms.Spec.Replicas
 	}
 	newMax := d.Spec.Replicas + maxSurge(d)
-	oldMax, ok := annotationInt(ms, AnnotationMaxReplicas)
+	oldMax, ok := annotationInt(ms, v1alpha1.MaxReplicasAnnotation)
 	if !ok || oldMax == 0 {
 		// Without the annotation, the deployment's last observed size is the
 		// best guess; the bounds in proportion keep the result in range.
@@ -199,10 +200,37 @@ func fraction(d *v1alpha1.MachineDeployment, ms *v1alpha1.MachineSet) int32 {
 	return int32(min(max(size, 0), math.MaxInt32)) - ms.Spec.Replicas
 }
 
-// scale handles a scaling event, or a paused deployment: the only active set
-// takes all replicas; a saturated new set lets the old ones go to zero;
-// otherwise a rolling deployment's active sets are scaled proportionally.
-func (r *Reconciler) scale(ctx context.Context, s *scope) error {
+// scale is the phase of a scaling event (isScalingEvent): the deployment's
+// replicas changed since its sets were last scaled. The sets are scaled
+// (scaleSets) and the counts refreshed without judging progress, and the
+// sync ends: a scaling event is not a rollout step.
+func (r *Reconciler) scale(ctx context.Context, s *scope) (phase.Result, error) {
+	if !isScalingEvent(s.d, s.all()) {
+		return phase.Result{}, nil
+	}
+	return phase.Result{Stop: true}, r.scaleOnly(ctx, s, false)
+}
+
+// scaleOnly handles a scaling event or a paused deployment: the sets are
+// scaled, history is cleaned up when paused, and the status counts refreshed
+// without judging progress.
+func (r *Reconciler) scaleOnly(ctx context.Context, s *scope, paused bool) error {
+	if _, err := r.getNewMachineSet(ctx, s, false); err != nil {
+		return err
+	}
+	err := r.scaleSets(ctx, s)
+	if err == nil && paused {
+		err = r.cleanupHistory(ctx, s)
+	}
+	s.d.Status = calculateStatus(s.d, s.all(), s.new, s.now)
+	return err
+}
+
+// scaleSets scales the sets for a scaling event, or a paused deployment: the
+// only active set takes all replicas; a saturated new set lets the old ones
+// go to zero; otherwise the active sets of a deployment with bounds are
+// scaled proportionally.
+func (r *Reconciler) scaleSets(ctx context.Context, s *scope) error {
 	d := s.d
 	if only := activeOrLatest(s.new, s.old); only != nil {
 		_, err := r.scaleMachineSet(ctx, s, only, d.Spec.Replicas)
@@ -216,7 +244,7 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) error {
 		}
 		return nil
 	}
-	if !isRollingUpdate(d) {
+	if !bounded(d) {
 		return nil
 	}
 	all := append(append([]*v1alpha1.MachineSet(nil), s.old...), s.new)

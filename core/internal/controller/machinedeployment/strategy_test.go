@@ -71,8 +71,8 @@ func (s *suite) testOutOfRangeStrategy(t *testing.T) {
 			}, waitTimeout, poll, "Progressing did not recover; conditions: %+v", d.Status.Conditions)
 			sets := s.setsOf(t, d)
 			require.Len(t, sets, 1)
-			assert.Equal(t, "3", sets[0].Annotations[machinedeployment.AnnotationDesiredReplicas])
-			assert.Equal(t, "5", sets[0].Annotations[machinedeployment.AnnotationMaxReplicas], "3 replicas + 50% surge rounded up")
+			assert.Equal(t, "3", sets[0].Annotations[v1alpha1.DesiredReplicasAnnotation])
+			assert.Equal(t, "5", sets[0].Annotations[v1alpha1.MaxReplicasAnnotation], "3 replicas + 50% surge rounded up")
 		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/phase"
 )
 
 // triggerEntry is one machine named in the trigger-deletion annotation.
@@ -49,18 +50,22 @@ func parseTriggerDeletion(value string, now time.Time) []triggerEntry {
 	return out
 }
 
-// handleTriggerDeletion serves the cluster-autoscaler's scale-down protocol:
-// the autoscaler names the machines it wants deleted in the trigger-deletion
-// annotation and lowers replicas in the same update. Each named machine of
+// triggerDeletion is the phase that serves the cluster-autoscaler's
+// scale-down protocol: the autoscaler names the machines it wants deleted in
+// the trigger-deletion annotation and lowers replicas in the same update. Each named machine of
 // this deployment gets machinepriority=1 and a marked-for-deletion-time, so
 // that the machine set picks exactly those machines when it shrinks; this
 // happens before any machine set is scaled in this sync. A name stays in the
 // annotation until its machine is gone, failed or terminating (the autoscaler
 // relies on that not to count a pending deletion twice); unknown names and
 // machines of other deployments are dropped.
+func (r *Reconciler) triggerDeletion(ctx context.Context, s *scope) (phase.Result, error) {
+	return phase.Result{}, r.handleTriggerDeletion(ctx, s)
+}
+
 func (r *Reconciler) handleTriggerDeletion(ctx context.Context, s *scope) error {
 	d := s.d
-	value := d.Annotations[AnnotationTriggerDeletion]
+	value := d.Annotations[v1alpha1.TriggerDeletionByMCMAnnotation]
 	if value == "" {
 		return nil
 	}
@@ -88,9 +93,9 @@ func (r *Reconciler) handleTriggerDeletion(ctx context.Context, s *scope) error 
 	if next := strings.Join(keep, ","); next != value {
 		return r.patchDeploymentMeta(ctx, s, func(d *v1alpha1.MachineDeployment) {
 			if next == "" {
-				delete(d.Annotations, AnnotationTriggerDeletion)
+				delete(d.Annotations, v1alpha1.TriggerDeletionByMCMAnnotation)
 			} else {
-				d.Annotations[AnnotationTriggerDeletion] = next
+				d.Annotations[v1alpha1.TriggerDeletionByMCMAnnotation] = next
 			}
 		})
 	}
@@ -127,16 +132,16 @@ func (r *Reconciler) deploymentMachine(ctx context.Context, s *scope, name strin
 // markForDeletion sets machinepriority=1 and, if absent, the
 // marked-for-deletion-time on a machine.
 func (r *Reconciler) markForDeletion(ctx context.Context, m *v1alpha1.Machine, at string) error {
-	if m.Annotations[AnnotationMachinePriority] == v1alpha1.TriggeredForDeletionPriority && m.Annotations[AnnotationMarkedForDeletionTime] != "" {
+	if m.Annotations[v1alpha1.MachinePriorityAnnotation] == v1alpha1.TriggeredForDeletionPriority && m.Annotations[v1alpha1.MarkedForDeletionTimeAnnotation] != "" {
 		return nil
 	}
 	updated := m.DeepCopy()
 	if updated.Annotations == nil {
 		updated.Annotations = map[string]string{}
 	}
-	updated.Annotations[AnnotationMachinePriority] = v1alpha1.TriggeredForDeletionPriority
-	if updated.Annotations[AnnotationMarkedForDeletionTime] == "" {
-		updated.Annotations[AnnotationMarkedForDeletionTime] = at
+	updated.Annotations[v1alpha1.MachinePriorityAnnotation] = v1alpha1.TriggeredForDeletionPriority
+	if updated.Annotations[v1alpha1.MarkedForDeletionTimeAnnotation] == "" {
+		updated.Annotations[v1alpha1.MarkedForDeletionTimeAnnotation] = at
 	}
 	if err := r.Client.Patch(ctx, updated, client.MergeFrom(m)); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("marking machine %s for deletion: %w", m.Name, err)

@@ -56,7 +56,7 @@ func TestRolloutMarksNodesInTheTargetCluster(t *testing.T) {
 			if err := target.Client.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
 				return false
 			}
-			if !hasRolloutTaint(n) || n.Annotations[machinedeployment.AnnotationScaleDownDisabled] != "true" {
+			if !hasRolloutTaint(n) || n.Annotations[v1alpha1.ClusterAutoscalerScaleDownDisabledAnnotation] != "true" {
 				return false
 			}
 		}
@@ -72,7 +72,7 @@ func TestRolloutMarksNodesInTheTargetCluster(t *testing.T) {
 			return false
 		}
 		for _, n := range nodes.Items {
-			if old[n.Name] || hasRolloutTaint(&n) || n.Annotations[machinedeployment.AnnotationScaleDownDisabledByMCM] != "" {
+			if old[n.Name] || hasRolloutTaint(&n) || n.Annotations[v1alpha1.ClusterAutoscalerScaleDownDisabledByMCMAnnotation] != "" {
 				return false
 			}
 		}

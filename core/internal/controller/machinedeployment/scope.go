@@ -1,0 +1,86 @@
+package machinedeployment
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+)
+
+// scope is what one sync knows about one MachineDeployment. The phases read
+// and change it; the reconcile writes the deployment's revision and status
+// once, at the end (status.go).
+type scope struct {
+	// d is a working copy of the deployment whose status the phases change in
+	// memory; origStatus is the status as read, to tell whether anything
+	// changed and to base the patches on.
+	d          *v1alpha1.MachineDeployment
+	origStatus v1alpha1.MachineDeploymentStatus
+
+	// selector is the deployment's selector, parsed by validate.
+	selector labels.Selector
+	// sets are the machine sets the deployment controls, loaded by loadSets:
+	// new is the one of the current template (nil until it exists), old all
+	// others. machines are their machines, by set UID: the cache's own
+	// objects, only to be read.
+	sets     []*v1alpha1.MachineSet
+	new      *v1alpha1.MachineSet
+	old      []*v1alpha1.MachineSet
+	machines map[types.UID][]*v1alpha1.Machine
+
+	now time.Time
+	log logr.Logger
+
+	// revision is the revision the deployment's annotation should carry.
+	revision string
+	// skipStatus is set when the sync wrote the deployment's spec, or could
+	// not read its machine sets: nothing more is written in this sync (the
+	// next one, triggered by the write or the retry, computes the status).
+	skipStatus bool
+	// retryNodes is set when a node could not be marked for the rollout
+	// because it changed meanwhile; the sync runs again soon for it.
+	retryNodes bool
+}
+
+// newScope gathers what a sync starts from.
+func newScope(ctx context.Context, d *v1alpha1.MachineDeployment) *scope {
+	return &scope{
+		d:          d.DeepCopy(),
+		origStatus: *d.Status.DeepCopy(),
+		now:        time.Now(),
+		log:        ctrl.LoggerFrom(ctx),
+		revision:   d.Annotations[v1alpha1.RevisionAnnotation],
+	}
+}
+
+func (s *scope) setRevision(rev string) { s.revision = rev }
+
+// all returns the old sets and the new one.
+func (s *scope) all() []*v1alpha1.MachineSet {
+	out := append([]*v1alpha1.MachineSet(nil), s.old...)
+	if s.new != nil {
+		out = append(out, s.new)
+	}
+	return out
+}
+
+// oldMachinesLeft reports whether any old machine set still wants or has
+// machines, terminating ones included.
+func (s *scope) oldMachinesLeft() bool {
+	for _, ms := range s.old {
+		if ms.Spec.Replicas > 0 || ms.Status.Replicas > 0 {
+			return true
+		}
+	}
+	for _, ms := range s.old {
+		if len(s.machines[ms.UID]) > 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,67 @@
+// Package setup holds what the MachineSet and MachineDeployment controllers
+// share when they register with a manager: the clients they default to the
+// manager's, their worker count, their resync period, and the controller
+// builder every one of them starts from (named, watching its own kind, and
+// synced again the moment the API server freeze gate opens).
+package setup
+
+import (
+	"time"
+
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	"github.com/machina-io/machina/core/internal/controller/safety/freeze"
+)
+
+// DefaultResyncPeriod is how often every object is synced even without
+// events, as a safety net (MCM: 10 minutes).
+const DefaultResyncPeriod = 10 * time.Minute
+
+// ResyncPeriod returns period, or DefaultResyncPeriod when it is not positive.
+func ResyncPeriod(period time.Duration) time.Duration {
+	if period <= 0 {
+		return DefaultResyncPeriod
+	}
+	return period
+}
+
+// Clients are what a controller reads, writes and reports through.
+type Clients struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// APIReader reads straight from the API server, where the cache may lag
+	// behind the controller's own writes.
+	APIReader client.Reader
+	// Recorder records events on the controller's objects.
+	Recorder record.EventRecorder
+}
+
+// Default fills the clients left unset with the manager's: its client, its
+// API reader, and its event recorder for the controller name.
+func (c *Clients) Default(mgr ctrl.Manager, name string) {
+	if c.Client == nil {
+		c.Client = mgr.GetClient()
+	}
+	if c.APIReader == nil {
+		c.APIReader = mgr.GetAPIReader()
+	}
+	if c.Recorder == nil {
+		c.Recorder = mgr.GetEventRecorderFor(name) //nolint:staticcheck // record.EventRecorder is the controllers' API
+	}
+}
+
+// NewController starts the builder of a controller named name that
+// reconciles objects of forType with workers concurrent reconciles (at least
+// one). Objects synced while gate was frozen are synced again the moment it
+// opens: newList lists every object of forType for that.
+func NewController(mgr ctrl.Manager, name string, forType client.Object, workers int, gate *freeze.Gate, newList func() client.ObjectList) *builder.Builder {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(name).
+		For(forType).
+		WatchesRawSource(freeze.UnfreezeSource(gate, mgr.GetCache(), newList)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)})
+}
