@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -69,10 +70,24 @@ func computePlan(ms *v1alpha1.MachineSet, machines []*v1alpha1.Machine, burst in
 	want := int(ms.Spec.Replicas)
 	switch diff := len(remaining) - want; {
 	case diff > 0:
-		p.scaleDown = pickVictims(remaining, min(diff, burst-len(p.replace)), now)
+		// A machine an in-place rollout just moved into the set carries the
+		// marker update-result=successful until the deployment's next sync,
+		// and the set's replicas grow to include it right after the move:
+		// it is never surplus in the meantime.
+		unmarked := slices.DeleteFunc(slices.Clone(remaining), justMovedInPlace)
+		surplus := min(diff, len(unmarked)-want)
+		if surplus > 0 {
+			p.scaleDown = pickVictims(unmarked, min(surplus, burst-len(p.replace)), now)
+		}
 	case diff < 0:
 		if isFrozen(ms) {
 			p.frozen = true
+			return p
+		}
+		if scaleUpDisabled(ms) {
+			// An old set of a running in-place rollout: its machines are
+			// updated and moved, never replaced by new ones of the old
+			// template.
 			return p
 		}
 		p.create = min(-diff, burst)
@@ -80,10 +95,23 @@ func computePlan(ms *v1alpha1.MachineSet, machines []*v1alpha1.Machine, burst in
 	return p
 }
 
+// scaleUpDisabled reports whether an in-place rollout labelled the set
+// node.machine.sapcloud.io/scale-up-disabled=true: the set then creates no
+// machines (deletions go on).
+func scaleUpDisabled(ms *v1alpha1.MachineSet) bool {
+	return ms.Labels[v1alpha1.LabelKeyMachineSetScaleUpDisabled] == "true"
+}
+
+// justMovedInPlace reports whether the machine carries the marker of a
+// machine just moved to the set by an in-place rollout.
+func justMovedInPlace(m *v1alpha1.Machine) bool {
+	return m.Labels[v1alpha1.LabelKeyNodeUpdateResult] == v1alpha1.LabelValueNodeUpdateSuccessful
+}
+
 // isFrozen reports whether the safety controller froze the set; a set being
 // deleted is never frozen.
 func isFrozen(ms *v1alpha1.MachineSet) bool {
-	return ms.Labels[LabelFreeze] == v1alpha1.FreezeValue && ms.DeletionTimestamp == nil
+	return ms.Labels[v1alpha1.FreezeLabel] == v1alpha1.FreezeValue && ms.DeletionTimestamp == nil
 }
 
 // executePlan deletes and creates machines as planned. Deletions run first so
@@ -185,17 +213,17 @@ func newMachine(ms *v1alpha1.MachineSet) *v1alpha1.Machine {
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	if _, ok := labels[LabelDeploymentName]; !ok {
+	if _, ok := labels[v1alpha1.MachineDeploymentNameLabel]; !ok {
 		if owner := metav1.GetControllerOf(ms); owner != nil && owner.Kind == "MachineDeployment" {
-			labels[LabelDeploymentName] = owner.Name
+			labels[v1alpha1.MachineDeploymentNameLabel] = owner.Name
 		}
 	}
 	annotations := maps.Clone(tmpl.Annotations)
-	if _, ok := annotations[AnnotationMachinePriority]; !ok {
+	if _, ok := annotations[v1alpha1.MachinePriorityAnnotation]; !ok {
 		if annotations == nil {
 			annotations = map[string]string{}
 		}
-		annotations[AnnotationMachinePriority] = v1alpha1.DefaultMachinePriority
+		annotations[v1alpha1.MachinePriorityAnnotation] = v1alpha1.DefaultMachinePriority
 	}
 	return &v1alpha1.Machine{
 		ObjectMeta: metav1.ObjectMeta{

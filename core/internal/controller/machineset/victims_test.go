@@ -20,11 +20,11 @@ func phase(p v1alpha1.MachinePhase) machineOpt {
 }
 
 func priority(p string) machineOpt {
-	return func(m *v1alpha1.Machine) { m.Annotations[AnnotationMachinePriority] = p }
+	return func(m *v1alpha1.Machine) { m.Annotations[v1alpha1.MachinePriorityAnnotation] = p }
 }
 
 func marked(at time.Time) machineOpt {
-	return func(m *v1alpha1.Machine) { m.Annotations[AnnotationMarkedForDeletionTime] = at.Format(time.RFC3339) }
+	return func(m *v1alpha1.Machine) { m.Annotations[v1alpha1.MarkedForDeletionTimeAnnotation] = at.Format(time.RFC3339) }
 }
 
 func created(at time.Time) machineOpt {
@@ -138,12 +138,36 @@ func TestComputePlan(t *testing.T) {
 		assert.True(t, p.empty())
 	})
 	t.Run("frozen set creates nothing but still deletes", func(t *testing.T) {
-		frozen := map[string]string{LabelFreeze: "True"}
+		frozen := map[string]string{v1alpha1.FreezeLabel: "True"}
 		p := computePlan(set(3, frozen), []*v1alpha1.Machine{machine("a")}, 100, t0)
 		assert.Zero(t, p.create)
 		assert.True(t, p.frozen)
 		p = computePlan(set(1, frozen), []*v1alpha1.Machine{machine("a"), machine("b")}, 100, t0)
 		assert.Len(t, p.scaleDown, 1)
+	})
+	t.Run("scale-up-disabled set creates nothing but still deletes and replaces", func(t *testing.T) {
+		disabled := map[string]string{v1alpha1.LabelKeyMachineSetScaleUpDisabled: "true"}
+		p := computePlan(set(3, disabled), []*v1alpha1.Machine{machine("a"), machine("f", phase(v1alpha1.MachineFailed))}, 100, t0)
+		assert.Zero(t, p.create)
+		assert.Equal(t, []string{"f"}, names(p.replace))
+		p = computePlan(set(1, disabled), []*v1alpha1.Machine{machine("a"), machine("b")}, 100, t0)
+		assert.Len(t, p.scaleDown, 1)
+	})
+	t.Run("a machine just moved in place is not surplus", func(t *testing.T) {
+		moved := func(m *v1alpha1.Machine) {
+			m.Labels = map[string]string{v1alpha1.LabelKeyNodeUpdateResult: v1alpha1.LabelValueNodeUpdateSuccessful}
+		}
+		// Moved before the set grew to include it.
+		p := computePlan(set(1, nil), []*v1alpha1.Machine{machine("a"), machine("m", moved)}, 100, t0)
+		assert.True(t, p.empty(), "%+v", p)
+		// A scale-down takes unmarked machines only, and no more than the
+		// surplus.
+		p = computePlan(set(1, nil), []*v1alpha1.Machine{machine("a"), machine("b"), machine("m", moved)}, 100, t0)
+		assert.Len(t, p.scaleDown, 1)
+		assert.NotContains(t, names(p.scaleDown), "m")
+		// Counted as present: no machine is created for it.
+		p = computePlan(set(2, nil), []*v1alpha1.Machine{machine("a"), machine("m", moved)}, 100, t0)
+		assert.True(t, p.empty(), "%+v", p)
 	})
 	t.Run("burst caps creations and deletions", func(t *testing.T) {
 		p := computePlan(set(250, nil), nil, 100, t0)
