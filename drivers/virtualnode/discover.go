@@ -49,7 +49,8 @@ func (k *kubelets) listNodes(ctx context.Context, cl *cluster) {
 
 // watchNodes starts an informer on the driver's Nodes of a cluster. Its
 // initial list schedules the Nodes there are; a change of AnnotationSimulate
-// makes the Node's beat due at once; its store replaces the GET of a beat.
+// makes the Node's beat due at once; every change is shown to the in-place
+// update simulation; its store replaces the GET of a beat.
 func (k *kubelets) watchNodes(ctx context.Context, c *clusterNodes) {
 	factory := informers.NewSharedInformerFactoryWithOptions(c.cl.client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = LabelClass }))
@@ -58,6 +59,7 @@ func (k *kubelets) watchNodes(ctx context.Context, c *clusterNodes) {
 		AddFunc: func(obj any) {
 			if node, ok := obj.(*corev1.Node); ok {
 				k.found(c.cl, node)
+				k.updates.observe(c.cl, node)
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
@@ -65,6 +67,9 @@ func (k *kubelets) watchNodes(ctx context.Context, c *clusterNodes) {
 			newNode, ok2 := newObj.(*corev1.Node)
 			if ok1 && ok2 && oldNode.Annotations[AnnotationSimulate] != newNode.Annotations[AnnotationSimulate] {
 				k.trigger(c.cl, newNode.Name)
+			}
+			if ok2 {
+				k.updates.observe(c.cl, newNode)
 			}
 		},
 		DeleteFunc: func(obj any) {

@@ -48,6 +48,24 @@
 // bootDelay (a Go duration, default "0s") is how long the Node reports
 // Ready=False with reason "Booting" after its creation.
 //
+// A third optional key, "inPlaceUpdate", makes the driver play the node
+// agent of the class's Nodes for in-place updates (off without it):
+//
+//	{"inPlaceUpdate": {"duration": "5s", "failureRate": 0.1}}
+//
+// The Node is created with the annotations AnnotationInPlaceUpdateDuration
+// and AnnotationInPlaceFailureRate. When its InPlaceUpdate condition has
+// reason ReadyForUpdate and its annotation inplace.machina.io/desired
+// differs from inplace.machina.io/current, the driver waits duration
+// (default 0s) and reports the result as machina-node-agent does: label
+// node.machine.sapcloud.io/update-result=successful and current=desired
+// (removing node.machine.sapcloud.io/update-failed-reason), or, with
+// probability failureRate (default 0), update-result=failed with a reason.
+// A target that is current already is reported at once. A failed Node is
+// left alone until its update-result label is removed or its target
+// changes. With Options.WatchNodes it reacts to every change of the Node;
+// without, at its heartbeats.
+//
 // # Heartbeat
 //
 // Run is the kubelet of every Node of the driver. Each Node has its own

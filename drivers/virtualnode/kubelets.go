@@ -55,6 +55,9 @@ type kubelets struct {
 	known    map[nodeKey]bool                          // Nodes in the schedule
 	clusters map[string]*clusterNodes                  // by cluster key
 	leases   map[nodeKey]types.UID                     // Node UID whose Lease is known to exist
+
+	// updates plays the node agent of Nodes whose class asks for it.
+	updates *inPlaceSim
 }
 
 func newKubelets(opts Options) *kubelets {
@@ -67,6 +70,7 @@ func newKubelets(opts Options) *kubelets {
 		known:    map[nodeKey]bool{},
 		clusters: map[string]*clusterNodes{},
 		leases:   map[nodeKey]types.UID{},
+		updates:  newInPlaceSim(opts.Logger),
 	}
 }
 
@@ -93,6 +97,7 @@ func (k *kubelets) run(ctx context.Context) error {
 		return errors.New("virtualnode: Run was called twice")
 	}
 	k.ctx, k.queue = ctx, queue
+	k.updates.start(ctx)
 	for key, due := range k.early {
 		queue.AddAfter(key, time.Until(due))
 	}
@@ -170,6 +175,7 @@ func (k *kubelets) forget(key nodeKey) {
 	delete(k.known, key)
 	delete(k.leases, key)
 	k.mu.Unlock()
+	k.updates.forget(key)
 }
 
 // firstBeat returns when a Node the schedule does not know yet is due: at

@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
@@ -98,6 +99,10 @@ func nodeFor(req *driverv1alpha1.CreateMachineRequest, spec providerSpec, now ti
 	annotations[AnnotationClassName] = class.GetName()
 	annotations[AnnotationProviderSpecHash] = spec.hash
 	annotations[AnnotationReadyAfter] = readyAfter.Format(time.RFC3339Nano)
+	if ip := spec.inPlace; ip != nil {
+		annotations[AnnotationInPlaceUpdateDuration] = ip.duration.String()
+		annotations[AnnotationInPlaceFailureRate] = strconv.FormatFloat(ip.failureRate, 'g', -1, 64)
+	}
 
 	var taints []corev1.Taint
 	for _, t := range m.GetNodeTemplate().GetTaints() {

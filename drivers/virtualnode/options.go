@@ -44,6 +44,13 @@ const (
 	// AnnotationSimulate lists simulated failures (see the package
 	// documentation).
 	AnnotationSimulate = "virtualnode.machina.io/simulate"
+	// AnnotationInPlaceUpdateDuration is how long a simulated in-place
+	// update of the Node takes (a Go duration), from the class's provider
+	// spec; without it the driver does not play the Node's agent.
+	AnnotationInPlaceUpdateDuration = "virtualnode.machina.io/inplace-update-duration"
+	// AnnotationInPlaceFailureRate is the probability (0 to 1) that a
+	// simulated in-place update of the Node fails.
+	AnnotationInPlaceFailureRate = "virtualnode.machina.io/inplace-failure-rate"
 )
 
 // DefaultHeartbeatInterval is how often the heartbeat refreshes Nodes when

@@ -12,6 +12,9 @@ import (
 type providerSpec struct {
 	capacity  map[string]string
 	bootDelay time.Duration
+	// inPlace, when set, makes the driver play the node agent of the
+	// class's Nodes for in-place updates.
+	inPlace *inPlaceSpec
 	// hash is the SHA-256 of the spec re-encoded with sorted keys, so that
 	// two encodings of one object hash alike.
 	hash string
@@ -19,13 +22,28 @@ type providerSpec struct {
 
 // providerSpecJSON is the JSON shape of the keys the driver interprets.
 type providerSpecJSON struct {
-	Capacity  map[string]string `json:"capacity"`
-	BootDelay *string           `json:"bootDelay"`
+	Capacity      map[string]string  `json:"capacity"`
+	BootDelay     *string            `json:"bootDelay"`
+	InPlaceUpdate *inPlaceUpdateJSON `json:"inPlaceUpdate"`
+}
+
+// inPlaceUpdateJSON is the provider spec's "inPlaceUpdate" object.
+type inPlaceUpdateJSON struct {
+	Duration    *string  `json:"duration"`
+	FailureRate *float64 `json:"failureRate"`
+}
+
+// inPlaceSpec is how the class's simulated in-place updates behave.
+type inPlaceSpec struct {
+	duration    time.Duration
+	failureRate float64
 }
 
 // parseProviderSpec parses machine_class.provider_spec: a JSON object with
-// the optional keys "capacity" (resource name to quantity string) and
-// "bootDelay" (a duration string such as "30s"); other keys are ignored.
+// the optional keys "capacity" (resource name to quantity string),
+// "bootDelay" (a duration string such as "30s") and "inPlaceUpdate"
+// ({"duration": "5s", "failureRate": 0.1}, both optional); other keys are
+// ignored.
 func parseProviderSpec(raw []byte) (providerSpec, error) {
 	var spec providerSpec
 	var fields providerSpecJSON
@@ -40,6 +58,22 @@ func parseProviderSpec(raw []byte) (providerSpec, error) {
 			return spec, sdk.InvalidArgument("machine_class.provider_spec.bootDelay is not a non-negative duration such as \"30s\"")
 		}
 		spec.bootDelay = d
+	}
+	if ip := fields.InPlaceUpdate; ip != nil {
+		spec.inPlace = &inPlaceSpec{}
+		if ip.Duration != nil {
+			d, err := time.ParseDuration(*ip.Duration)
+			if err != nil || d < 0 {
+				return spec, sdk.InvalidArgument("machine_class.provider_spec.inPlaceUpdate.duration is not a non-negative duration such as \"5s\"")
+			}
+			spec.inPlace.duration = d
+		}
+		if ip.FailureRate != nil {
+			if r := *ip.FailureRate; !(r >= 0 && r <= 1) {
+				return spec, sdk.InvalidArgument("machine_class.provider_spec.inPlaceUpdate.failureRate is not a probability between 0 and 1")
+			}
+			spec.inPlace.failureRate = *ip.FailureRate
+		}
 	}
 	canonical, err := sdk.CanonicalProviderSpec(raw)
 	if err != nil {
