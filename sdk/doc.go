@@ -19,8 +19,9 @@
 //     would otherwise fail with a misleading RESOURCE_EXHAUSTED);
 //   - one log line per call with log/slog, requests and responses stripped
 //     of secret fields (package proto/sanitize);
-//   - Prometheus metrics, including the histogram
-//     machina_driver_server_handling_seconds{method,code};
+//   - go-grpc-middleware's Prometheus server metrics:
+//     grpc_server_handled_total{grpc_method,grpc_code} and the histogram
+//     grpc_server_handling_seconds{grpc_method}, among others;
 //   - the Unix socket: stale socket removal, owner-only permissions,
 //     graceful stop on SIGTERM.
 //

@@ -46,8 +46,7 @@ func (s *Server) interceptors() []grpc.UnaryServerInterceptor {
 		return !isProbe.Match(ctx, c)
 	})
 	return []grpc.UnaryServerInterceptor{
-		s.metrics.grpc.UnaryServerInterceptor(),
-		s.metrics.observe,
+		s.metrics.UnaryServerInterceptor(),
 		selector.UnaryServerInterceptor(
 			logging.UnaryServerInterceptor(logger, logging.WithLogOnEvents(logging.FinishCall)),
 			notProbe),

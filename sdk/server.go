@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 	"google.golang.org/grpc"
 )
@@ -28,7 +29,7 @@ type Server struct {
 	driver  Driver
 	opts    options
 	caps    []driverv1alpha1.Capability_Type
-	metrics *metrics
+	metrics *grpcprom.ServerMetrics
 	grpc    *grpc.Server
 	served  atomic.Bool
 }
@@ -61,7 +62,7 @@ func NewServer(info Info, d Driver, opts ...Option) (*Server, error) {
 	driverv1alpha1.RegisterIdentityServiceServer(s.grpc, identityService{s: s})
 	driverv1alpha1.RegisterMachineServiceServer(s.grpc, machineService{d: d})
 	// Every method shows up in the metrics from the start, with zero counts.
-	m.grpc.InitializeMetrics(s.grpc)
+	m.InitializeMetrics(s.grpc)
 	return s, nil
 }
 

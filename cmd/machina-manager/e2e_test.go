@@ -131,8 +131,9 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("metrics", func(t *testing.T) {
 		body := httpGet(t, "http://"+metricsAddr+"/metrics")
 		for _, want := range []string{
-			`machina_driver_request_duration_seconds_bucket{code="OK",method="CreateMachine"`,
-			`machina_driver_request_duration_seconds_bucket{code="OK",method="GetPluginInfo"`,
+			`grpc_client_handled_total{grpc_code="OK",grpc_method="CreateMachine"`,
+			`grpc_client_handling_seconds_bucket{grpc_method="CreateMachine"`,
+			`grpc_client_handled_total{grpc_code="OK",grpc_method="GetPluginInfo"`,
 			`controller_runtime_reconcile_total{controller="machine-controller",result="success"}`,
 			`controller_runtime_reconcile_total{controller="machineclass",result="success"}`,
 			`controller_runtime_reconcile_total{controller="node",result="success"}`,

@@ -184,7 +184,8 @@ func TestManager(t *testing.T) {
 	t.Run("metrics", func(t *testing.T) {
 		body := get(t, "http://"+opts.MetricsBindAddress+"/metrics")
 		for _, want := range []string{
-			`machina_driver_request_duration_seconds_bucket{code="OK",method="CreateMachine"`,
+			`grpc_client_handled_total{grpc_code="OK",grpc_method="CreateMachine"`,
+			`grpc_client_handling_seconds_bucket{grpc_method="CreateMachine"`,
 			`controller_runtime_reconcile_total{controller="machineclass"`,
 			`controller_runtime_reconcile_total{controller="secret"`,
 			`controller_runtime_reconcile_total{controller="node"`,

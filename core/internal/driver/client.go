@@ -18,7 +18,7 @@ type Client struct {
 	conn     *grpc.ClientConn
 	identity driverv1alpha1.IdentityServiceClient
 	machine  driverv1alpha1.MachineServiceClient
-	metrics  *callMetrics
+	metrics  *clientMetrics
 	locks    *machineLocks
 
 	mu sync.RWMutex

@@ -50,7 +50,7 @@ func Connect(ctx context.Context, endpoint string, opts Options) (*Client, error
 	if err != nil {
 		return nil, err
 	}
-	metrics, err := newCallMetrics(opts.Registerer)
+	metrics, err := registerClientMetrics(opts.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("registering driver client metrics: %w", err)
 	}
@@ -72,7 +72,7 @@ func Connect(ctx context.Context, endpoint string, opts Options) (*Client, error
 			grpc.MaxCallSendMsgSize(maxSendMessageSize),
 			grpc.MaxCallRecvMsgSize(maxReceiveMessageSize),
 		),
-		grpc.WithChainUnaryInterceptor(c.intercept),
+		grpc.WithChainUnaryInterceptor(c.interceptors()...),
 	}
 	if dialer != nil {
 		dialOpts = append(dialOpts, grpc.WithContextDialer(dialer))

@@ -3,8 +3,9 @@
 // name and capabilities, and then offers one method per MachineService RPC.
 //
 // Every call gets its own timeout (per kind of call, see Options), is logged
-// with secrets stripped, is measured in Prometheus histograms, and holds a
-// per-machine lock so that at most one call per Machine is in flight, as the
+// with secrets stripped and measured in Prometheus metrics by
+// go-grpc-middleware's interceptors (as the SDK does on the driver's side,
+// plus MCM's metric names), and holds a per-machine lock so that at most one call per Machine is in flight, as the
 // Driver API promises drivers. Optional RPCs the driver did not advertise
 // are refused locally with UNIMPLEMENTED, without touching the network.
 //

@@ -2,30 +2,112 @@ package driver
 
 import (
 	"context"
-	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 	"github.com/machina-io/machina/proto/sanitize"
 )
 
-// Verbosity of the call log. A finished call is one line at logCallLevel;
-// Probe, which the manager's /readyz sends every few seconds, goes to
-// logProbeLevel. A failed call is logged at logFailureLevel rather than as
-// an error: the caller decides whether the code is a failure at all (a
-// NOT_FOUND from GetMachineStatus is an ordinary answer) and reports real
+// Verbosity of the call log, written by go-grpc-middleware's logging
+// interceptor. A finished call ("finished call") is one line at
+// logCallLevel; Probe, which the manager's /readyz sends every few seconds,
+// goes to logProbeLevel. A failed call is logged at logFailureLevel rather
+// than as an error: the caller decides whether the code is a failure at all
+// (a NOT_FOUND from GetMachineStatus is an ordinary answer) and reports real
 // failures itself, so logging them at V(0) here would double every error
-// line. Request and response bodies, with secrets stripped, are at
-// logBodyLevel.
+// line. The request and the response ("request sent", "response
+// received"), with secrets stripped, are at logBodyLevel.
 const (
 	logFailureLevel = 1
 	logCallLevel    = 2
 	logBodyLevel    = 4
 	logProbeLevel   = 5
 )
+
+// Log field keys the interceptor writes: the method, and the payloads of
+// the "request sent" and "response received" lines.
+const (
+	methodField   = "grpc.method"
+	requestField  = "grpc.request.content"
+	responseField = "grpc.response.content"
+)
+
+// codeLevel tells the interceptor a successful call from a failed one; the
+// verbosity of each line is decided by callVerbosity.
+func codeLevel(c codes.Code) logging.Level {
+	if c == codes.OK {
+		return logging.LevelDebug
+	}
+	return logging.LevelInfo
+}
+
+// machineField adds the Machine a request is about to every line of its
+// call, as "machine"="namespace/name".
+func machineField(_ context.Context, c interceptors.CallMeta) logging.Fields {
+	if m := machineOf(c.ReqOrNil); m != nil {
+		return logging.Fields{"machine", machineKey(m)}
+	}
+	return nil
+}
+
+// logCall writes one line of the logging interceptor to the call's logger
+// (loggerFor) at the verbosity callVerbosity gives. Every proto message
+// among the fields, the payloads above all, is rendered with
+// sanitize.String, which replaces every field marked secret in the proto;
+// nothing is rendered for a line whose level is off.
+func (c *Client) logCall(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
+	var method string
+	body := false
+	it := logging.Fields(fields).Iterator()
+	for it.Next() {
+		switch k, v := it.At(); k {
+		case methodField:
+			method, _ = v.(string)
+		case requestField, responseField:
+			body = true
+		}
+	}
+	log := c.loggerFor(ctx).V(callVerbosity(lvl, method, body))
+	if !log.Enabled() {
+		return
+	}
+	kv := make([]any, 0, len(fields))
+	for it := logging.Fields(fields).Iterator(); it.Next(); {
+		k, v := it.At()
+		if m, ok := v.(proto.Message); ok {
+			v = sanitize.String(m)
+		}
+		kv = append(kv, k, v)
+	}
+	log.Info(msg, kv...)
+}
+
+// callVerbosity is the verbosity of one line of the call log: lvl is the
+// interceptor's (codeLevel's, or its own complaint's), method the RPC, body
+// whether the line carries a payload.
+func callVerbosity(lvl logging.Level, method string, body bool) int {
+	switch {
+	case lvl > logging.LevelInfo:
+		// The interceptor's own complaints (a payload that is not a proto
+		// message) are programming errors.
+		return 0
+	case lvl == logging.LevelInfo:
+		return logFailureLevel
+	}
+	v := logCallLevel
+	if body {
+		v = logBodyLevel
+	}
+	if method == "Probe" {
+		v = max(v, logProbeLevel)
+	}
+	return v
+}
 
 // loggerFor returns the logger of a call: the one in ctx (a reconciler's,
 // carrying the object's keys) or else the client's.
@@ -44,35 +126,4 @@ func machineOf(req any) *driverv1alpha1.Machine {
 		return r.GetMachine()
 	}
 	return nil
-}
-
-// logCall writes the log lines of one finished RPC. Bodies go through
-// sanitize.String, which replaces every field marked secret in the proto;
-// they are rendered only when their level is enabled.
-func logCall(log logr.Logger, rpc string, req, reply any, err error, d time.Duration) {
-	log = log.WithValues("method", rpc)
-	if m := machineOf(req); m != nil {
-		log = log.WithValues("machine", machineKey(m))
-	}
-	code := Code(err)
-	if err != nil {
-		log.V(logFailureLevel).Info("Driver call failed", "code", code.String(), "duration", d, "error", status.Convert(err).Message())
-	} else {
-		log.V(levelOf(rpc)).Info("Driver call", "code", code.String(), "duration", d)
-	}
-	if body := log.V(max(logBodyLevel, levelOf(rpc))); body.Enabled() {
-		response := "<none>"
-		if code == codes.OK {
-			response = sanitize.String(reply)
-		}
-		body.Info("Driver call body", "request", sanitize.String(req), "response", response)
-	}
-}
-
-// levelOf is the level of the one-line log of a successful rpc.
-func levelOf(rpc string) int {
-	if rpc == "Probe" {
-		return logProbeLevel
-	}
-	return logCallLevel
 }

@@ -54,10 +54,12 @@ func TestLogsNeverContainSecrets(t *testing.T) {
 	// The bodies were logged, with the secrets replaced, so the checks
 	// above looked at real request renderings.
 	redactedBytes := base64.StdEncoding.EncodeToString([]byte(sanitize.Redacted))
-	assert.True(t, logs.hasLine(`"msg"="Driver call body"`, `"method"="CreateMachine"`, `"machine"="default/m1"`, `\"password\":\"`+redactedBytes, `\"userData\":\"`+redactedBytes), out)
-	assert.True(t, logs.hasLine(`"msg"="Driver call body"`, `"method"="ListMachines"`, `\"token\":\"`+redactedBytes), out)
-	assert.True(t, logs.hasLine(`"level"=2`, `"msg"="Driver call"`, `"method"="GetMachineStatus"`, `"code"="OK"`, `"duration"=`), out)
-	assert.True(t, logs.hasLine(`"level"=1`, `"msg"="Driver call failed"`, `"method"="DeleteMachine"`, `"code"="PermissionDenied"`, `"error"="credentials rejected"`), out)
+	assert.True(t, logs.hasLine(`"level"=4`, `"msg"="request sent"`, `"grpc.method"="CreateMachine"`, `"machine"="default/m1"`, `\"password\":\"`+redactedBytes, `\"userData\":\"`+redactedBytes), out)
+	assert.True(t, logs.hasLine(`"level"=4`, `"msg"="response received"`, `"grpc.method"="CreateMachine"`, `"machine"="default/m1"`, `"grpc.response.content"=`), out)
+	assert.True(t, logs.hasLine(`"msg"="request sent"`, `"grpc.method"="ListMachines"`, `\"token\":\"`+redactedBytes), out)
+	assert.True(t, logs.hasLine(`"level"=2`, `"msg"="finished call"`, `"grpc.method"="GetMachineStatus"`, `"grpc.code"="OK"`, `"grpc.duration"=`), out)
+	assert.True(t, logs.hasLine(`"level"=1`, `"msg"="finished call"`, `"grpc.method"="DeleteMachine"`, `"grpc.code"="PermissionDenied"`, `"grpc.error"=`, `credentials rejected`), out)
+	assert.False(t, logs.hasLine(`"msg"="response received"`, `"grpc.method"="DeleteMachine"`), "a failed call has no response: %s", out)
 }
 
 func TestLogLevels(t *testing.T) {
@@ -81,13 +83,18 @@ func TestLogLevels(t *testing.T) {
 		ctx := logr.NewContext(context.Background(), logs.logger(tt.verbosity).WithValues("reconciler", "machine"))
 		_, err := c.GetMachineStatus(ctx, req)
 		require.NoError(t, err)
-		assert.Equal(t, tt.wantCallLine, logs.hasLine(`"msg"="Driver call"`, `"reconciler"="machine"`), "verbosity %d: %s", tt.verbosity, logs)
-		assert.Equal(t, tt.wantBody, logs.hasLine(`"msg"="Driver call body"`), "verbosity %d: %s", tt.verbosity, logs)
+		assert.Equal(t, tt.wantCallLine, logs.hasLine(`"msg"="finished call"`, `"reconciler"="machine"`), "verbosity %d: %s", tt.verbosity, logs)
+		assert.Equal(t, tt.wantBody, logs.hasLine(`"msg"="request sent"`), "verbosity %d: %s", tt.verbosity, logs)
 	}
 
 	// Readiness probes are frequent: their success lines need V(5).
 	logs := &logBuffer{}
 	ctx := logr.NewContext(context.Background(), logs.logger(4))
 	require.NoError(t, c.Ready(ctx))
-	assert.False(t, logs.hasLine(`"method"="Probe"`), logs.String())
+	assert.False(t, logs.hasLine(`"grpc.method"="Probe"`), logs.String())
+	// and are there at V(5).
+	logs = &logBuffer{}
+	ctx = logr.NewContext(context.Background(), logs.logger(5))
+	require.NoError(t, c.Ready(ctx))
+	assert.True(t, logs.hasLine(`"level"=5`, `"msg"="finished call"`, `"grpc.method"="Probe"`), logs.String())
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 )
@@ -19,7 +20,7 @@ var durationBuckets = []float64{
 // mcmOperations maps MachineService RPCs to the "operation" label values
 // MCM's providers use for the same calls (list_machine is MCM's spelling),
 // so that dashboards built for MCM keep working. Identity RPCs have no MCM
-// counterpart and are measured only in machina's own histogram.
+// counterpart and are measured only in the gRPC client metrics.
 var mcmOperations = map[string]string{
 	"CreateMachine":     "create_machine",
 	"InitializeMachine": "initialize_machine",
@@ -29,70 +30,79 @@ var mcmOperations = map[string]string{
 	"GetVolumeIDs":      "get_volume_ids",
 }
 
-// callMetrics are the client's Prometheus collectors.
-type callMetrics struct {
-	// duration: machina_driver_request_duration_seconds{method,code}, every
-	// RPC the client sends, by short RPC name and gRPC code name.
-	duration *prometheus.HistogramVec
-	// mcmDuration: mcm_cloud_api_driver_request_duration_seconds{provider,operation},
-	// MachineService RPCs, as MCM records them.
+// clientMetrics are the client's Prometheus metrics, one collector so that
+// it is registered in one step:
+//   - go-grpc-middleware's client metrics, which dashboards for any gRPC
+//     client understand: grpc_client_started_total,
+//     grpc_client_handled_total{grpc_code}, grpc_client_msg_sent_total,
+//     grpc_client_msg_received_total and the histogram
+//     grpc_client_handling_seconds, by grpc_service and grpc_method, for
+//     every RPC identity calls included;
+//   - MCM's two, the names MCM users scrape, for MachineService RPCs:
+//     mcm_cloud_api_driver_request_duration_seconds{provider,operation} and
+//     mcm_cloud_api_driver_requests_failed_total{provider,operation,error_code},
+//     error_code being the numeric gRPC code, as in MCM.
+type clientMetrics struct {
+	grpc        *grpcprom.ClientMetrics
 	mcmDuration *prometheus.HistogramVec
-	// mcmFailed: mcm_cloud_api_driver_requests_failed_total{provider,operation,error_code},
-	// failed MachineService RPCs; error_code is the numeric gRPC code, as in MCM.
-	mcmFailed *prometheus.CounterVec
+	mcmFailed   *prometheus.CounterVec
 }
 
-func newCallMetrics(reg prometheus.Registerer) (*callMetrics, error) {
-	duration, err := register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "machina_driver_request_duration_seconds",
-		Help:    "Duration of Driver API calls from the core to the driver, by RPC and gRPC status code.",
-		Buckets: durationBuckets,
-	}, []string{"method", "code"}))
-	if err != nil {
-		return nil, err
+func newClientMetrics() *clientMetrics {
+	return &clientMetrics{
+		grpc: grpcprom.NewClientMetrics(grpcprom.WithClientHandlingTimeHistogram(grpcprom.WithHistogramBuckets(durationBuckets))),
+		mcmDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "mcm",
+			Subsystem: "cloud_api",
+			Name:      "driver_request_duration_seconds",
+			Help:      "Duration of driver machine operations (MCM-compatible name).",
+			Buckets:   durationBuckets,
+		}, []string{"provider", "operation"}),
+		mcmFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "mcm",
+			Subsystem: "cloud_api",
+			Name:      "driver_requests_failed_total",
+			Help:      "Number of failed driver machine operations (MCM-compatible name).",
+		}, []string{"provider", "operation", "error_code"}),
 	}
-	mcmDuration, err := register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: "mcm",
-		Subsystem: "cloud_api",
-		Name:      "driver_request_duration_seconds",
-		Help:      "Duration of driver machine operations (MCM-compatible name).",
-		Buckets:   durationBuckets,
-	}, []string{"provider", "operation"}))
-	if err != nil {
-		return nil, err
-	}
-	mcmFailed, err := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "mcm",
-		Subsystem: "cloud_api",
-		Name:      "driver_requests_failed_total",
-		Help:      "Number of failed driver machine operations (MCM-compatible name).",
-	}, []string{"provider", "operation", "error_code"}))
-	if err != nil {
-		return nil, err
-	}
-	return &callMetrics{duration: duration, mcmDuration: mcmDuration, mcmFailed: mcmFailed}, nil
 }
 
-// register registers c, or returns the identical collector that is already
-// registered: every Client of a process (and every test) shares the same
-// metric families.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
+// registerClientMetrics registers the client's metrics with reg. Every
+// Client of a process (and every test) shares one set per registry: when an
+// identical collector is registered already, it is used instead, as
+// prometheus.AlreadyRegisteredError suggests.
+func registerClientMetrics(reg prometheus.Registerer) (*clientMetrics, error) {
+	m := newClientMetrics()
+	err := reg.Register(m)
 	if err == nil {
-		return c, nil
+		return m, nil
 	}
 	var already prometheus.AlreadyRegisteredError
 	if errors.As(err, &already) {
-		if existing, ok := already.ExistingCollector.(C); ok {
+		if existing, ok := already.ExistingCollector.(*clientMetrics); ok {
 			return existing, nil
 		}
 	}
-	return c, err
+	return nil, err
 }
 
-// observe records one finished RPC.
-func (m *callMetrics) observe(rpc, provider string, code codes.Code, d time.Duration) {
-	m.duration.WithLabelValues(rpc, code.String()).Observe(d.Seconds())
+// Describe implements prometheus.Collector.
+func (m *clientMetrics) Describe(ch chan<- *prometheus.Desc) {
+	m.grpc.Describe(ch)
+	m.mcmDuration.Describe(ch)
+	m.mcmFailed.Describe(ch)
+}
+
+// Collect implements prometheus.Collector.
+func (m *clientMetrics) Collect(ch chan<- prometheus.Metric) {
+	m.grpc.Collect(ch)
+	m.mcmDuration.Collect(ch)
+	m.mcmFailed.Collect(ch)
+}
+
+// observeMCM records one finished RPC in MCM's metrics, if MCM has a name
+// for it.
+func (m *clientMetrics) observeMCM(rpc, provider string, code codes.Code, d time.Duration) {
 	op, ok := mcmOperations[rpc]
 	if !ok {
 		return

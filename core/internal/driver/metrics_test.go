@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
@@ -40,18 +41,24 @@ func TestMetrics(t *testing.T) {
 	_, err = c.ListMachines(ctx, &driverv1alpha1.ListMachinesRequest{MachineClass: testClass()})
 	require.Equal(t, codes.Unimplemented, Code(err))
 
-	assert.Equal(t, uint64(1), histogramCount(t, reg, "machina_driver_request_duration_seconds", map[string]string{"method": "CreateMachine", "code": "OK"}))
-	assert.Equal(t, uint64(1), histogramCount(t, reg, "machina_driver_request_duration_seconds", map[string]string{"method": "CreateMachine", "code": "Internal"}))
-	assert.Equal(t, uint64(1), histogramCount(t, reg, "machina_driver_request_duration_seconds", map[string]string{"method": "DeleteMachine", "code": "OK"}))
-	assert.Equal(t, uint64(1), histogramCount(t, reg, "machina_driver_request_duration_seconds", map[string]string{"method": "GetPluginInfo", "code": "OK"}))
-	assert.Equal(t, uint64(0), histogramCount(t, reg, "machina_driver_request_duration_seconds", map[string]string{"method": "ListMachines", "code": "Unimplemented"}))
+	// The gRPC client metrics: every RPC sent, identity RPCs included, with
+	// its code in the handled counter and its time in the histogram.
+	assert.Equal(t, 1.0, counterValue(t, reg, "grpc_client_handled_total", map[string]string{"grpc_method": "CreateMachine", "grpc_code": "OK"}))
+	assert.Equal(t, 1.0, counterValue(t, reg, "grpc_client_handled_total", map[string]string{"grpc_method": "CreateMachine", "grpc_code": "Internal"}))
+	assert.Equal(t, 1.0, counterValue(t, reg, "grpc_client_handled_total", map[string]string{"grpc_method": "DeleteMachine", "grpc_code": "OK"}))
+	assert.Equal(t, 1.0, counterValue(t, reg, "grpc_client_handled_total", map[string]string{"grpc_method": "GetPluginInfo", "grpc_code": "OK"}))
+	assert.Equal(t, 0.0, counterValue(t, reg, "grpc_client_handled_total", map[string]string{"grpc_method": "ListMachines", "grpc_code": "Unimplemented"}))
+	assert.Equal(t, uint64(2), histogramCount(t, reg, "grpc_client_handling_seconds", map[string]string{"grpc_method": "CreateMachine", "grpc_service": "machina.driver.v1alpha1.MachineService"}))
+	assert.Equal(t, uint64(1), histogramCount(t, reg, "grpc_client_handling_seconds", map[string]string{"grpc_method": "DeleteMachine"}))
+	assert.Equal(t, uint64(1), histogramCount(t, reg, "grpc_client_handling_seconds", map[string]string{"grpc_method": "GetPluginInfo", "grpc_service": "machina.driver.v1alpha1.IdentityService"}))
+	assert.Equal(t, uint64(0), histogramCount(t, reg, "grpc_client_handling_seconds", map[string]string{"grpc_method": "ListMachines"}))
 
 	assert.Equal(t, uint64(2), histogramCount(t, reg, "mcm_cloud_api_driver_request_duration_seconds", map[string]string{"provider": testDriverName, "operation": "create_machine"}))
 	assert.Equal(t, uint64(1), histogramCount(t, reg, "mcm_cloud_api_driver_request_duration_seconds", map[string]string{"provider": testDriverName, "operation": "delete_machine"}))
 	// Identity RPCs have no MCM counterpart.
 	assert.Equal(t, uint64(0), histogramCount(t, reg, "mcm_cloud_api_driver_request_duration_seconds", map[string]string{"provider": testDriverName, "operation": "GetPluginInfo"}))
 
-	c2, err := newCallMetrics(reg) // a second client on the same registry shares the collectors
+	c2, err := registerClientMetrics(reg) // a second client on the same registry shares the collectors
 	require.NoError(t, err)
 	assert.Equal(t, 1.0, testutil.ToFloat64(c2.mcmFailed.WithLabelValues(testDriverName, "create_machine", "13")))
 	assert.Equal(t, 1, testutil.CollectAndCount(c2.mcmFailed), "only the failed create is counted")
@@ -67,35 +74,62 @@ func TestMetricsSharedRegistry(t *testing.T) {
 	connect(t, path, opts) // must not fail with "duplicate metrics collector registration"
 
 	// Probe runs once per Connect, both land in the same family.
-	assert.Equal(t, uint64(2), histogramCount(t, reg, "machina_driver_request_duration_seconds", map[string]string{"method": "Probe", "code": "OK"}))
+	assert.Equal(t, uint64(2), histogramCount(t, reg, "grpc_client_handling_seconds", map[string]string{"grpc_method": "Probe"}))
+	assert.Equal(t, 2.0, counterValue(t, reg, "grpc_client_handled_total", map[string]string{"grpc_method": "Probe", "grpc_code": "OK"}))
 }
 
 func TestMetricsConflictingRegistration(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "machina_driver_request_duration_seconds", Help: "not a histogram"}))
-	_, err := newCallMetrics(reg)
+	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "grpc_client_handling_seconds", Help: "not a histogram"}))
+	_, err := registerClientMetrics(reg)
 	require.Error(t, err)
 }
 
 // histogramCount returns the sample count of the histogram series of family
-// name with exactly labels, or 0 when there is no such series.
+// name whose labels include labels, or 0 when there is no such series.
 func histogramCount(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) uint64 {
+	t.Helper()
+	if m := series(t, reg, name, labels); m != nil {
+		return m.GetHistogram().GetSampleCount()
+	}
+	return 0
+}
+
+// counterValue returns the value of the counter series of family name whose
+// labels include labels, or 0 when there is no such series.
+func counterValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	if m := series(t, reg, name, labels); m != nil {
+		return m.GetCounter().GetValue()
+	}
+	return 0
+}
+
+// series returns the one series of family name whose labels include
+// labels, or nil; more than one fails the test.
+func series(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) *dto.Metric {
 	t.Helper()
 	families, err := reg.Gather()
 	require.NoError(t, err)
+	var found *dto.Metric
 	for _, f := range families {
 		if f.GetName() != name {
 			continue
 		}
+	metrics:
 		for _, m := range f.GetMetric() {
 			got := make(map[string]string)
 			for _, l := range m.GetLabel() {
 				got[l.GetName()] = l.GetValue()
 			}
-			if assert.ObjectsAreEqual(labels, got) {
-				return m.GetHistogram().GetSampleCount()
+			for k, v := range labels {
+				if got[k] != v {
+					continue metrics
+				}
 			}
+			require.Nil(t, found, "more than one series of %s with labels %v", name, labels)
+			found = m
 		}
 	}
-	return 0
+	return found
 }

@@ -84,7 +84,7 @@ func testSecretsNeverLeak(t *testing.T, env *testenv.Env) {
 	w.waitGone("m1", waitLong)
 
 	logs := w.logs.String()
-	require.Contains(t, logs, "Driver call body", "request bodies are logged at this verbosity")
+	require.Contains(t, logs, `"msg"="request sent"`, "request bodies are logged at this verbosity")
 	require.Contains(t, logs, base64.StdEncoding.EncodeToString([]byte("***stripped***")), "and their secrets stripped")
 	events := strings.Join(w.events(), "\n")
 	require.Contains(t, events, "InvalidArgument")
