@@ -12,13 +12,68 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/phase"
 )
 
-// claimMachines returns the machines the set controls, after reconciling
+// claimMachines is the phase that gathers the machines the set controls
+// into the scope (ownedMachines).
+func (r *Reconciler) claimMachines(ctx context.Context, s *scope) (phase.Result, error) {
+	machines, err := r.ownedMachines(ctx, s.ms, s.selector)
+	if err != nil {
+		return phase.Result{}, err
+	}
+	s.machines = machines
+	return phase.Result{}, nil
+}
+
+// indexControllerUID indexes cached Machines by the UID of their controller,
+// and machines without a controller under indexOrphan, so that a set finds
+// the machines it controls and the orphans it may adopt without reading
+// every machine of the namespace.
+const indexControllerUID = "machineset.machina.io/controller-uid"
+
+// indexOrphan is the index value of a machine without a controller; no UID
+// looks like it.
+const indexOrphan = "<orphan>"
+
+func controllerUID(o client.Object) []string {
+	if ref := metav1.GetControllerOf(o); ref != nil {
+		return []string{string(ref.UID)}
+	}
+	return []string{indexOrphan}
+}
+
+// ownedMachines reads from the cache the machines the set may claim: those
+// it controls (candidates for release) and the orphans its selector matches
+// (candidates for adoption), and claims them. The lists are not deep-copied:
+// a set syncs after most machine changes, and copying every machine each
+// time was most of the controller's CPU. The returned machines are the
+// cache's own objects and must be copied before they are changed.
+func (r *Reconciler) ownedMachines(ctx context.Context, ms *v1alpha1.MachineSet, selector labels.Selector) ([]*v1alpha1.Machine, error) {
+	controlled := &v1alpha1.MachineList{}
+	if err := r.Client.List(ctx, controlled, client.InNamespace(ms.Namespace),
+		client.MatchingFields{indexControllerUID: string(ms.UID)}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing machines: %w", err)
+	}
+	orphans := &v1alpha1.MachineList{}
+	if err := r.Client.List(ctx, orphans, client.InNamespace(ms.Namespace),
+		client.MatchingFields{indexControllerUID: indexOrphan}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing machines: %w", err)
+	}
+	all := controlled.Items
+	for i := range orphans.Items {
+		if selector.Matches(labels.Set(orphans.Items[i].Labels)) {
+			all = append(all, orphans.Items[i])
+		}
+	}
+	return r.claimOwned(ctx, ms, selector, all)
+}
+
+// claimOwned returns the machines the set controls, after reconciling
 // controller references the way a ReplicaSet does with pods: an orphan that
 // matches the selector is adopted, a machine the set controls that no longer
 // matches is released. Machines controlled by someone else are left alone.
-func (r *Reconciler) claimMachines(ctx context.Context, ms *v1alpha1.MachineSet, selector labels.Selector, all []v1alpha1.Machine) ([]*v1alpha1.Machine, error) {
+func (r *Reconciler) claimOwned(ctx context.Context, ms *v1alpha1.MachineSet, selector labels.Selector, all []v1alpha1.Machine) ([]*v1alpha1.Machine, error) {
 	log := ctrl.LoggerFrom(ctx)
 	var (
 		owned    []*v1alpha1.Machine

@@ -1,10 +1,26 @@
 // Package machineset is the MachineSet controller: it keeps spec.replicas
 // machines of a set, the way the Kubernetes ReplicaSet controller keeps pods.
 //
-// The reconcile (machineset_controller.go) claims the machines (adoption.go),
-// applies the node template and machine configuration to them in place
-// (template_sync.go), plans creations and deletions (replicas.go: slow-start
-// batches, Failed replacement, scale-down order from victims.go) against a
-// fresh list, and writes the status once, only when it changed (status.go).
+// A reconcile reads like a table of contents (machineset_controller.go): a
+// set being deleted deletes its machines and then its finalizer (delete.go);
+// any other gets the finalizer, is gathered into a scope (scope.go) and goes
+// through these phases, in order. A phase that settles the sync stops the
+// ones after it.
+//
+//  1. validate (validate.go): a selector that is not empty and selects the
+//     template; otherwise an InvalidSelector event, and stop.
+//  2. claimMachines (adoption.go): adopt orphans the selector matches,
+//     release machines that no longer match.
+//  3. syncTemplate (template_sync.go): the node template, the machine
+//     configuration and the class kind onto the existing machines, in place.
+//  4. holdWhileFrozen (freeze.go): while the API server freeze holds, report
+//     the counts only, and stop.
+//  5. manageReplicas (replicas.go): plan creations and deletions (slow-start
+//     batches, Failed replacement, scale-down order from victims.go) against
+//     a fresh list, and carry them out.
+//  6. computeStatus (status.go): the counts and the ReplicaFailure
+//     condition.
+//
+// Then the status is written once, only when it changed (status.go).
 // docs/machinedeployments.md describes the behaviour for users.
 package machineset

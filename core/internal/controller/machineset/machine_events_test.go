@@ -35,7 +35,7 @@ func TestMachineChangeMatters(t *testing.T) {
 		{"preservation", func(m *v1alpha1.Machine) { m.Status.CurrentStatus.PreserveExpiryTime = &now }, true},
 		{"operation failed", func(m *v1alpha1.Machine) { m.Status.LastOperation.State = v1alpha1.MachineStateFailed }, true},
 		{"label", func(m *v1alpha1.Machine) { m.Labels["pool"] = "b" }, true},
-		{"annotation", func(m *v1alpha1.Machine) { m.Annotations = map[string]string{AnnotationMachinePriority: "1"} }, true},
+		{"annotation", func(m *v1alpha1.Machine) { m.Annotations = map[string]string{v1alpha1.MachinePriorityAnnotation: "1"} }, true},
 		{"owner", func(m *v1alpha1.Machine) {
 			m.OwnerReferences = []metav1.OwnerReference{{Kind: "MachineSet", Name: "s", UID: "u"}}
 		}, true},

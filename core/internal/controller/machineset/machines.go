@@ -76,5 +76,5 @@ func isPreserved(m *v1alpha1.Machine, now time.Time) bool {
 	if exp := m.Status.CurrentStatus.PreserveExpiryTime; exp != nil {
 		return exp.After(now)
 	}
-	return preserveAnnotationValues[m.Annotations[AnnotationPreserve]]
+	return preserveAnnotationValues[m.Annotations[v1alpha1.PreserveAnnotation]]
 }

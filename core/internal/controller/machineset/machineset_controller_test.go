@@ -160,7 +160,7 @@ func (s *suite) testScale(t *testing.T) {
 		prev = want
 	}
 	s.get(t, ms)
-	assert.Contains(t, ms.Finalizers, machineset.FinalizerName)
+	assert.Contains(t, ms.Finalizers, v1alpha1.MachineFinalizer)
 	assert.Equal(t, "pool=workers", ms.Status.LabelSelector)
 }
 
@@ -205,7 +205,7 @@ func (s *suite) testVictimPriority(t *testing.T) {
 	require.NoError(t, machinesettest.SetPhase(ctx, s.c, &machines[0], v1alpha1.MachineRunning))
 	victim := machines[0]
 	orig := victim.DeepCopy()
-	victim.Annotations = map[string]string{machineset.AnnotationMachinePriority: "1"}
+	victim.Annotations = map[string]string{v1alpha1.MachinePriorityAnnotation: "1"}
 	require.NoError(t, s.c.Patch(ctx, &victim, client.MergeFrom(orig)))
 
 	s.scale(t, ms, 2)
@@ -343,7 +343,7 @@ func (s *suite) testFrozen(t *testing.T) {
 	ctx := context.Background()
 	ns := s.namespace(t)
 	ms := newSet(ns, "frozen", 2)
-	ms.Labels = map[string]string{machineset.LabelFreeze: "True"}
+	ms.Labels = map[string]string{v1alpha1.FreezeLabel: "True"}
 	require.NoError(t, s.c.Create(ctx, ms))
 	// The status write comes after the sync's creates; once the status shows
 	// the generation, the controller has decided.
@@ -354,7 +354,7 @@ func (s *suite) testFrozen(t *testing.T) {
 	assert.Empty(t, s.machines(t, ns), "a frozen set must not create machines")
 
 	orig := ms.DeepCopy()
-	delete(ms.Labels, machineset.LabelFreeze)
+	delete(ms.Labels, v1alpha1.FreezeLabel)
 	require.NoError(t, s.c.Patch(ctx, ms, client.MergeFrom(orig)))
 	s.waitSynced(t, ms, 2)
 }

@@ -11,11 +11,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/phase"
 )
 
 // Event reasons, the ones a ReplicaSet uses for the same actions.
@@ -112,6 +114,63 @@ func justMovedInPlace(m *v1alpha1.Machine) bool {
 // deleted is never frozen.
 func isFrozen(ms *v1alpha1.MachineSet) bool {
 	return ms.Labels[v1alpha1.FreezeLabel] == v1alpha1.FreezeValue && ms.DeletionTimestamp == nil
+}
+
+// manageReplicas is the phase that brings the number of machines to the
+// set's replicas: it plans the deletions and creations (computePlan) against
+// a fresh list when the cache shows work to do (planReplicas), and executes
+// the plan. A failed create or delete does not end the sync: the status
+// reports it (ReplicaFailure) and the reconcile returns it after the write.
+func (r *Reconciler) manageReplicas(ctx context.Context, s *scope) (phase.Result, error) {
+	machines, p, err := r.planReplicas(ctx, s.ms, s.selector, s.machines)
+	if err != nil {
+		return phase.Result{}, err
+	}
+	s.machines, s.plan = machines, p
+	_, s.manageErr = r.executePlan(ctx, s.ms, p)
+	return phase.Result{}, nil
+}
+
+// planReplicas computes the plan from the cached machines and, if the plan
+// would change anything, again from a fresh list: the cache may not yet show
+// machines this controller created or deleted a moment ago, or annotations
+// the MachineDeployment controller just set on the machines to delete.
+func (r *Reconciler) planReplicas(ctx context.Context, ms *v1alpha1.MachineSet, selector labels.Selector, cached []*v1alpha1.Machine) ([]*v1alpha1.Machine, plan, error) {
+	now := time.Now()
+	burst := r.Options.withDefaults().BurstReplicas
+	p := computePlan(ms, cached, burst, now)
+	if p.empty() {
+		return cached, p, nil
+	}
+	live := &v1alpha1.MachineList{}
+	if err := r.APIReader.List(ctx, live, client.InNamespace(ms.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		return nil, plan{}, fmt.Errorf("listing machines: %w", err)
+	}
+	var owned []*v1alpha1.Machine
+	for i := range live.Items {
+		if ref := metav1.GetControllerOf(&live.Items[i]); ref != nil && ref.UID == ms.UID {
+			owned = append(owned, &live.Items[i])
+		}
+	}
+	return owned, computePlan(ms, owned, burst, now), nil
+}
+
+// without returns machines minus the ones in drop.
+func without(machines, drop []*v1alpha1.Machine) []*v1alpha1.Machine {
+	if len(drop) == 0 {
+		return machines
+	}
+	gone := make(map[string]bool, len(drop))
+	for _, m := range drop {
+		gone[m.Name] = true
+	}
+	var out []*v1alpha1.Machine
+	for _, m := range machines {
+		if !gone[m.Name] {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // executePlan deletes and creates machines as planned. Deletions run first so

@@ -12,13 +12,35 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/phase"
 )
 
-// computeStatus derives the set's status from the machines it controls (those
+// computeStatus is the last phase: the status from the machines the set
+// controls after this sync's deletions, and this sync's create and delete
+// error (statusOf). The set is synced again when a ready machine becomes
+// available, else after the resync period; the create or delete error is
+// returned after the status is written.
+func (r *Reconciler) computeStatus(_ context.Context, s *scope) (phase.Result, error) {
+	st, untilAvailable := statusOf(s.ms, without(s.machines, s.plan.deletions()), s.manageErr, time.Now())
+	s.status = &st
+	return phase.Result{RequeueAfter: nextSync(untilAvailable, r.Options.withDefaults().ResyncPeriod)}, s.manageErr
+}
+
+// nextSync is when to sync the set again without an event: when a ready
+// machine becomes available, else after the resync period.
+func nextSync(untilAvailable, resync time.Duration) time.Duration {
+	if untilAvailable > 0 && untilAvailable < resync {
+		// A little slack so that the machine is surely past its minReadySeconds.
+		return untilAvailable + 100*time.Millisecond
+	}
+	return resync
+}
+
+// statusOf derives the set's status from the machines it controls (those
 // deleted in this sync already left out) and the error of this sync's
 // creates and deletes. It also returns how long until a ready machine becomes
 // available, so that the set is synced again then (0: nothing pending).
-func computeStatus(ms *v1alpha1.MachineSet, machines []*v1alpha1.Machine, manageErr error, now time.Time) (v1alpha1.MachineSetStatus, time.Duration) {
+func statusOf(ms *v1alpha1.MachineSet, machines []*v1alpha1.Machine, manageErr error, now time.Time) (v1alpha1.MachineSetStatus, time.Duration) {
 	st := *ms.Status.DeepCopy()
 	templateLabels := labels.SelectorFromSet(ms.Spec.Template.Labels)
 
@@ -127,6 +149,15 @@ func removeCondition(st *v1alpha1.MachineSetStatus, t v1alpha1.MachineSetConditi
 		out = nil
 	}
 	st.Conditions = out
+}
+
+// writeStatus is the one write at the end of a sync: the status the phases
+// computed, if any, and only if it differs from the stored one.
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
+	if s.status == nil {
+		return nil
+	}
+	return r.patchStatus(ctx, s.ms, *s.status)
 }
 
 // patchStatus writes the status if it differs from the stored one. The patch

@@ -10,7 +10,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/phase"
 )
+
+// syncTemplate is the phase that passes template changes on to the set's
+// machines without replacing them (syncTemplateToMachines).
+func (r *Reconciler) syncTemplate(ctx context.Context, s *scope) (phase.Result, error) {
+	return phase.Result{}, r.syncTemplateToMachines(ctx, s.ms, s.machines)
+}
 
 // syncTemplateToMachines copies the parts of the template that MCM applies to
 // existing machines without replacing them: the node template (labels,

@@ -34,7 +34,7 @@ const creatingRank = 4
 // machinePriority reads the machinepriority annotation; lower means deleted
 // first. A missing or unparsable value counts as the default.
 func machinePriority(m *v1alpha1.Machine) int {
-	v, ok := m.Annotations[AnnotationMachinePriority]
+	v, ok := m.Annotations[v1alpha1.MachinePriorityAnnotation]
 	if !ok {
 		return defaultPriority
 	}
@@ -48,7 +48,7 @@ func machinePriority(m *v1alpha1.Machine) int {
 // markedForDeletionTime reads the marked-for-deletion-time annotation; the
 // zero time means "not marked".
 func markedForDeletionTime(m *v1alpha1.Machine) time.Time {
-	v := m.Annotations[AnnotationMarkedForDeletionTime]
+	v := m.Annotations[v1alpha1.MarkedForDeletionTimeAnnotation]
 	if v == "" {
 		return time.Time{}
 	}

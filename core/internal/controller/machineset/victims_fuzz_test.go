@@ -22,10 +22,10 @@ func FuzzPickVictims(f *testing.F) {
 	f.Fuzz(func(t *testing.T, prioA, markA, preserveA string, phaseA uint8, ageA int64,
 		prioB, markB, preserveB string, phaseB uint8, ageB int64, count int) {
 		mk := func(name, prio, mark, preserve string, ph uint8, age int64) *v1alpha1.Machine {
-			m := machine(name, phase(fuzzPhases[int(ph)%len(fuzzPhases)]), created(t0.Add(time.Duration(age)*time.Second)))
-			m.Annotations[AnnotationMachinePriority] = prio
-			m.Annotations[AnnotationMarkedForDeletionTime] = mark
-			m.Annotations[AnnotationPreserve] = preserve
+			m := machine(name, inPhase(fuzzPhases[int(ph)%len(fuzzPhases)]), created(t0.Add(time.Duration(age)*time.Second)))
+			m.Annotations[v1alpha1.MachinePriorityAnnotation] = prio
+			m.Annotations[v1alpha1.MarkedForDeletionTimeAnnotation] = mark
+			m.Annotations[v1alpha1.PreserveAnnotation] = preserve
 			return m
 		}
 		a := mk("a", prioA, markA, preserveA, phaseA, ageA)

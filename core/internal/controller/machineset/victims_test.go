@@ -15,7 +15,7 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 type machineOpt func(*v1alpha1.Machine)
 
-func phase(p v1alpha1.MachinePhase) machineOpt {
+func inPhase(p v1alpha1.MachinePhase) machineOpt {
 	return func(m *v1alpha1.Machine) { m.Status.CurrentStatus.Phase = p }
 }
 
@@ -24,7 +24,9 @@ func priority(p string) machineOpt {
 }
 
 func marked(at time.Time) machineOpt {
-	return func(m *v1alpha1.Machine) { m.Annotations[v1alpha1.MarkedForDeletionTimeAnnotation] = at.Format(time.RFC3339) }
+	return func(m *v1alpha1.Machine) {
+		m.Annotations[v1alpha1.MarkedForDeletionTimeAnnotation] = at.Format(time.RFC3339)
+	}
 }
 
 func created(at time.Time) machineOpt {
@@ -57,14 +59,14 @@ func names(ms []*v1alpha1.Machine) []string {
 
 func TestSortForDeletionPhaseOrder(t *testing.T) {
 	machines := []*v1alpha1.Machine{
-		machine("running", phase(v1alpha1.MachineRunning)),
-		machine("available", phase(v1alpha1.MachineAvailable)),
-		machine("pending", phase(v1alpha1.MachinePending)),
-		machine("creating", phase("")),
-		machine("unknown", phase(v1alpha1.MachineUnknown)),
-		machine("crashloop", phase(v1alpha1.MachineCrashLoopBackOff)),
-		machine("failed", phase(v1alpha1.MachineFailed)),
-		machine("terminating", phase(v1alpha1.MachineTerminating)),
+		machine("running", inPhase(v1alpha1.MachineRunning)),
+		machine("available", inPhase(v1alpha1.MachineAvailable)),
+		machine("pending", inPhase(v1alpha1.MachinePending)),
+		machine("creating", inPhase("")),
+		machine("unknown", inPhase(v1alpha1.MachineUnknown)),
+		machine("crashloop", inPhase(v1alpha1.MachineCrashLoopBackOff)),
+		machine("failed", inPhase(v1alpha1.MachineFailed)),
+		machine("terminating", inPhase(v1alpha1.MachineTerminating)),
 	}
 	sortForDeletion(machines, t0)
 	assert.Equal(t, []string{"terminating", "failed", "crashloop", "unknown", "creating", "pending", "available", "running"}, names(machines))
@@ -73,17 +75,17 @@ func TestSortForDeletionPhaseOrder(t *testing.T) {
 func TestSortForDeletionKeysInOrder(t *testing.T) {
 	machines := []*v1alpha1.Machine{
 		// Priority beats everything below it, even phase and a deletion mark.
-		machine("prio3-failed", phase(v1alpha1.MachineFailed)),
+		machine("prio3-failed", inPhase(v1alpha1.MachineFailed)),
 		machine("prio1-running", priority("1")),
 		// Among equal priority, a mark beats phase; the earlier mark goes first.
 		machine("prio2-marked-late", priority("2"), marked(t0.Add(2*time.Minute))),
 		machine("prio2-marked-early", priority("2"), marked(t0.Add(time.Minute))),
-		machine("prio2-pending", priority("2"), phase(v1alpha1.MachinePending)),
+		machine("prio2-pending", priority("2"), inPhase(v1alpha1.MachinePending)),
 		// Equal priority, no mark, same phase: newer first.
 		machine("prio3-old", created(t0)),
 		machine("prio3-new", created(t0.Add(time.Hour))),
 		// Garbage priority means the default, 3.
-		machine("garbage-prio-unknown", priority("high"), phase(v1alpha1.MachineUnknown)),
+		machine("garbage-prio-unknown", priority("high"), inPhase(v1alpha1.MachineUnknown)),
 	}
 	sortForDeletion(machines, t0)
 	assert.Equal(t, []string{
@@ -124,17 +126,17 @@ func TestComputePlan(t *testing.T) {
 		assert.Empty(t, p.deletions())
 	})
 	t.Run("scale down picks victims in deletion order", func(t *testing.T) {
-		p := computePlan(set(1, nil), []*v1alpha1.Machine{machine("a"), machine("b", phase(v1alpha1.MachinePending)), machine("c", priority("1"))}, 100, t0)
+		p := computePlan(set(1, nil), []*v1alpha1.Machine{machine("a"), machine("b", inPhase(v1alpha1.MachinePending)), machine("c", priority("1"))}, 100, t0)
 		assert.Equal(t, []string{"c", "b"}, names(p.scaleDown))
 		assert.Zero(t, p.create)
 	})
 	t.Run("failed machines are replaced in the same sync", func(t *testing.T) {
-		p := computePlan(set(2, nil), []*v1alpha1.Machine{machine("a"), machine("f", phase(v1alpha1.MachineFailed))}, 100, t0)
+		p := computePlan(set(2, nil), []*v1alpha1.Machine{machine("a"), machine("f", inPhase(v1alpha1.MachineFailed))}, 100, t0)
 		assert.Equal(t, []string{"f"}, names(p.replace))
 		assert.Equal(t, 1, p.create)
 	})
 	t.Run("preserved failed machine is kept", func(t *testing.T) {
-		p := computePlan(set(2, nil), []*v1alpha1.Machine{machine("a"), machine("f", phase(v1alpha1.MachineFailed), preservedUntil(t0.Add(time.Hour)))}, 100, t0)
+		p := computePlan(set(2, nil), []*v1alpha1.Machine{machine("a"), machine("f", inPhase(v1alpha1.MachineFailed), preservedUntil(t0.Add(time.Hour)))}, 100, t0)
 		assert.True(t, p.empty())
 	})
 	t.Run("frozen set creates nothing but still deletes", func(t *testing.T) {
@@ -147,7 +149,7 @@ func TestComputePlan(t *testing.T) {
 	})
 	t.Run("scale-up-disabled set creates nothing but still deletes and replaces", func(t *testing.T) {
 		disabled := map[string]string{v1alpha1.LabelKeyMachineSetScaleUpDisabled: "true"}
-		p := computePlan(set(3, disabled), []*v1alpha1.Machine{machine("a"), machine("f", phase(v1alpha1.MachineFailed))}, 100, t0)
+		p := computePlan(set(3, disabled), []*v1alpha1.Machine{machine("a"), machine("f", inPhase(v1alpha1.MachineFailed))}, 100, t0)
 		assert.Zero(t, p.create)
 		assert.Equal(t, []string{"f"}, names(p.replace))
 		p = computePlan(set(1, disabled), []*v1alpha1.Machine{machine("a"), machine("b")}, 100, t0)
@@ -223,7 +225,7 @@ func TestAvailableAt(t *testing.T) {
 	assert.Equal(t, 6*time.Second, wait)
 	ok, _ = availableAt(m, 10, t0.Add(10*time.Second))
 	assert.True(t, ok)
-	ok, _ = availableAt(machine("p", phase(v1alpha1.MachinePending)), 0, t0)
+	ok, _ = availableAt(machine("p", inPhase(v1alpha1.MachinePending)), 0, t0)
 	assert.False(t, ok)
 }
 

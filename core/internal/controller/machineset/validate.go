@@ -1,0 +1,59 @@
+package machineset
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/phase"
+)
+
+// validate is the first phase: a set without a usable selector
+// (validSelector) is not synced; its status only moves on to the generation.
+// A spec change syncs it again, so it needs no resync. A valid set leaves
+// its parsed selector in the scope.
+func (r *Reconciler) validate(ctx context.Context, s *scope) (phase.Result, error) {
+	selector, ok := r.validSelector(ctx, s.ms)
+	if !ok {
+		st := observedOnly(s.ms)
+		s.status = &st
+		return phase.Result{Stop: true, NoResync: true}, nil
+	}
+	s.selector = selector
+	return phase.Result{}, nil
+}
+
+// validSelector parses the selector and checks that it is not empty and
+// selects the template's labels; a set without a usable selector would take
+// or create machines it can never count. Problems are reported as events.
+func (r *Reconciler) validSelector(ctx context.Context, ms *v1alpha1.MachineSet) (labels.Selector, bool) {
+	sel, err := metav1.LabelSelectorAsSelector(ms.Spec.Selector)
+	var problem string
+	switch {
+	case err != nil:
+		problem = fmt.Sprintf("Invalid selector: %v", err)
+	case sel.Empty():
+		problem = "The selector is empty; a non-empty selector is required"
+	case !sel.Matches(labels.Set(ms.Spec.Template.Labels)):
+		problem = "The selector does not match the template's labels"
+	}
+	if problem != "" {
+		ctrl.LoggerFrom(ctx).Info("Not syncing machine set", "reason", problem)
+		r.Recorder.Event(ms, corev1.EventTypeWarning, "InvalidSelector", problem)
+		return nil, false
+	}
+	return sel, true
+}
+
+// observedOnly is the stored status with observedGeneration moved on, for a
+// set the controller cannot act on.
+func observedOnly(ms *v1alpha1.MachineSet) v1alpha1.MachineSetStatus {
+	st := *ms.Status.DeepCopy()
+	st.ObservedGeneration = ms.Generation
+	return st
+}
