@@ -1,0 +1,141 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+)
+
+func (p *plugin) testWhy(t *testing.T) {
+	const ns = "why"
+	p.namespace(t, ns)
+	d := p.deployment(t, ns, "web", 3, v1alpha1.MachineDeploymentStatus{Replicas: 3, ReadyReplicas: 1})
+	ms := p.machineSet(t, d, "web-1", "1", 3, v1alpha1.MachineSetStatus{Replicas: 3, ReadyReplicas: 1}, nil)
+
+	t.Run("pending: the node has not joined", func(t *testing.T) {
+		m := p.machine(t, ns, "web-1-pending", ms, "why-node-pending", nil, nil)
+		created := m.CreationTimestamp.Time
+		m.Spec.ProviderID = "inmemory:///web-1-pending"
+		require.NoError(t, p.c.Update(t.Context(), m))
+		m.Status.CurrentStatus = v1alpha1.CurrentStatus{Phase: v1alpha1.MachinePending, LastUpdateTime: metav1.NewTime(created.Add(time.Minute))}
+		m.Status.LastOperation = v1alpha1.LastOperation{
+			Type: v1alpha1.MachineOperationCreate, State: v1alpha1.MachineStateSuccessful,
+			Description: "Created the VM inmemory:///web-1-pending; waiting for node why-node-pending to join", LastUpdateTime: metav1.NewTime(created.Add(time.Minute)),
+		}
+		require.NoError(t, p.c.Status().Update(t.Context(), m))
+		p.event(t, m, "Normal", "Creating", "Creating the VM", created.Add(30*time.Second))
+		p.event(t, m, "Normal", "Created", "Created the VM inmemory:///web-1-pending", created.Add(time.Minute))
+
+		// The clock is half a minute past a whole minute after the objects
+		// were created: ages of objects created within the same few seconds
+		// print the same, so the golden file is stable.
+		out, err := p.run(t, created.Add(6*time.Minute+30*time.Second), ns, "why", m.Name)
+		require.NoError(t, err)
+		require.Contains(t, out, "the Node why-node-pending to join (creation timeout in 14m)")
+		golden(t, "why-pending", out)
+	})
+
+	t.Run("unknown: the node went NotReady", func(t *testing.T) {
+		m := p.machine(t, ns, "web-1-unknown", ms, "why-node-unknown", nil, nil)
+		created := m.CreationTimestamp.Time
+		sick := created.Add(2 * time.Minute)
+		p.node(t, "why-node-unknown", corev1.ConditionFalse, sick)
+		m.Status.CurrentStatus = v1alpha1.CurrentStatus{Phase: v1alpha1.MachineUnknown, LastUpdateTime: metav1.NewTime(sick)}
+		m.Status.UnhealthySince = &metav1.Time{Time: sick}
+		m.Status.LastOperation = v1alpha1.LastOperation{
+			Type: v1alpha1.MachineOperationHealthCheck, State: v1alpha1.MachineStateProcessing,
+			Description: "Machine is unhealthy: node why-node-unknown: Ready=False", LastUpdateTime: metav1.NewTime(sick),
+		}
+		require.NoError(t, p.c.Status().Update(t.Context(), m))
+
+		out, err := p.run(t, created.Add(16*time.Minute+30*time.Second), ns, "why", m.Name, "--machine-health-timeout=30m")
+		require.NoError(t, err)
+		require.Contains(t, out, "health timeout in 16m")
+		golden(t, "why-unknown", out)
+	})
+
+	t.Run("deleting: the drain waits for a PodDisruptionBudget", func(t *testing.T) {
+		m := p.machine(t, ns, "web-1-drain", ms, "why-node-drain", nil, nil)
+		p.node(t, "why-node-drain", corev1.ConditionTrue, m.CreationTimestamp.Time)
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app-1", Labels: map[string]string{"app": "x"}},
+			Spec:       corev1.PodSpec{NodeName: "why-node-drain", Containers: []corev1.Container{{Name: "c", Image: "example.invalid/c"}}},
+		}
+		require.NoError(t, p.c.Create(t.Context(), pod))
+		p.budget(t, ns, "app", map[string]string{"app": "x"}, 0)
+
+		m.Finalizers = []string{v1alpha1.MachineFinalizer}
+		require.NoError(t, p.c.Update(t.Context(), m))
+		require.NoError(t, p.c.Delete(t.Context(), m))
+		require.NoError(t, p.c.Get(t.Context(), client.ObjectKeyFromObject(m), m))
+		deleted := m.DeletionTimestamp.Time
+		m.Status.CurrentStatus = v1alpha1.CurrentStatus{Phase: v1alpha1.MachineTerminating, LastUpdateTime: metav1.NewTime(deleted)}
+		m.Status.DeletionStep = v1alpha1.DeletionStepDrain
+		m.Status.LastOperation = v1alpha1.LastOperation{
+			Type: v1alpha1.MachineOperationDelete, State: v1alpha1.MachineStateProcessing,
+			Description: "Draining node why-node-drain: 1 pods remaining, 1 blocked by a PodDisruptionBudget (why/app-1)", LastUpdateTime: metav1.NewTime(deleted.Add(time.Minute)),
+		}
+		m.Status.MachineConditions = []metav1.Condition{{
+			Type: v1alpha1.MachineConditionDrained, Status: metav1.ConditionFalse, Reason: "PodsRemaining",
+			Message: "1 pods remaining, 1 blocked by a PodDisruptionBudget (why/app-1)", LastTransitionTime: metav1.NewTime(deleted),
+		}}
+		require.NoError(t, p.c.Status().Update(t.Context(), m))
+		t.Cleanup(func() {
+			m.Finalizers = nil
+			_ = p.c.Update(t.Context(), m)
+		})
+
+		out, err := p.run(t, deleted.Add(12*time.Minute+30*time.Second), ns, "why", m.Name)
+		require.NoError(t, err)
+		require.Contains(t, out, "drain blocked by PodDisruptionBudget why/app (0 disruptions allowed): why/app-1 (drain timeout in 1h48m, then forced)")
+		golden(t, "why-drain", out)
+
+		// Past the drain timeout the manager forces the drain.
+		out, err = p.run(t, deleted.Add(3*time.Hour), ns, "why", m.Name)
+		require.NoError(t, err)
+		require.Contains(t, out, "a forced drain of Node why-node-drain")
+	})
+
+	_, err := p.run(t, time.Now(), ns, "why", "nope")
+	require.EqualError(t, err, `machines.machine.sapcloud.io "nope" not found`)
+}
+
+// event records an event about the machine at the time, as the manager's
+// recorder would.
+func (p *plugin) event(t *testing.T, m *v1alpha1.Machine, typ, reason, message string, at time.Time) {
+	t.Helper()
+	require.NoError(t, p.c.Create(t.Context(), &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, GenerateName: m.Name + "."},
+		InvolvedObject: corev1.ObjectReference{
+			APIVersion: v1alpha1.GroupVersion.String(), Kind: "Machine", Namespace: m.Namespace, Name: m.Name, UID: m.UID,
+		},
+		Type: typ, Reason: reason, Message: message,
+		FirstTimestamp: metav1.NewTime(at), LastTimestamp: metav1.NewTime(at), Count: 1,
+		Source: corev1.EventSource{Component: "machine-controller"},
+	}))
+}
+
+// budget creates a PodDisruptionBudget and sets the disruptions it allows,
+// as the disruption controller (which envtest does not run) would.
+func (p *plugin) budget(t *testing.T, ns, name string, selector map[string]string, allowed int32) {
+	t.Helper()
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(allowed)),
+			Selector:       &metav1.LabelSelector{MatchLabels: selector},
+		},
+	}
+	p.create(t, pdb, func() {
+		pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, DisruptionsAllowed: allowed, CurrentHealthy: 2, DesiredHealthy: 2 - allowed, ExpectedPods: 2}
+	})
+}
