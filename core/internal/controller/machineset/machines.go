@@ -4,6 +4,7 @@ import (
 	"time"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/scaledown"
 )
 
 // isTerminating reports whether a machine is on its way out: its deletion was
@@ -59,22 +60,9 @@ func availableAt(m *v1alpha1.Machine, minReadySeconds int32, now time.Time) (ava
 	return false, due.Sub(now)
 }
 
-// preserveAnnotationValues are the values of the preserve annotation on a
-// Machine that keep a Failed machine from being replaced (MCM §5.5: "now",
-// "when-failed", and "auto-preserved" set by the controller).
-var preserveAnnotationValues = map[string]bool{
-	v1alpha1.PreserveValueNow:           true,
-	v1alpha1.PreserveValueWhenFailed:    true,
-	v1alpha1.PreserveValueAutoPreserved: true,
-}
-
-// isPreserved reports whether the machine is preserved: its preservation
-// expiry lies in the future, or its preserve annotation asks for it and the
-// machine controller has not yet stamped an expiry. Preserved machines are
-// deleted last on scale-down and a Failed preserved machine is not replaced.
-func isPreserved(m *v1alpha1.Machine, now time.Time) bool {
-	if exp := m.Status.CurrentStatus.PreserveExpiryTime; exp != nil {
-		return exp.After(now)
-	}
-	return preserveAnnotationValues[m.Annotations[v1alpha1.PreserveAnnotation]]
-}
+// isPreserved reports whether the machine is preserved (scaledown.Preserved:
+// its preservation expiry lies in the future, or its preserve annotation
+// asks for it and the machine controller has not yet stamped an expiry).
+// Preserved machines are deleted last on scale-down and a Failed preserved
+// machine is not replaced.
+func isPreserved(m *v1alpha1.Machine, now time.Time) bool { return scaledown.Preserved(m, now) }
