@@ -186,6 +186,7 @@ func (r *Reconciler) stepDrain(ctx context.Context, s *scope) (v1alpha1.Deletion
 		setMachineCondition(s, v1alpha1.MachineConditionDrained, metav1.ConditionTrue, "ForceDrained", desc)
 		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "", desc)
 		r.warning(s, reasonForceDrain, actionDrain, "%s", desc)
+		observeDrain(s, "forced")
 		return v1alpha1.DeletionStepDeleteVolumeAttachments, result{}, nil
 	}
 
@@ -194,6 +195,7 @@ func (r *Reconciler) stepDrain(ctx context.Context, s *scope) (v1alpha1.Deletion
 		setMachineCondition(s, v1alpha1.MachineConditionDrained, metav1.ConditionTrue, "Drained", fmt.Sprintf("Node %s drained", node.Name))
 		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "", desc)
 		r.normal(s, reasonDrained, actionDrain, "Node %s drained", node.Name)
+		observeDrain(s, "drained")
 		return v1alpha1.DeletionStepDeleteVM, result{}, nil
 	}
 

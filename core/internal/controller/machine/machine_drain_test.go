@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -142,6 +144,19 @@ func testDrainWaitsForDetach(t *testing.T, env *testenv.Env) {
 	note := w.waitEvent("m1", corev1.EventTypeWarning, reasonDetachTimeout)
 	assert.Contains(t, note, w.ns+"/db")
 	assert.Equal(t, allSteps, w.rec.stepsOf("m1"), "not forced")
+	drained := drainObserved(t, w.ns, "drained")
+	assert.Equal(t, uint64(1), drained.GetSampleCount(), "the drain is observed once")
+	assert.GreaterOrEqual(t, drained.GetSampleSum(), 4.0, "the drain lasted at least the detach timeout")
+	assert.Zero(t, drainObserved(t, w.ns, "forced").GetSampleCount())
+}
+
+// drainObserved reads machina_machine_drain_duration_seconds of the
+// namespace's machines without a deployment, for the result.
+func drainObserved(t *testing.T, ns, result string) *dto.Histogram {
+	t.Helper()
+	m := &dto.Metric{}
+	require.NoError(t, drainDuration.WithLabelValues(ns, "", result).(prometheus.Histogram).Write(m))
+	return m.GetHistogram()
 }
 
 // A drain waiting for a detach is forced when the drain timeout passes: the
@@ -168,4 +183,6 @@ func testDrainForcedWhileWaiting(t *testing.T, env *testenv.Env) {
 	assert.Equal(t, forced, w.rec.stepsOf("m1"))
 	assert.True(t, gone(t, w, c, &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: va}}))
 	assert.Contains(t, w.waitEvent("m1", corev1.EventTypeWarning, reasonForceDrain), "the drain timeout of 4s has passed")
+	assert.Equal(t, uint64(1), drainObserved(t, w.ns, "forced").GetSampleCount(), "the forced drain is observed once")
+	assert.Zero(t, drainObserved(t, w.ns, "drained").GetSampleCount())
 }

@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 )
 
 // joinDuration observes how long machines took from creation to joining
@@ -17,11 +19,34 @@ var joinDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Buckets: prometheus.ExponentialBuckets(1, 2, 12), // 1s to about 34m
 }, []string{"namespace", "machine_deployment"})
 
+// drainDuration observes how long the drain step of a machine's deletion
+// took, from its start (status.deletionStepStartTime, so a restart does not
+// reset it) until the Node was drained or the forced drain had deleted its
+// pods: the time PodDisruptionBudgets, slow pods and volume detaches add to
+// a deletion.
+var drainDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	Name:    "machina_machine_drain_duration_seconds",
+	Help:    "Time the drain step of a Machine's deletion took, by namespace, MachineDeployment and result (drained, forced).",
+	Buckets: prometheus.ExponentialBuckets(1, 2, 14), // 1s to about 2h15m, the default drain timeout
+}, []string{"namespace", "machine_deployment", "result"})
+
+// observeDrain records the end of a drain step with the given result.
+func observeDrain(s *scope, result string) {
+	m := s.machine
+	start := m.DeletionTimestamp.Time
+	if t := m.Status.DeletionStepStartTime; t != nil && m.Status.DeletionStep == v1alpha1.DeletionStepDrain {
+		start = t.Time
+	}
+	drainDuration.WithLabelValues(m.Namespace, m.Labels[v1alpha1.MachineDeploymentNameLabel], result).Observe(s.now.Sub(start).Seconds())
+}
+
 func init() {
-	if err := ctrlmetrics.Registry.Register(joinDuration); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if !errors.As(err, &are) {
-			panic(err)
+	for _, c := range []prometheus.Collector{joinDuration, drainDuration} {
+		if err := ctrlmetrics.Registry.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				panic(err)
+			}
 		}
 	}
 }
