@@ -89,9 +89,9 @@ func TestAgent(t *testing.T) {
 		require.NoError(t, os.WriteFile(fixed, nil, 0o644))
 		patchNode(t, env, "node-fail", `{"metadata":{"labels":{"`+v1alpha1.LabelKeyNodeUpdateResult+`":null}}}`)
 		waitNode(t, env, "node-fail", "successful", resultIs(v1alpha1.LabelValueNodeUpdateSuccessful, "web-v2"))
-		// Two runs: the failed one and the retry. The Node's own change to
-		// update-result=failed (a new event while the go signal still
-		// stands) did not start another.
+		// Two runs: the failed one and the retry (that a reconcile while
+		// the Node shows failed applies nothing is checked step by step in
+		// TestReconcileFailureIsNotRetried).
 		data, err := os.ReadFile(runs)
 		require.NoError(t, err)
 		assert.Equal(t, "run\nrun\n", string(data))
