@@ -70,6 +70,7 @@ func (m *Manager) setupControllers(dc *driver.Client, mgr *term) error {
 
 	mdOpts := machinedeployment.DefaultOptions()
 	mdOpts.AutoscalerScaleDownAnnotationDuringRollout = m.opts.AutoscalerScaleDownAnnotationDuringRollout
+	mdOpts.InPlaceUpdateTimeout = m.opts.MachineInPlaceUpdateTimeout
 	deployments := &machinedeployment.Reconciler{Target: targetClient, Gate: m.gate, Options: mdOpts}
 	if err := deployments.SetupWithManager(mgr, workers); err != nil {
 		return fmt.Errorf("machinedeployment controller: %w", err)

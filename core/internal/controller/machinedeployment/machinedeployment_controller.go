@@ -22,6 +22,7 @@ import (
 	"github.com/machina-io/machina/core/internal/controller/safety/freeze"
 	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/controller/throttle"
+	"github.com/machina-io/machina/core/internal/inplace"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -39,11 +40,18 @@ type Options struct {
 	// ResyncPeriod is how often every deployment is synced even without
 	// events, as a safety net (MCM: 10 minutes). Zero means the default.
 	ResyncPeriod time.Duration
+
+	// InPlaceUpdateTimeout (--machine-inplace-update-timeout) is how long a
+	// machine of an Auto in-place rollout may stay InPlaceUpdateFailed
+	// before it is replaced (a Machine's inPlaceUpdateTimeout wins). Zero
+	// means the default, inplace.DefaultTimeout.
+	InPlaceUpdateTimeout time.Duration
 }
 
 // DefaultOptions returns MCM's settings.
 func DefaultOptions() Options {
-	return Options{AutoscalerScaleDownAnnotationDuringRollout: true, ResyncPeriod: setup.DefaultResyncPeriod}
+	return Options{AutoscalerScaleDownAnnotationDuringRollout: true, ResyncPeriod: setup.DefaultResyncPeriod,
+		InPlaceUpdateTimeout: inplace.DefaultTimeout}
 }
 
 // Reconciler rolls MachineDeployments out through MachineSets the way the
@@ -150,10 +158,28 @@ func machineChangesThatMatter() predicate.Predicate {
 		},
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			return e.ObjectOld.GetLabels()[v1alpha1.NodeLabelKey] != e.ObjectNew.GetLabels()[v1alpha1.NodeLabelKey] ||
-				(e.ObjectOld.GetDeletionTimestamp() == nil) != (e.ObjectNew.GetDeletionTimestamp() == nil)
+				(e.ObjectOld.GetDeletionTimestamp() == nil) != (e.ObjectNew.GetDeletionTimestamp() == nil) ||
+				inPlacePhaseChanged(e.ObjectOld, e.ObjectNew)
 		},
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
+}
+
+// inPlacePhaseChanged reports a machine entering or leaving an in-place
+// phase: an updated machine is moved to the new set, a failed one waits for
+// its replacement. The machine sets' status does not tell (such a machine
+// is unavailable before and after).
+func inPlacePhaseChanged(o, n client.Object) bool {
+	om, ok1 := o.(*v1alpha1.Machine)
+	nm, ok2 := n.(*v1alpha1.Machine)
+	if !ok1 || !ok2 {
+		return false
+	}
+	op, np := om.Status.CurrentStatus.Phase, nm.Status.CurrentStatus.Phase
+	isInPlace := func(p v1alpha1.MachinePhase) bool {
+		return p == v1alpha1.MachineInPlaceUpdating || p == v1alpha1.MachineInPlaceUpdateSuccessful || p == v1alpha1.MachineInPlaceUpdateFailed
+	}
+	return op != np && (isInPlace(op) || isInPlace(np))
 }
 
 // Reconcile syncs one MachineDeployment. It reads like the Deployment

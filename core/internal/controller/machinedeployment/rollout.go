@@ -14,12 +14,26 @@ import (
 func (r *Reconciler) rollout(ctx context.Context, s *scope) (phase.Result, error) {
 	// validate let only deployments with a known strategy get here.
 	st, _ := strategyOf(s.d)
-	err := st.rollout(ctx, r, s)
+	var err error
+	if _, inPlace := st.(inPlaceUpdate); !inPlace {
+		// A set an in-place rollout kept from scaling up scales again once
+		// the deployment rolls otherwise.
+		err = r.clearScaleUpDisabled(ctx, s)
+	}
+	if err == nil {
+		err = st.rollout(ctx, r, s)
+	}
 	status, recheck := rolloutStatus(s.d, s.all(), s.new, s.now)
 	s.d.Status = status
+	if a, ok := st.(statusAdjuster); ok {
+		a.afterStatus(r, s)
+	}
 	res := phase.Result{RequeueAfter: recheck}
 	if s.retryNodes {
 		res = res.Merge(phase.Result{RequeueAfter: nodeConflictRetry})
+	}
+	if s.inPlace != nil && s.inPlace.recheck > 0 {
+		res = res.Merge(phase.Result{RequeueAfter: s.inPlace.recheck})
 	}
 	return res, err
 }

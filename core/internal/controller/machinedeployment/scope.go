@@ -45,6 +45,9 @@ type scope struct {
 	// retryNodes is set when a node could not be marked for the rollout
 	// because it changed meanwhile; the sync runs again soon for it.
 	retryNodes bool
+	// inPlace is what an in-place rollout step found (inplace.go), for the
+	// status; nil for other strategies.
+	inPlace *inPlaceState
 }
 
 // newScope gathers what a sync starts from.

@@ -31,6 +31,13 @@ type rolloutStrategy interface {
 var strategies = map[v1alpha1.MachineDeploymentStrategyType]rolloutStrategy{
 	v1alpha1.RollingUpdateMachineDeploymentStrategyType: rollingUpdate{}, // rolling.go
 	v1alpha1.RecreateMachineDeploymentStrategyType:      recreate{},      // recreate.go
+	v1alpha1.InPlaceUpdateMachineDeploymentStrategyType: inPlaceUpdate{}, // inplace.go
+}
+
+// statusAdjuster is a strategy that adds to the rollout's status once it is
+// computed (the in-place counts in the Progressing message).
+type statusAdjuster interface {
+	afterStatus(r *Reconciler, s *scope)
 }
 
 // strategyOf returns the deployment's strategy; false for a type the

@@ -1,0 +1,551 @@
+package machinedeployment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/inplace"
+)
+
+// Reasons of the InPlaceUpdate strategy.
+const (
+	// ReasonInPlaceUpdateUnsupported (Progressing, False): the manager runs
+	// without a target cluster, so there are no nodes to update in place.
+	ReasonInPlaceUpdateUnsupported = "InPlaceUpdateUnsupported"
+	// reasonInPlaceReplacing is the Warning event of a machine replaced
+	// because its in-place update failed for good.
+	reasonInPlaceReplacing = "ReplacingFailedInPlaceUpdate"
+	// reasonInPlaceMoved is the Normal event of machines moved to the new set.
+	reasonInPlaceMoved = "MovedUpdatedMachines"
+)
+
+// inPlaceMessagePrefix starts the part of the Progressing message that
+// reports the in-place rollout; it is replaced on every sync.
+const inPlaceMessagePrefix = " In place: "
+
+// inPlaceUpdate is the InPlaceUpdate strategy (docs/in-place-updates.md):
+// the machines of old sets are drained, updated by their node's agent and
+// moved to the new set, instead of being replaced. Which nodes go next is
+// the engine's arithmetic (core/internal/inplace) in Auto, the user's
+// choice in Manual.
+type inPlaceUpdate struct{}
+
+// bounds requires spec.strategy.inPlaceUpdate with an orchestrationType of
+// Auto or Manual (MCM has no defaults for them either); Manual has no surge.
+func (inPlaceUpdate) bounds(d *v1alpha1.MachineDeployment) (int32, int32, bool, error) {
+	ip := d.Spec.Strategy.InPlaceUpdate
+	if ip == nil {
+		return 0, 0, true, errors.New("strategy type InPlaceUpdate needs spec.strategy.inPlaceUpdate with an orchestrationType (Auto or Manual)")
+	}
+	switch ip.OrchestrationType {
+	case v1alpha1.OrchestrationTypeAuto, v1alpha1.OrchestrationTypeManual:
+	default:
+		return 0, 0, true, fmt.Errorf("inPlaceUpdate.orchestrationType %q is not supported (supported: Auto, Manual)", ip.OrchestrationType)
+	}
+	s, u, err := updateBounds(&ip.UpdateConfiguration, d.Spec.Replicas)
+	if ip.OrchestrationType == v1alpha1.OrchestrationTypeManual {
+		s = 0
+	}
+	return s, u, true, err
+}
+
+func (inPlaceUpdate) rollout(ctx context.Context, r *Reconciler, s *scope) error {
+	return r.rolloutInPlace(ctx, s)
+}
+
+// afterStatus runs after the rollout's status is computed: it reports a
+// missing target cluster, and the in-place counts and failures in the
+// Progressing message.
+func (inPlaceUpdate) afterStatus(r *Reconciler, s *scope) {
+	st := &s.d.Status
+	if r.Target == nil {
+		setCondition(st, newCondition(v1alpha1.MachineDeploymentProgressing, v1alpha1.ConditionFalse, ReasonInPlaceUpdateUnsupported,
+			"In-place updates need the nodes of the target cluster, and the manager runs with --target-kubeconfig=none: nothing is rolled out", s.now))
+		return
+	}
+	c := getCondition(st, v1alpha1.MachineDeploymentProgressing)
+	if c == nil {
+		return
+	}
+	base, _, _ := strings.Cut(c.Message, inPlaceMessagePrefix)
+	msg := base
+	if s.inPlace != nil && s.inPlace.running {
+		msg += inPlaceMessagePrefix + s.inPlace.summary()
+	}
+	if msg != c.Message {
+		c.Message = msg
+		c.LastUpdateTime = metav1.NewTime(s.now)
+	}
+}
+
+// inPlaceState is what a sync of an in-place rollout found, for the status.
+type inPlaceState struct {
+	running bool
+	counts  inplace.Counts
+	// notes name failed machines: replaced ones, or in Manual the ones left
+	// for the user.
+	notes []string
+	// recheck is when a failed machine's replacement falls due.
+	recheck time.Duration
+}
+
+func (st *inPlaceState) summary() string {
+	c := st.counts
+	out := fmt.Sprintf("%d candidates, %d selected, %d updated, %d failed.", c.Candidates, c.Selected, c.Updated, c.Failed)
+	if len(st.notes) > 0 {
+		out += " " + strings.Join(st.notes, " ")
+	}
+	return out
+}
+
+// oldMachine is a machine of an old set with its node (nil when it has
+// none yet, or the node is gone).
+type oldMachine struct {
+	ms   *v1alpha1.MachineSet
+	m    *v1alpha1.Machine
+	node *corev1.Node
+}
+
+// rolloutInPlace takes one step of an in-place rollout:
+//  1. the new set exists; old sets carry scale-up-disabled, the new one
+//     does not; nodes of old sets are candidates with the new set's name as
+//     their target, nodes moved to the new set are cleaned up;
+//  2. old sets shrink to the machines they still have, the new set grows to
+//     the machines it has and by the engine's NewReplicas (the surge, or
+//     machines missing altogether);
+//  3. updated machines move to the new set (one merge patch each), their
+//     nodes are uncordoned, old sets shrink and the new one grows by as
+//     many;
+//  4. in Auto a machine whose update failed for good is replaced;
+//  5. once the new set is full the old sets go to zero, else in Auto more
+//     nodes are selected within the budget.
+func (r *Reconciler) rolloutInPlace(ctx context.Context, s *scope) error {
+	if r.Target == nil {
+		// afterStatus reports it; nothing is created or changed.
+		return nil
+	}
+	newMS, err := r.getNewMachineSet(ctx, s, true)
+	if err != nil {
+		return err
+	}
+	if err := r.syncRolloutNodes(ctx, s); err != nil {
+		return err
+	}
+	state := &inPlaceState{running: s.oldMachinesLeft()}
+	s.inPlace = state
+	if err := r.syncScaleUpDisabled(ctx, s, state.running); err != nil {
+		return err
+	}
+	old, err := r.loadOldMachines(ctx, s)
+	if err != nil {
+		return err
+	}
+	for _, om := range old {
+		if om.node != nil {
+			state.counts.Add(om.node)
+		}
+	}
+	if err := r.cleanUpMovedMachines(ctx, s); err != nil {
+		return err
+	}
+	if err := r.markCandidates(ctx, s, old, newMS.Name); err != nil {
+		return err
+	}
+	if err := r.sizeInPlaceSets(ctx, s, old); err != nil {
+		return err
+	}
+	moved, err := r.moveUpdatedMachines(ctx, s, old)
+	if err != nil {
+		return err
+	}
+	if moved > 0 {
+		// The next sync sees the sets as they are now.
+		return nil
+	}
+	if err := r.replaceFailedInPlace(ctx, s, old); err != nil {
+		return err
+	}
+	d := s.d
+	if newMS.Spec.Replicas >= d.Spec.Replicas {
+		// The new set is full (the surge made it so): old machines are
+		// surplus, deleted rather than updated.
+		for _, ms := range active(s.old) {
+			if _, err := r.scaleMachineSet(ctx, s, ms, 0); err != nil {
+				return err
+			}
+		}
+	} else if d.Spec.Strategy.InPlaceUpdate.OrchestrationType == v1alpha1.OrchestrationTypeAuto {
+		if err := r.selectForUpdate(ctx, s, old); err != nil {
+			return err
+		}
+	}
+	if !state.running && deploymentComplete(d, &d.Status) {
+		return r.cleanupHistory(ctx, s)
+	}
+	return nil
+}
+
+// syncScaleUpDisabled keeps scale-up-disabled=true on the old sets while
+// the rollout runs, and takes it off every other set (the new one, which a
+// rollback may have made of an old one, and all of them once the rollout is
+// complete). MCM never removes it.
+func (r *Reconciler) syncScaleUpDisabled(ctx context.Context, s *scope, running bool) error {
+	for _, ms := range s.sets {
+		want := running && (s.new == nil || ms.UID != s.new.UID)
+		if err := r.setScaleUpDisabled(ctx, ms, want); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// clearScaleUpDisabled takes scale-up-disabled off every set of a
+// deployment that does not roll in place (any more).
+func (r *Reconciler) clearScaleUpDisabled(ctx context.Context, s *scope) error {
+	for _, ms := range s.sets {
+		if err := r.setScaleUpDisabled(ctx, ms, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) setScaleUpDisabled(ctx context.Context, ms *v1alpha1.MachineSet, want bool) error {
+	has := ms.Labels[v1alpha1.LabelKeyMachineSetScaleUpDisabled] == "true"
+	if has == want {
+		return nil
+	}
+	updated := ms.DeepCopy()
+	if want {
+		if updated.Labels == nil {
+			updated.Labels = map[string]string{}
+		}
+		updated.Labels[v1alpha1.LabelKeyMachineSetScaleUpDisabled] = "true"
+	} else {
+		delete(updated.Labels, v1alpha1.LabelKeyMachineSetScaleUpDisabled)
+	}
+	if err := r.Client.Patch(ctx, updated, client.MergeFrom(ms)); err != nil {
+		return fmt.Errorf("labelling machine set %s: %w", ms.Name, err)
+	}
+	*ms = *updated
+	return nil
+}
+
+// loadOldMachines returns the machines of the old sets that are not being
+// deleted, with their nodes, old sets oldest first and within a set by
+// node name (the order in which Auto selects).
+func (r *Reconciler) loadOldMachines(ctx context.Context, s *scope) ([]oldMachine, error) {
+	sets := slices.Clone(s.old)
+	sortByCreation(sets)
+	var out []oldMachine
+	for _, ms := range sets {
+		var group []oldMachine
+		for _, m := range s.machines[ms.UID] {
+			if m.DeletionTimestamp != nil || m.Status.CurrentStatus.Phase == v1alpha1.MachineTerminating {
+				continue
+			}
+			om := oldMachine{ms: ms, m: m}
+			if name := m.Labels[v1alpha1.NodeLabelKey]; name != "" {
+				n := &corev1.Node{}
+				err := r.Target.Get(ctx, client.ObjectKey{Name: name}, n)
+				switch {
+				case err == nil:
+					om.node = n
+				case !apierrors.IsNotFound(err):
+					return nil, fmt.Errorf("reading node %s: %w", name, err)
+				}
+			}
+			group = append(group, om)
+		}
+		slices.SortFunc(group, func(a, b oldMachine) int {
+			return strings.Compare(a.m.Labels[v1alpha1.NodeLabelKey]+"/"+a.m.Name, b.m.Labels[v1alpha1.NodeLabelKey]+"/"+b.m.Name)
+		})
+		out = append(out, group...)
+	}
+	return out, nil
+}
+
+// markCandidates makes every node of an old set a candidate of the rollout
+// to the new set: label, target annotation and PreferNoSchedule taint.
+func (r *Reconciler) markCandidates(ctx context.Context, s *scope, old []oldMachine, target string) error {
+	for _, om := range old {
+		if om.node == nil {
+			continue
+		}
+		if err := r.changeNode(ctx, s, om.node, func(n *corev1.Node) bool { return inplace.MarkCandidate(n, target) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// changeNode applies change to a copy of node and writes the difference
+// with a minimal patch (inplace.Patch). A conflict (the node changed
+// meanwhile) is retried on the next sync, soon. node is updated in place.
+func (r *Reconciler) changeNode(ctx context.Context, s *scope, node *corev1.Node, change func(*corev1.Node) bool) error {
+	updated := node.DeepCopy()
+	if !change(updated) {
+		return nil
+	}
+	err := inplace.Patch(ctx, r.Target, node, updated)
+	switch {
+	case err == nil:
+		*node = *updated
+		return nil
+	case apierrors.IsConflict(err):
+		s.retryNodes = true
+		return nil
+	case apierrors.IsNotFound(err):
+		return nil
+	default:
+		return err
+	}
+}
+
+// cleanUpMovedMachines finishes the move of updated machines into the new
+// set: once the set's replicas include them, the transfer marker comes off
+// the Machines; the nodes of the new set's machines lose the rollout's
+// labels, annotations and taint and are uncordoned.
+func (r *Reconciler) cleanUpMovedMachines(ctx context.Context, s *scope) error {
+	newMS := s.new
+	var live []*v1alpha1.Machine
+	for _, m := range s.machines[newMS.UID] {
+		if m.DeletionTimestamp == nil {
+			live = append(live, m)
+		}
+	}
+	for _, m := range live {
+		if name := m.Labels[v1alpha1.NodeLabelKey]; name != "" {
+			n := &corev1.Node{}
+			if err := r.Target.Get(ctx, client.ObjectKey{Name: name}, n); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("reading node %s: %w", name, err)
+			} else if err == nil && inplace.HasRolloutMarks(n) {
+				if err := r.changeNode(ctx, s, n, func(n *corev1.Node) bool {
+					return inplace.Clear(n) || inplace.Uncordon(n)
+				}); err != nil {
+					return err
+				}
+			}
+		}
+		if m.Labels[v1alpha1.LabelKeyNodeUpdateResult] != "" && newMS.Spec.Replicas >= int32(len(live)) {
+			updated := m.DeepCopy()
+			delete(updated.Labels, v1alpha1.LabelKeyNodeUpdateResult)
+			if err := r.Client.Patch(ctx, updated, client.MergeFrom(m)); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("removing the transfer marker of machine %s: %w", m.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// sizeInPlaceSets brings the sets' replicas in line with their machines
+// and the engine's sizing: an old set never waits for machines it cannot
+// create (it is scale-up-disabled), the new set counts every machine moved
+// into it, and grows by the surge or by machines missing altogether.
+func (r *Reconciler) sizeInPlaceSets(ctx context.Context, s *scope, old []oldMachine) error {
+	d, newMS := s.d, s.new
+	have := map[*v1alpha1.MachineSet]int32{}
+	for _, om := range old {
+		have[om.ms]++
+	}
+	var total int32
+	for _, ms := range s.old {
+		if ms.Spec.Replicas > have[ms] {
+			if _, err := r.scaleMachineSet(ctx, s, ms, have[ms]); err != nil {
+				return err
+			}
+		}
+		total += have[ms]
+	}
+	var newHave int32
+	for _, m := range s.machines[newMS.UID] {
+		if m.DeletionTimestamp == nil {
+			newHave++
+		}
+	}
+	current := min(max(newMS.Spec.Replicas, newHave), max(d.Spec.Replicas, newMS.Spec.Replicas))
+	total += current
+	want := inplace.NewReplicas(d.Spec.Replicas, total, current, maxSurge(d))
+	_, err := r.scaleMachineSet(ctx, s, newMS, want)
+	return err
+}
+
+// moveUpdatedMachines moves every old machine whose node was updated
+// (condition UpdateSuccessful, label update-result=successful, phase past
+// InPlaceUpdating) to the new set: one merge patch of the Machine (the new
+// set as controller, its selector labels instead of the old set's, the
+// transfer marker; the name is kept), the node uncordoned, then the old
+// sets shrink and the new one grows by the number moved.
+func (r *Reconciler) moveUpdatedMachines(ctx context.Context, s *scope, old []oldMachine) (int32, error) {
+	newMS := s.new
+	fromSets := map[*v1alpha1.MachineSet]int32{}
+	var moved int32
+	var names []string
+	for _, om := range old {
+		if om.node == nil || inplace.Reason(om.node) != v1alpha1.UpdateSuccessful ||
+			inplace.Result(om.node) != v1alpha1.LabelValueNodeUpdateSuccessful ||
+			om.m.Status.CurrentStatus.Phase == v1alpha1.MachineInPlaceUpdating {
+			continue
+		}
+		if err := r.moveMachine(ctx, om, newMS); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				s.retryNodes = true
+				continue
+			}
+			return moved, err
+		}
+		if err := r.changeNode(ctx, s, om.node, inplace.Uncordon); err != nil {
+			return moved, err
+		}
+		fromSets[om.ms]++
+		moved++
+		names = append(names, om.m.Name)
+	}
+	if moved == 0 {
+		return 0, nil
+	}
+	for _, ms := range s.old {
+		if n := fromSets[ms]; n > 0 {
+			if _, err := r.scaleMachineSet(ctx, s, ms, max(ms.Spec.Replicas-n, 0)); err != nil {
+				return moved, err
+			}
+		}
+	}
+	if _, err := r.scaleMachineSet(ctx, s, newMS, min(newMS.Spec.Replicas+moved, s.d.Spec.Replicas)); err != nil {
+		return moved, err
+	}
+	r.Recorder.Eventf(s.d, corev1.EventTypeNormal, reasonInPlaceMoved, "Moved %d machines updated in place to machine set %s: %s",
+		moved, newMS.Name, strings.Join(names, ", "))
+	return moved, nil
+}
+
+// moveMachine writes the move of one machine to the new set in one merge
+// patch with the resource version (a machine changed meanwhile is moved on
+// a later sync).
+func (r *Reconciler) moveMachine(ctx context.Context, om oldMachine, newMS *v1alpha1.MachineSet) error {
+	updated := om.m.DeepCopy()
+	if updated.Labels == nil {
+		updated.Labels = map[string]string{}
+	}
+	if sel := om.ms.Spec.Selector; sel != nil {
+		for k := range sel.MatchLabels {
+			delete(updated.Labels, k)
+		}
+	}
+	if sel := newMS.Spec.Selector; sel != nil {
+		for k, v := range sel.MatchLabels {
+			updated.Labels[k] = v
+		}
+	}
+	updated.Labels[v1alpha1.LabelKeyNodeUpdateResult] = v1alpha1.LabelValueNodeUpdateSuccessful
+	var refs []metav1.OwnerReference
+	for _, ref := range updated.OwnerReferences {
+		if ref.Controller == nil || !*ref.Controller {
+			refs = append(refs, ref)
+		}
+	}
+	updated.OwnerReferences = append(refs, *metav1.NewControllerRef(newMS, v1alpha1.GroupVersion.WithKind("MachineSet")))
+	return r.Client.Patch(ctx, updated, client.MergeFromWithOptions(om.m, client.MergeFromWithOptimisticLock{}))
+}
+
+// replaceFailedInPlace handles machines whose update failed and that have
+// stayed InPlaceUpdateFailed for the in-place timeout (counted from
+// entering the phase). In Auto they are deleted through the normal
+// deletion flow; their old set shrinks on the next sync and the new set
+// grows by one, so a fresh machine of the new template takes the place. In
+// Manual they are left for the user. Either way the Progressing message
+// names them.
+func (r *Reconciler) replaceFailedInPlace(ctx context.Context, s *scope, old []oldMachine) error {
+	auto := s.d.Spec.Strategy.InPlaceUpdate.OrchestrationType == v1alpha1.OrchestrationTypeAuto
+	st := s.inPlace
+	for _, om := range old {
+		m := om.m
+		if m.Status.CurrentStatus.Phase != v1alpha1.MachineInPlaceUpdateFailed {
+			continue
+		}
+		why := m.Status.LastOperation.Description
+		if !auto {
+			st.notes = append(st.notes, fmt.Sprintf("Machine %s failed its in-place update (%s); with orchestrationType Manual it is left for the user.", m.Name, why))
+			continue
+		}
+		def := r.Options.InPlaceUpdateTimeout
+		if def <= 0 {
+			def = inplace.DefaultTimeout
+		}
+		timeout := inplace.Timeout(m, def)
+		expired, left := inplace.Expired(inplace.PhaseSince(m), timeout, s.now)
+		if !expired {
+			if st.recheck == 0 || left < st.recheck {
+				st.recheck = left
+			}
+			st.notes = append(st.notes, fmt.Sprintf("Machine %s failed its in-place update (%s); it is replaced if it does not recover within %s.", m.Name, why, timeout))
+			continue
+		}
+		err := r.Client.Delete(ctx, m, client.Preconditions{UID: &m.UID})
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting machine %s whose in-place update failed: %w", m.Name, err)
+		}
+		msg := fmt.Sprintf("Replacing machine %s: its in-place update failed (%s) and it did not recover within %s.", m.Name, why, timeout)
+		st.notes = append(st.notes, msg)
+		r.Recorder.Event(s.d, corev1.EventTypeWarning, reasonInPlaceReplacing, msg)
+		s.log.Info("Replacing a machine whose in-place update failed", "machine", m.Name, "reason", why)
+	}
+	return nil
+}
+
+// selectForUpdate labels as many candidate nodes selected-for-update as
+// the budget allows (inplace.Budget), in the order of loadOldMachines.
+// Only nodes of Running (or Available) machines are selected: a machine
+// that is unhealthy, or already under way, is not drained for an update.
+func (r *Reconciler) selectForUpdate(ctx context.Context, s *scope, old []oldMachine) error {
+	d := s.d
+	b := inplace.Budget{Desired: d.Spec.Replicas, Updated: s.new.Spec.Replicas, MaxUnavailable: maxUnavailable(d)}
+	for _, ms := range s.all() {
+		for _, m := range s.machines[ms.UID] {
+			if m.DeletionTimestamp == nil && isAvailablePhase(m.Status.CurrentStatus.Phase) {
+				b.Available++
+			}
+		}
+	}
+	var candidates []oldMachine
+	for _, om := range old {
+		if om.node == nil {
+			continue
+		}
+		if inplace.IsSelected(om.node) {
+			b.Undergoing++
+			continue
+		}
+		if inplace.IsCandidate(om.node) && isAvailablePhase(om.m.Status.CurrentStatus.Phase) {
+			candidates = append(candidates, om)
+		}
+	}
+	n := b.Selectable()
+	picked := inplace.Select(candidates, func(oldMachine) bool { return false }, n)
+	for _, om := range picked {
+		if err := r.changeNode(ctx, s, om.node, inplace.MarkSelected); err != nil {
+			return err
+		}
+		s.inPlace.counts.Selected++
+	}
+	if len(picked) > 0 {
+		s.log.Info("Selected nodes for an in-place update", "count", len(picked), "budget", fmt.Sprintf("%+v", b))
+	}
+	return nil
+}
+
+// isAvailablePhase reports the phases that count as available in an
+// in-place rollout: Running, and Available (no target cluster).
+func isAvailablePhase(p v1alpha1.MachinePhase) bool {
+	return p == v1alpha1.MachineRunning || p == v1alpha1.MachineAvailable
+}
