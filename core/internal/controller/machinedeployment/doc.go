@@ -35,9 +35,10 @@
 // The strategies are pluggable (strategy.go): each strategy type is a
 // rolloutStrategy, which gives its surge and unavailability bounds and takes
 // one rollout step, and the map strategies lists them: RollingUpdate
-// (rolling.go, which also marks the target cluster's nodes, nodes.go) and
-// Recreate (recreate.go). A new strategy is one more file and one more entry
-// in that map. The bounds come from bounds.go; revisions, the template hash
+// (rolling.go, which also marks the target cluster's nodes, nodes.go),
+// Recreate (recreate.go) and InPlaceUpdate (inplace.go). A new strategy is
+// one more file and one more entry in that map; its validation is the error
+// its bounds method returns. The bounds come from bounds.go; revisions, the template hash
 // and the new machine set from machinesets.go and hash.go; old-set cleanup
 // from history.go. docs/machinedeployments.md describes the behaviour for
 // users.
