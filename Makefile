@@ -4,8 +4,9 @@ SHELL := /usr/bin/env bash -o pipefail -o errexit -o nounset
 
 MODULES := proto sdk core conformance cmd drivers/inmemory drivers/virtualnode
 # drivers/python-inmemory holds the Go tests of the Python driver; bench the
-# benchmark harness (only its unit tests run here; make bench runs it).
-MODULES += drivers/python-inmemory bench
+# benchmark harness (only its unit tests run here; make bench runs it);
+# internal the helpers cmd and bench share (process supervision).
+MODULES += drivers/python-inmemory bench internal
 PACKAGES := $(addsuffix /...,$(addprefix ./,$(MODULES)))
 
 # Tools run through `go run` at pinned versions: nothing is installed by hand.

@@ -10,8 +10,11 @@ replace github.com/machina-io/machina/core => ../core
 
 replace github.com/machina-io/machina/drivers/inmemory => ../drivers/inmemory
 
+replace github.com/machina-io/machina/internal => ../internal
+
 require (
 	github.com/machina-io/machina/core v0.0.0-00010101000000-000000000000
+	github.com/machina-io/machina/internal v0.0.0-00010101000000-000000000000
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/zap v1.27.1
 	k8s.io/api v0.37.2

@@ -12,10 +12,13 @@ replace github.com/machina-io/machina/conformance => ../conformance
 
 replace github.com/machina-io/machina/drivers/inmemory => ../drivers/inmemory
 
+replace github.com/machina-io/machina/internal => ../internal
+
 require (
 	github.com/go-logr/logr v1.4.4
 	github.com/machina-io/machina/conformance v0.0.0-00010101000000-000000000000
 	github.com/machina-io/machina/core v0.0.0-00010101000000-000000000000
+	github.com/machina-io/machina/internal v0.0.0-00010101000000-000000000000
 	github.com/machina-io/machina/proto v0.0.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10

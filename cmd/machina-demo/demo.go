@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/internal/process"
 )
 
 // Names of the binaries the demo runs, in --bin.
@@ -37,8 +37,8 @@ type demo struct {
 	logDir  string
 	cp      *controlPlane
 	client  client.Client
-	driver  *child
-	manager *child
+	driver  *process.Process
+	manager *process.Process
 	// managerHealth and managerMetrics are the manager's HTTP addresses.
 	managerHealth  string
 	managerMetrics string
@@ -151,39 +151,17 @@ func (d *demo) startProcesses(ctx context.Context) error {
 	return nil
 }
 
-// waitReady waits until the manager answers 200 on /readyz.
+// waitReady waits until the manager answers 200 on /readyz, failing when
+// the manager or the driver exits.
 func (d *demo) waitReady(ctx context.Context) error {
-	url := "http://" + d.managerHealth + "/readyz"
-	httpClient := &http.Client{Timeout: 2 * time.Second}
-	deadline := time.Now().Add(d.cfg.timeout)
-	for {
-		if err := d.checkChildren(); err != nil {
-			return err
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		if resp, err := httpClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the manager was not ready within %s; last lines of its log:\n%s", d.cfg.timeout, d.manager.tail(25))
-		}
-		if err := sleep(ctx, pollInterval); err != nil {
-			return err
-		}
-	}
+	return process.WaitHTTP(ctx, "http://"+d.managerHealth+"/readyz", d.cfg.timeout, pollInterval, d.manager, d.driver)
 }
 
 // checkChildren fails when the manager or the driver has exited.
 func (d *demo) checkChildren() error {
-	for _, c := range []*child{d.driver, d.manager} {
-		if c != nil && !c.running() {
-			return c.exitError()
+	for _, c := range []*process.Process{d.driver, d.manager} {
+		if c != nil && !c.Running() {
+			return c.ExitError(25)
 		}
 	}
 	return nil
@@ -198,10 +176,10 @@ func (d *demo) cleanup() error {
 	}
 	// The manager first, so that it does not see its driver vanish.
 	if d.manager != nil {
-		errs = append(errs, d.manager.stop(20*time.Second))
+		errs = append(errs, d.manager.Stop(20*time.Second))
 	}
 	if d.driver != nil {
-		errs = append(errs, d.driver.stop(10*time.Second))
+		errs = append(errs, d.driver.Stop(10*time.Second))
 	}
 	if d.cp != nil {
 		errs = append(errs, d.cp.stop())

@@ -9,15 +9,9 @@ import (
 
 // The kernel kills a child whose parent-death signal is set when the parent
 // goes, however the parent goes: a panic, SIGKILL or an OOM kill included.
-// Every process the demo starts gets it, so that a demo never leaves an API
-// server, etcd, manager or driver running behind.
-
-// childAttr is the SysProcAttr of the manager and driver processes: their
-// own process group (a Ctrl-C in the terminal reaches only the demo, which
-// stops them in order) and SIGKILL when the demo dies.
-func childAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-}
+// Every process the demo starts gets it (the manager and the driver through
+// the package process), so that a demo never leaves an API server, etcd,
+// manager or driver running behind.
 
 // execAsset runs when the demo binary was started under the name of a
 // control plane binary (envtest starts etcd and kube-apiserver through

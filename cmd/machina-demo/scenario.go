@@ -109,7 +109,7 @@ func (d *demo) waitFor(ctx context.Context, what string, timeout time.Duration, 
 		}
 		if timeout > 0 && time.Now().After(deadline) {
 			return fmt.Errorf("not reached within %s: %s\nlast lines of the manager's log:\n%s\nlast lines of the driver's log:\n%s",
-				timeout, what, d.manager.tail(20), d.driver.tail(10))
+				timeout, what, d.manager.Tail(20), d.driver.Tail(10))
 		}
 		if err := sleep(ctx, pollInterval); err != nil {
 			return err
@@ -130,7 +130,7 @@ func (d *demo) keepRunning(ctx context.Context) error {
   Logs: %s and %s
   Metrics: http://%s/metrics`,
 		d.kubeconfig, kubectl, kubectl, deploymentName,
-		d.manager.logPath, d.driver.logPath, d.managerMetrics)
+		d.manager.LogPath(), d.driver.LogPath(), d.managerMetrics)
 	err := d.waitFor(ctx, "Ctrl-C", 0, func(*snapshot) bool { return false })
 	if ctx.Err() != nil {
 		return nil

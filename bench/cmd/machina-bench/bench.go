@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/bench/internal/procstat"
+	"github.com/machina-io/machina/internal/process"
 )
 
 // bench is one run: what it started, for the scenarios and for cleanup.
@@ -23,7 +24,7 @@ type bench struct {
 	apiserverPID, etcdPID int
 	client                client.Client
 	tracker               *tracker
-	driver, manager       *child
+	driver, manager       *process.Process
 	// managerMetrics is the address of the manager's metrics server.
 	managerMetrics string
 }
@@ -155,16 +156,14 @@ func (b *bench) startProcesses(ctx context.Context) error {
 		return err
 	}
 	fmt.Printf("manager and driver started; logs in %s\n", b.workDir)
-	return waitHTTP(ctx, b.manager, "http://"+health+"/readyz", 2*time.Minute)
+	return process.WaitHTTP(ctx, "http://"+health+"/readyz", 2*time.Minute, 200*time.Millisecond, b.manager)
 }
 
 // checkChildren fails when the manager or the driver has exited.
 func (b *bench) checkChildren() error {
-	for _, c := range []*child{b.driver, b.manager} {
-		if c != nil {
-			if err := c.check(); err != nil {
-				return err
-			}
+	for _, c := range []*process.Process{b.driver, b.manager} {
+		if c != nil && !c.Running() {
+			return c.ExitError(20)
 		}
 	}
 	return nil
@@ -174,10 +173,10 @@ func (b *bench) checkChildren() error {
 func (b *bench) cleanup() error {
 	var errs []error
 	if b.manager != nil {
-		errs = append(errs, b.manager.stop(20*time.Second))
+		errs = append(errs, b.manager.Stop(20*time.Second))
 	}
 	if b.driver != nil {
-		errs = append(errs, b.driver.stop(10*time.Second))
+		errs = append(errs, b.driver.Stop(10*time.Second))
 	}
 	if b.cp != nil {
 		errs = append(errs, b.cp.stop())

@@ -97,7 +97,7 @@ type processes map[string]int
 func (b *bench) measure(ctx context.Context, name string, machines int, run func(ctx context.Context, r *ScenarioResult) error) ScenarioResult {
 	res := ScenarioResult{Name: name, Machines: machines, Extra: map[string]float64{}}
 	fmt.Printf("scenario %s: running\n", name)
-	procs := processes{"manager": b.manager.pid(), "driver": b.driver.pid(), "apiserver": b.apiserverPID, "etcd": b.etcdPID}
+	procs := processes{"manager": b.manager.Pid(), "driver": b.driver.Pid(), "apiserver": b.apiserverPID, "etcd": b.etcdPID}
 	before := map[string]procstat.Sample{}
 	for n, pid := range procs {
 		_ = procstat.ResetPeak(pid) // without it the peak is since the start: still an upper bound

@@ -1,72 +1,13 @@
 package chaos
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/machina-io/machina/internal/process"
 )
-
-// process is one run of a manager or driver binary, its output appended to
-// a log file shared by all runs of the same component.
-type process struct {
-	cmd *exec.Cmd
-	// exited is closed when the process has exited; err is then its result.
-	exited chan struct{}
-	err    error
-}
-
-// startProcess starts path with args, stdout and stderr appended to log.
-// The process gets its own process group and is killed when the suite dies
-// (parent-death signal), so nothing outlives an interrupted run.
-func startProcess(path string, log *os.File, args ...string) (*process, error) {
-	cmd := exec.Command(path, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", path, err)
-	}
-	p := &process{cmd: cmd, exited: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.exited)
-	}()
-	return p, nil
-}
-
-func (p *process) running() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-// kill sends SIGKILL and waits for the exit.
-func (p *process) kill() {
-	_ = p.cmd.Process.Kill()
-	<-p.exited
-}
-
-// stop sends SIGTERM and waits up to grace, then SIGKILL. It reports a
-// process that had to be killed.
-func (p *process) stop(grace time.Duration) error {
-	if !p.running() {
-		return nil
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-		return nil
-	case <-time.After(grace):
-	}
-	p.kill()
-	return fmt.Errorf("pid %d did not stop within %s of SIGTERM and was killed", p.cmd.Process.Pid, grace)
-}
 
 // component is the manager or the driver: a binary that the suite kills
 // and restarts, and that a supervisor restarts when it exits by itself, as
@@ -83,14 +24,14 @@ type component struct {
 	// supervisor exclusive.
 	startMu sync.Mutex
 	mu      sync.Mutex
-	current *process
+	current *process.Process
 	// exits counts runs that ended without the suite asking; kills and
 	// starts count the suite's SIGKILLs and every start.
 	exits, kills, starts int
 	// lastExit describes the last unexpected exit, for messages.
 	lastExit string
 	// killed is the run the suite killed last; its exit is not counted.
-	killed  *process
+	killed  *process.Process
 	stopped bool
 	done    chan struct{}
 	// changed is signalled when a new run starts or supervision stops.
@@ -122,7 +63,9 @@ func startComponent(name, path, logPath string, args ...string) (*component, err
 
 func (c *component) start() error {
 	fmt.Fprintf(c.log, "---- chaos: starting %s at %s ----\n", c.name, time.Now().UTC().Format(time.RFC3339Nano))
-	p, err := startProcess(c.path, c.log, c.args...)
+	// Every run appends to the component's log, after the line above. Its
+	// own process group: a SIGKILL reaches a driver's children too.
+	p, err := process.Start(process.Config{Name: c.name, Path: c.path, Args: c.args, LogPath: c.logPath, AppendLog: true, Group: true})
 	if err != nil {
 		return err
 	}
@@ -145,7 +88,7 @@ func (c *component) supervise() {
 		select {
 		case <-c.done:
 			return
-		case <-p.exited:
+		case <-p.Exited():
 		}
 		c.mu.Lock()
 		if c.stopped {
@@ -162,12 +105,12 @@ func (c *component) supervise() {
 			continue
 		}
 		c.exits++
-		c.lastExit = fmt.Sprintf("%v after %s", p.err, time.Since(startedAt).Round(time.Second))
+		c.lastExit = fmt.Sprintf("%v after %s", p.Err(), time.Since(startedAt).Round(time.Second))
 		c.mu.Unlock()
 		if time.Since(startedAt) > minHealthyRun {
 			backoff = firstBackoff
 		}
-		fmt.Fprintf(c.log, "---- chaos: %s exited by itself (%v); restarting in %s ----\n", c.name, p.err, backoff)
+		fmt.Fprintf(c.log, "---- chaos: %s exited by itself (%v); restarting in %s ----\n", c.name, p.Err(), backoff)
 		select {
 		case <-c.done:
 			return
@@ -203,10 +146,8 @@ func (c *component) killAndRestart() error {
 	c.kills++
 	c.killed = p
 	c.mu.Unlock()
-	fmt.Fprintf(c.log, "---- chaos: SIGKILL to %s (pid %d) at %s ----\n", c.name, p.cmd.Process.Pid, time.Now().UTC().Format(time.RFC3339Nano))
-	// Kill the whole process group: a driver may have children.
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	<-p.exited
+	fmt.Fprintf(c.log, "---- chaos: SIGKILL to %s (pid %d) at %s ----\n", c.name, p.Pid(), time.Now().UTC().Format(time.RFC3339Nano))
+	p.Kill()
 	return c.start()
 }
 
@@ -229,23 +170,12 @@ func (c *component) stop(grace time.Duration) error {
 	c.changed.Broadcast()
 	c.mu.Unlock()
 	close(c.done)
-	err := p.stop(grace)
+	err := p.Stop(grace)
 	_ = c.log.Close()
-	if err != nil {
-		return fmt.Errorf("%s: %w", c.name, err)
-	}
-	return nil
+	return err
 }
 
-// tail returns the last n lines of the component's log.
+// tail returns the last n lines of the component's log, of all its runs.
 func (c *component) tail(n int) string {
-	data, err := os.ReadFile(c.logPath)
-	if err != nil {
-		return "(" + err.Error() + ")"
-	}
-	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return "    " + string(bytes.Join(lines, []byte("\n    ")))
+	return process.Tail(c.logPath, n)
 }

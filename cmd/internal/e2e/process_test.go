@@ -1,18 +1,16 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/machina-io/machina/internal/process"
 	"github.com/stretchr/testify/require"
 )
 
@@ -52,45 +50,22 @@ func buildBinaries(ctx context.Context, root, dir string, bins ...binary) (map[s
 	return paths, errors.Join(errs...)
 }
 
-// process is a running manager or driver.
-type process struct {
-	name    string
-	cmd     *exec.Cmd
-	logPath string
-	logFile *os.File
-	// exited is closed once the process has exited; err is then its
-	// result.
-	exited chan struct{}
-	err    error
-}
-
-// startProcess starts path with args, stdout and stderr appended to
+// startProcess starts path with args, stdout and stderr in
 // logDir/<name>.log. The process is stopped when the test ends, passed or
-// failed; with a failed test the tail of its log is printed. The kernel also
-// kills it when the test binary dies without cleaning up (parentDeathAttr).
-func startProcess(t *testing.T, name, path, logDir string, args ...string) *process {
+// failed; with a failed test the tail of its log is printed. It stays in the
+// test's process group, so a Ctrl-C in the terminal stops it gracefully too;
+// the kernel kills it when the test binary dies without cleaning up (the
+// package process's parent-death signal).
+func startProcess(t *testing.T, name, path, logDir string, args ...string) *process.Process {
 	t.Helper()
-	logPath := filepath.Join(logDir, name+".log")
-	logFile, err := os.Create(logPath)
+	p, err := process.Start(process.Config{Name: name, Path: path, Args: args, LogPath: filepath.Join(logDir, name+".log")})
 	require.NoError(t, err)
-	cmd := exec.Command(path, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = parentDeathAttr()
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
-		require.NoError(t, err, "starting %s", name)
-	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, logFile: logFile, exited: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.exited)
-	}()
 	t.Cleanup(func() {
-		if err := p.stop(15 * time.Second); err != nil {
+		if err := p.Stop(15 * time.Second); err != nil {
 			t.Errorf("%v", err)
 		}
 		if t.Failed() {
-			t.Logf("---- last lines of %s (%s) ----\n%s", name, logPath, p.tail(p.tailLines()))
+			t.Logf("---- last lines of %s (%s) ----\n%s", name, p.LogPath(), p.Tail(tailLines(name)))
 		}
 	})
 	return p
@@ -98,55 +73,9 @@ func startProcess(t *testing.T, name, path, logDir string, args ...string) *proc
 
 // tailLines is how much of a log a failure shows: the manager's log says
 // most about a failed scenario.
-func (p *process) tailLines() int {
-	if p.name == managerBinary.name {
+func tailLines(name string) int {
+	if name == managerBinary.name {
 		return 200
 	}
 	return 30
-}
-
-// running reports whether the process has not exited.
-func (p *process) running() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-// exitError describes a process that exited before the test stopped it.
-func (p *process) exitError() error {
-	return fmt.Errorf("%s exited unexpectedly (%v); last lines of %s:\n%s", p.name, p.err, p.logPath, p.tail(40))
-}
-
-// stop sends SIGTERM and waits up to grace for a graceful exit, then
-// SIGKILL. It reports a process that had to be killed.
-func (p *process) stop(grace time.Duration) error {
-	defer func() { _ = p.logFile.Close() }()
-	if !p.running() {
-		return nil
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-		return nil
-	case <-time.After(grace):
-	}
-	_ = p.cmd.Process.Kill()
-	<-p.exited
-	return fmt.Errorf("%s did not stop within %s of SIGTERM and was killed", p.name, grace)
-}
-
-// tail returns the last n lines of the process's log.
-func (p *process) tail(n int) string {
-	data, err := os.ReadFile(p.logPath)
-	if err != nil {
-		return "(" + err.Error() + ")"
-	}
-	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return string(bytes.Join(lines, []byte("\n")))
 }

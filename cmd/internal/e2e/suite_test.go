@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	"github.com/machina-io/machina/cmd/internal/manifests"
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/testenv"
+	"github.com/machina-io/machina/internal/process"
 )
 
 // The objects of MCM's integration test framework, under MCM's names.
@@ -54,8 +54,8 @@ var providerSpecs = map[string]string{
 type suite struct {
 	env     *testenv.Env
 	c       client.Client
-	driver  *process
-	manager *process
+	driver  *process.Process
+	manager *process.Process
 	// socket is the driver's Unix socket.
 	socket string
 	vms    *vmTracker
@@ -156,18 +156,8 @@ func managerArgs(kubeconfig, endpoint, healthAddr string) []string {
 // the driver's Probe over the socket.
 func (s *suite) waitReady(t *testing.T, url string) {
 	t.Helper()
-	httpClient := &http.Client{Timeout: 2 * time.Second}
 	s.eventually(t, "the manager's "+url+" answering 200", func(ctx context.Context) (bool, string, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return false, "", err
-		}
-		resp, err := httpClient.Do(req)
-		if err != nil {
-			return false, "no answer", err
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, resp.Status, nil
+		return process.ProbeHTTP(ctx, url)
 	})
 }
 

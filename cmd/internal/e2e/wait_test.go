@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/machina-io/machina/internal/process"
 )
 
 // Waiting: every expectation of the suite is a condition polled until it
@@ -75,9 +77,9 @@ func (s *suite) eventuallyWithin(t *testing.T, timeout time.Duration, what strin
 
 // processesRunning fails when the manager or the driver has exited.
 func (s *suite) processesRunning() error {
-	for _, p := range []*process{s.driver, s.manager} {
-		if p != nil && !p.running() {
-			return p.exitError()
+	for _, p := range []*process.Process{s.driver, s.manager} {
+		if p != nil && !p.Running() {
+			return p.ExitError(40)
 		}
 	}
 	return nil

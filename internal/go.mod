@@ -1,0 +1,3 @@
+module github.com/machina-io/machina/internal
+
+go 1.26.0
