@@ -68,7 +68,7 @@ func (inPlaceUpdate) rollout(ctx context.Context, r *Reconciler, s *scope) error
 // Progressing message.
 func (inPlaceUpdate) afterStatus(r *Reconciler, s *scope) {
 	st := &s.d.Status
-	if r.Target == nil {
+	if s.inPlace != nil && s.inPlace.unsupported {
 		setCondition(st, newCondition(v1alpha1.MachineDeploymentProgressing, v1alpha1.ConditionFalse, ReasonInPlaceUpdateUnsupported,
 			"In-place updates need the nodes of the target cluster, and the manager runs with --target-kubeconfig=none: nothing is rolled out", s.now))
 		return
@@ -90,8 +90,11 @@ func (inPlaceUpdate) afterStatus(r *Reconciler, s *scope) {
 
 // inPlaceState is what a sync of an in-place rollout found, for the status.
 type inPlaceState struct {
-	running bool
-	counts  inplace.Counts
+	// unsupported is set when a template change waits because there is no
+	// target cluster.
+	unsupported bool
+	running     bool
+	counts      inplace.Counts
 	// notes name failed machines: replaced ones, or in Manual the ones left
 	// for the user.
 	notes []string
@@ -131,8 +134,20 @@ type oldMachine struct {
 //     nodes are selected within the budget.
 func (r *Reconciler) rolloutInPlace(ctx context.Context, s *scope) error {
 	if r.Target == nil {
-		// afterStatus reports it; nothing is created or changed.
-		return nil
+		if s.oldMachinesLeft() {
+			// A template change cannot be rolled without nodes: afterStatus
+			// reports it, and nothing is created or changed.
+			s.inPlace = &inPlaceState{unsupported: true}
+			return nil
+		}
+		// Nothing to update in place: the deployment's one set just follows
+		// its replicas.
+		newMS, err := r.getNewMachineSet(ctx, s, true)
+		if err != nil {
+			return err
+		}
+		_, err = r.scaleMachineSet(ctx, s, newMS, s.d.Spec.Replicas)
+		return err
 	}
 	newMS, err := r.getNewMachineSet(ctx, s, true)
 	if err != nil {
