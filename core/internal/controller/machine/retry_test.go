@@ -1,125 +1,120 @@
 package machine
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 )
 
-// The rows of the Driver API's error tables (docs/driver-api.md §6.1.4,
-// §6.2.4, §6.3.4, §6.4.4, §7.2), one by one: the table in retry.go must
-// say the same.
+// TestReactionTables compares every table in retry.go with the Driver
+// API's error tables, read from docs/driver-api.md (spectable_test.go): the
+// per-RPC tables of §6.1.4, §6.2.4, §6.3.4 and §6.4.4 for the codes they
+// list, §7.2's general reactions for the others. Every gRPC code is checked
+// in every table, so an edit of either side alone fails.
 func TestReactionTables(t *testing.T) {
-	proceed := reaction{proceed: true}
-	short := reaction{retry: retryShort}
-	medium := reaction{retry: retryMedium}
-	long := reaction{retry: retryLong}
-	exhausted := reaction{retry: retryResourceExhausted}
-	broken := reaction{retry: retryLong, brokenDriver: true}
-	goOnWarning := reaction{proceed: true, warn: true}
+	doc, err := readDriverAPIDoc()
+	require.NoError(t, err)
+	prose := strings.Join(strings.Fields(doc), " ")
+	general, err := generalTable(doc)
+	require.NoError(t, err)
 
-	rows := []struct {
-		table callTable
-		code  codes.Code
-		want  reaction
-	}{
-		// CreateMachine, §6.1.4.
-		{createMachineTable, codes.OK, proceed},
-		{createMachineTable, codes.InvalidArgument, medium},
-		{createMachineTable, codes.AlreadyExists, medium},
-		{createMachineTable, codes.ResourceExhausted, exhausted},
-		{createMachineTable, codes.Unauthenticated, medium},
-		{createMachineTable, codes.PermissionDenied, medium},
-		{createMachineTable, codes.FailedPrecondition, medium},
-		{createMachineTable, codes.Aborted, short},
-		{createMachineTable, codes.Unavailable, short},
-		{createMachineTable, codes.DeadlineExceeded, short},
-		{createMachineTable, codes.Internal, medium},
-		{createMachineTable, codes.Unknown, short},
-		{createMachineTable, codes.Canceled, short},
-		{createMachineTable, codes.Unimplemented, broken},
-		{createMachineTable, codes.NotFound, medium},
-		{createMachineTable, codes.OutOfRange, medium},
-		{createMachineTable, codes.DataLoss, medium},
+	oneColumn := []string{"Condition", "Code", "What the core does"}
+	byFlow := []string{"Condition", "Code", "Creation", "Deletion"}
 
-		// InitializeMachine, §6.2.4 and §12.
-		{initializeMachineTable, codes.OK, proceed},
-		{initializeMachineTable, codes.InvalidArgument, medium},
-		{initializeMachineTable, codes.NotFound, medium},
-		{initializeMachineTable, codes.Unavailable, short},
-		{initializeMachineTable, codes.ResourceExhausted, exhausted},
-		{initializeMachineTable, codes.Unauthenticated, medium},
-		{initializeMachineTable, codes.PermissionDenied, medium},
-		{initializeMachineTable, codes.FailedPrecondition, medium},
-		{initializeMachineTable, codes.Aborted, short},
-		{initializeMachineTable, codes.DeadlineExceeded, short},
-		{initializeMachineTable, codes.Internal, medium},
-		{initializeMachineTable, codes.Unknown, short},
-		{initializeMachineTable, codes.Unimplemented, broken},
-
-		// GetMachineStatus in the creation flow, §6.4.4.
-		{statusForCreateTable, codes.OK, proceed},
-		{statusForCreateTable, codes.NotFound, proceed},
-		{statusForCreateTable, codes.FailedPrecondition, medium},
-		{statusForCreateTable, codes.InvalidArgument, medium},
-		{statusForCreateTable, codes.Unauthenticated, medium},
-		{statusForCreateTable, codes.PermissionDenied, medium},
-		{statusForCreateTable, codes.Aborted, short},
-		{statusForCreateTable, codes.Unavailable, short},
-		{statusForCreateTable, codes.DeadlineExceeded, short},
-		{statusForCreateTable, codes.Internal, medium},
-		{statusForCreateTable, codes.Unknown, short},
-		{statusForCreateTable, codes.Unimplemented, broken},
-
-		// GetMachineStatus in the deletion flow, §6.4.4.
-		{statusForDeleteTable, codes.OK, proceed},
-		{statusForDeleteTable, codes.NotFound, proceed},
-		{statusForDeleteTable, codes.FailedPrecondition, goOnWarning},
-		{statusForDeleteTable, codes.InvalidArgument, goOnWarning},
-		{statusForDeleteTable, codes.Unauthenticated, goOnWarning},
-		{statusForDeleteTable, codes.PermissionDenied, goOnWarning},
-		{statusForDeleteTable, codes.Aborted, short},
-		{statusForDeleteTable, codes.Unavailable, short},
-		{statusForDeleteTable, codes.DeadlineExceeded, short},
-		{statusForDeleteTable, codes.Internal, goOnWarning},
-		{statusForDeleteTable, codes.Unknown, short},
-		{statusForDeleteTable, codes.Unimplemented, broken},
-
-		// GetMachineStatus in the VM check without a target cluster,
-		// §6.4.4 and §11.5: only OK and NOT_FOUND are answers.
-		{statusForHealthTable, codes.OK, proceed},
-		{statusForHealthTable, codes.NotFound, proceed},
-		{statusForHealthTable, codes.FailedPrecondition, medium},
-		{statusForHealthTable, codes.InvalidArgument, medium},
-		{statusForHealthTable, codes.Unauthenticated, medium},
-		{statusForHealthTable, codes.PermissionDenied, medium},
-		{statusForHealthTable, codes.Aborted, short},
-		{statusForHealthTable, codes.Unavailable, short},
-		{statusForHealthTable, codes.DeadlineExceeded, short},
-		{statusForHealthTable, codes.Internal, medium},
-		{statusForHealthTable, codes.Unknown, short},
-		{statusForHealthTable, codes.Unimplemented, broken},
-
-		// DeleteMachine, §6.3.4.
-		{deleteMachineTable, codes.OK, proceed},
-		{deleteMachineTable, codes.NotFound, proceed},
-		{deleteMachineTable, codes.InvalidArgument, long},
-		{deleteMachineTable, codes.Unauthenticated, long},
-		{deleteMachineTable, codes.PermissionDenied, long},
-		{deleteMachineTable, codes.FailedPrecondition, long},
-		{deleteMachineTable, codes.ResourceExhausted, long},
-		{deleteMachineTable, codes.Aborted, short},
-		{deleteMachineTable, codes.Unavailable, short},
-		{deleteMachineTable, codes.DeadlineExceeded, short},
-		{deleteMachineTable, codes.Internal, long},
-		{deleteMachineTable, codes.Unknown, short},
-		{deleteMachineTable, codes.Unimplemented, broken},
+	// §6.4.4 says in prose what its table leaves out; the sentences are
+	// checked, so that the rules below change with them.
+	healthRule := "after any other code the Machine keeps its phase and the check is repeated after the period of the Creation column"
+	deleteLookupRule := "a transient failure leaves the Machine at that step (`lastOperation {type: Delete, state: Failed}`); after any other failure the core goes on without a node name"
+	for _, sentence := range []string{healthRule, deleteLookupRule} {
+		require.True(t, strings.Contains(prose, sentence), "§6.4.4 no longer says %q; update the rules of this test and retry.go", sentence)
 	}
+	// A code the deletion column does not list: §7.2's reaction if that is
+	// a short retry (a transient failure), else the flow goes on.
+	deleteLookupOtherwise := func(r reaction) reaction {
+		if r.retry == retryShort && !r.brokenDriver {
+			return r
+		}
+		return reaction{proceed: true, warn: true}
+	}
+
+	cases := []struct {
+		table    callTable
+		heading  string
+		header   []string
+		column   string
+		creation bool
+		// otherwise adjusts §7.2's reaction for codes the table does not
+		// list, where the section's prose says more.
+		otherwise func(reaction) reaction
+	}{
+		{createMachineTable, "6.1.4 Errors", oneColumn, "What the core does", true, nil},
+		{initializeMachineTable, "6.2.4 Errors", oneColumn, "What the core does", true, nil},
+		{deleteMachineTable, "6.3.4 Errors", oneColumn, "What the core does", false, nil},
+		{statusForCreateTable, "6.4.4 Errors", byFlow, "Creation", true, nil},
+		// healthRule: the health check reacts as the Creation column.
+		{statusForHealthTable, "6.4.4 Errors", byFlow, "Creation", true, nil},
+		{statusForDeleteTable, "6.4.4 Errors", byFlow, "Deletion", false, deleteLookupOtherwise},
+	}
+	for _, tc := range cases {
+		name := fmt.Sprintf("%s (%s flow)", tc.table.rpc, tc.table.flow)
+		listed, err := rpcRows(doc, tc.heading, tc.header, tc.column)
+		require.NoError(t, err, name)
+		rows := listed[tc.column]
+		for code := codes.OK; code <= codes.Unauthenticated; code++ {
+			want, ok := rows[code]
+			source := "§" + strings.Fields(tc.heading)[0] + ", column " + tc.column
+			switch {
+			case code == codes.OK:
+				want, ok, source = reaction{proceed: true}, true, "OK is an answer"
+			case !ok:
+				want, err = generalReaction(general, code, tc.creation)
+				require.NoError(t, err, name)
+				source = "§7.2"
+				if tc.otherwise != nil {
+					want, source = tc.otherwise(want), "§7.2 and the prose of §"+strings.Fields(tc.heading)[0]
+				}
+			}
+			assert.Equal(t, want, tc.table.react(code), "%s, code %s (%s)", name, code, source)
+		}
+	}
+}
+
+// TestErrorCodeTable compares §7.2's code numbers and errorCode spellings
+// with gRPC's codes and with the controller's errorCodeName, which writes
+// lastOperation.errorCode in the MCM / grpc-go spelling that
+// cluster-autoscaler compares against.
+func TestErrorCodeTable(t *testing.T) {
+	doc, err := readDriverAPIDoc()
+	require.NoError(t, err)
+	rows, err := generalTable(doc)
+	require.NoError(t, err)
+	seen := map[codes.Code]bool{}
 	for _, row := range rows {
-		got := row.table.react(row.code)
-		assert.Equal(t, row.want, got, "%s (%s flow), code %s", row.table.rpc, row.table.flow, row.code)
+		require.Len(t, row.numbers, len(row.codes), "§7.2 row %v: a number for each code", row.codes)
+		for i, code := range row.codes {
+			assert.Equal(t, int(code), row.numbers[i], "§7.2: the number of %s", code)
+			want := row.errorCode
+			if row.otherCode {
+				require.Equal(t, "its name", want)
+				want = code.String()
+			}
+			assert.Equal(t, want, errorCodeName(code), "§7.2: the errorCode of %s", code)
+			assert.False(t, seen[code], "§7.2: %s in two rows", code)
+			seen[code] = true
+		}
+	}
+	// Every failure code has a row of its own or is one of "any other".
+	for code := codes.Canceled; code <= codes.Unauthenticated; code++ {
+		if !seen[code] {
+			r, err := generalReaction(rows, code, true)
+			require.NoError(t, err)
+			assert.Equal(t, reaction{retry: retryMedium}, r, "§7.2: %s falls to the row of any other code, as INTERNAL", code)
+		}
 	}
 }
 
@@ -135,20 +130,4 @@ func TestRetryPeriods(t *testing.T) {
 	assert.Equal(t, 2*time.Second, o.after(retryMedium))
 	assert.Equal(t, 3*time.Second, o.after(retryLong))
 	assert.Equal(t, 4*time.Second, o.after(retryResourceExhausted))
-}
-
-// lastOperation.errorCode uses the MCM / grpc-go spelling that
-// cluster-autoscaler compares against.
-func TestErrorCodeNames(t *testing.T) {
-	for code, want := range map[codes.Code]string{
-		codes.ResourceExhausted: "ResourceExhausted",
-		codes.Unavailable:       "Unavailable",
-		codes.DeadlineExceeded:  "DeadlineExceeded",
-		codes.InvalidArgument:   "InvalidArgument",
-		codes.Internal:          "Internal",
-		codes.Unimplemented:     "Unimplemented",
-		codes.Canceled:          "Canceled",
-	} {
-		assert.Equal(t, want, errorCodeName(code))
-	}
 }
