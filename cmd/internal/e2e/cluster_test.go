@@ -135,8 +135,9 @@ func (s *suite) testMachineSets(ctx context.Context) ([]v1alpha1.MachineSet, err
 	return out, nil
 }
 
-// Event reasons of MCM's overshooting safety controller (reference/mcm.md
-// §5.3), which machina keeps.
+// Event reasons of MCM's overshooting safety controller
+// (gardener/machine-controller-manager pkg/controller/machine_safety.go),
+// which machina keeps.
 const (
 	reasonFroze   = "FrozeMachineSet"
 	reasonUnfroze = "UnfrozeMachineSet"

@@ -47,8 +47,9 @@ type scenario struct {
 	run   func(*testing.T)
 }
 
-// TestIntegrationScenarios plays MCM's integration scenarios
-// (reference/mcm.md §7.2, ControllerTests) in order against machina-manager
+// TestIntegrationScenarios plays MCM's integration scenarios (ControllerTests
+// in gardener/machine-controller-manager
+// pkg/test/integration/common/framework.go) in order against machina-manager
 // and machina-driver-virtualnode running as processes.
 func TestIntegrationScenarios(t *testing.T) {
 	setupStart := time.Now()

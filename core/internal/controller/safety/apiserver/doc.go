@@ -1,7 +1,8 @@
 // Package apiserver freezes the controllers while the control or target
-// API server is unreachable (MCM's "API server freeze", reference/mcm.md
-// §5.2), so that an outage of the API server is not mistaken for an outage
-// of the machines.
+// API server is unreachable (MCM's "API server freeze",
+// reconcileClusterMachineSafetyAPIServer in gardener/machine-controller-manager
+// pkg/util/provider/machinecontroller/machine_safety.go), so that an outage
+// of the API server is not mistaken for an outage of the machines.
 //
 // When the target cluster's API server is down, kubelets cannot report and
 // every Node turns NotReady; a Machine controller that went on would move

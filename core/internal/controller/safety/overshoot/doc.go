@@ -1,6 +1,6 @@
 // Package overshoot freezes MachineSets that have far more machines than
-// they should (MCM's "overshooting" safety controller, reference/mcm.md
-// §5.3).
+// they should (MCM's "overshooting" safety controller,
+// gardener/machine-controller-manager pkg/controller/machine_safety.go).
 //
 // Some bug, or a fight between two controllers, can make a MachineSet
 // create machines without end. Every --machine-safety-overshooting-period,
