@@ -123,7 +123,7 @@ func controlledByRef(obj, owner client.Object, kind string) {
 
 func class() v1alpha1.ClassSpec { return v1alpha1.ClassSpec{Kind: "MachineClass", Name: "small"} }
 
-func template(labels map[string]string) v1alpha1.MachineTemplateSpec {
+func machineTemplate(labels map[string]string) v1alpha1.MachineTemplateSpec {
 	return v1alpha1.MachineTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: labels},
 		Spec:       v1alpha1.MachineSpec{Class: class()},
@@ -138,7 +138,7 @@ func (p *plugin) deployment(t *testing.T, ns, name string, replicas int32, statu
 		Spec: v1alpha1.MachineDeploymentSpec{
 			Replicas: replicas,
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: template(labels),
+			Template: machineTemplate(labels),
 		},
 	}
 	p.create(t, d, func() {
@@ -157,7 +157,7 @@ func (p *plugin) machineSet(t *testing.T, d *v1alpha1.MachineDeployment, name st
 			Replicas:     replicas,
 			Selector:     &metav1.LabelSelector{MatchLabels: labels},
 			MachineClass: class(),
-			Template:     template(labels),
+			Template:     machineTemplate(labels),
 		},
 	}
 	for k, v := range annotations {

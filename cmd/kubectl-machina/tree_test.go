@@ -52,7 +52,7 @@ func (p *plugin) testTree(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "batch"},
 		Spec: v1alpha1.MachineSetSpec{
 			Replicas: 0, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"set": "batch"}},
-			MachineClass: class(), Template: template(map[string]string{"set": "batch"}),
+			MachineClass: class(), Template: machineTemplate(map[string]string{"set": "batch"}),
 		},
 	}
 	p.create(t, lone, nil)
