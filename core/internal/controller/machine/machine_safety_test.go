@@ -38,6 +38,7 @@ func TestMachineSafety(t *testing.T) {
 		{"class change re-enqueues", testClassChangeReenqueues},
 		{"drain waits for detach", testDrainWaitsForDetach},
 		{"drain forced while waiting", testDrainForcedWhileWaiting},
+		{"drain blocked by a PDB leaves the workers free", testDrainBlockedByPDBLeavesWorkersFree},
 	}
 	for _, s := range scenarios {
 		t.Run(s.name, func(t *testing.T) { s.run(t, env) })
