@@ -39,6 +39,8 @@ scale-down --dry-run), and drives MachineDeployment rollouts (rollout), which
 kubectl rollout cannot do for custom resources.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Help and usage say "kubectl machina", the way kubectl runs it.
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl machina"},
 	}
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
