@@ -11,6 +11,10 @@
 // the same API server, so "a node joined the target cluster" is observable
 // without a cloud.
 //
+// TestInPlaceRollout, on an environment of its own, rolls a MachineDeployment
+// with the InPlaceUpdate strategy over three machines, each node served by a
+// real machina-node-agent process (docs/in-place-updates.md).
+//
 // Run it with
 //
 //	KUBEBUILDER_ASSETS=$(hack/envtest-assets.sh) go test -count=1 -run TestIntegrationScenarios -v ./cmd/internal/e2e/
