@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/phase"
 	"github.com/machina-io/machina/core/internal/driverclass"
 )
 
@@ -59,15 +60,15 @@ func (r *Reconciler) loadClass(ctx context.Context, s *scope) error {
 // of the given operation, a Warning event, and a retry. The phase stays: a
 // missing class is not the machine's failure, and the watches on classes
 // and Secrets retry as soon as they appear.
-func (r *Reconciler) classProblem(s *scope, op v1alpha1.MachineOperationType, err error) (result, error) {
+func (r *Reconciler) classProblem(s *scope, op v1alpha1.MachineOperationType, err error) (phase.Result, error) {
 	var ce *configError
 	if !errors.As(err, &ce) {
-		return result{}, err
+		return phase.Result{}, err
 	}
 	desc := "Cannot use the machine class: " + ce.msg
 	if s.machine.Status.LastOperation.Description != desc {
 		r.warning(s, reasonClassNotReady, string(op), "%s", desc)
 	}
 	setLastOperation(s, op, v1alpha1.MachineStateFailed, "", desc)
-	return result{requeueAfter: r.Options.MediumRetry, stop: true}, nil
+	return phase.Result{RequeueAfter: r.Options.MediumRetry, Stop: true}, nil
 }

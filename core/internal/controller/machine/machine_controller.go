@@ -20,6 +20,7 @@ import (
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/bootstrap"
+	"github.com/machina-io/machina/core/internal/controller/phase"
 	"github.com/machina-io/machina/core/internal/controller/safety/freeze"
 	"github.com/machina-io/machina/core/internal/controller/safety/meltdown"
 	"github.com/machina-io/machina/core/internal/drain"
@@ -175,29 +176,10 @@ func (r *Reconciler) setupTarget(target cluster.Cluster) error {
 	return nil
 }
 
-// result is what a phase asks of the reconcile: run again after
-// requeueAfter (0: no timed requeue), and whether the later phases run.
-type result struct {
-	requeueAfter time.Duration
-	stop         bool
-}
-
 // requeueNow asks for the next reconcile at once, without the work queue's
 // rate limiter: the deletion flow uses it to move to its next step after
 // the current one was persisted.
 const requeueNow = time.Millisecond
-
-// merge keeps the earliest requeue of two results.
-func (a result) merge(b result) result {
-	out := result{stop: a.stop || b.stop, requeueAfter: a.requeueAfter}
-	if b.requeueAfter > 0 && (out.requeueAfter == 0 || b.requeueAfter < out.requeueAfter) {
-		out.requeueAfter = b.requeueAfter
-	}
-	return out
-}
-
-// phase is one step of a reconcile over the scope.
-type phase func(ctx context.Context, s *scope) (result, error)
 
 // Reconcile brings one Machine a step closer to what it asks for: gather,
 // run the phases, write once.
@@ -213,7 +195,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	s := &scope{machine: m.DeepCopy(), original: m, now: time.Now(), log: log}
 
-	var res result
+	var res phase.Result
 	if m.DeletionTimestamp.IsZero() {
 		res, err = r.reconcileNormal(ctx, s)
 	} else {
@@ -235,33 +217,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: res.requeueAfter}, nil
+	return ctrl.Result{RequeueAfter: res.RequeueAfter}, nil
 }
 
 // reconcileNormal runs the phases of a Machine that is not being deleted.
-func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (result, error) {
+func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (phase.Result, error) {
 	// The finalizer is persisted before any driver call, so that no VM can
 	// be created for a Machine that could then vanish without deleting it.
 	if err := r.ensureFinalizer(ctx, s); err != nil {
-		return result{}, err
+		return phase.Result{}, err
 	}
-	return runPhases(ctx, s,
+	return phase.Run(ctx, s,
 		r.reconcileCreate,
 		r.reconcileNodeTemplate,
 		r.reconcileInPlace,
 		r.reconcileHealth,
 		r.reconcileVMCheck,
 	)
-}
-
-func runPhases(ctx context.Context, s *scope, phases ...phase) (result, error) {
-	var res result
-	for _, p := range phases {
-		pr, err := p(ctx, s)
-		res = res.merge(pr)
-		if err != nil || pr.stop {
-			return res, err
-		}
-	}
-	return res, nil
 }

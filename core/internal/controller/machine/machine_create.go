@@ -14,6 +14,7 @@ import (
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/bootstrap"
+	"github.com/machina-io/machina/core/internal/controller/phase"
 	"github.com/machina-io/machina/core/internal/driver"
 	"github.com/machina-io/machina/core/internal/driverclass"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
@@ -37,10 +38,10 @@ func needsCreation(m *v1alpha1.Machine) bool {
 // the machine to Pending. Every failure ends the pass; the next pass starts
 // again with the lookup, so a VM whose creation answer was lost is adopted,
 // never created twice.
-func (r *Reconciler) reconcileCreate(ctx context.Context, s *scope) (result, error) {
+func (r *Reconciler) reconcileCreate(ctx context.Context, s *scope) (phase.Result, error) {
 	m := s.machine
 	if !needsCreation(m) {
-		return result{}, nil
+		return phase.Result{}, nil
 	}
 	if err := r.loadClass(ctx, s); err != nil {
 		return r.classProblem(s, v1alpha1.MachineOperationCreate, err)
@@ -83,12 +84,12 @@ func (r *Reconciler) reconcileCreate(ctx context.Context, s *scope) (result, err
 		// Step 2: no VM; create one.
 		resp, code, msg, err := r.createVM(ctx, s)
 		if err != nil {
-			return result{}, err
+			return phase.Result{}, err
 		}
 		if resp == nil {
 			if code == codes.OK {
 				// The bootstrap token could not be prepared; already recorded.
-				return result{requeueAfter: r.Options.ShortRetry, stop: true}, nil
+				return phase.Result{RequeueAfter: r.Options.ShortRetry, Stop: true}, nil
 			}
 			return r.creationFailed(s, createMachineTable, code, msg)
 		}
@@ -137,13 +138,13 @@ func (r *Reconciler) reconcileCreate(ctx context.Context, s *scope) (result, err
 	// machine past its creation (it only lost its provider ID) keeps its
 	// phase; the health checks go on with it.
 	if p := m.Status.CurrentStatus.Phase; p != "" && p != v1alpha1.MachineCrashLoopBackOff {
-		return result{}, nil
+		return phase.Result{}, nil
 	}
 	if r.Target == nil {
 		setPhase(s, v1alpha1.MachineAvailable, false)
 		setLastOperation(s, v1alpha1.MachineOperationCreate, v1alpha1.MachineStateSuccessful, "",
 			fmt.Sprintf("VM %s is available", m.Spec.ProviderID))
-		return result{}, nil
+		return phase.Result{}, nil
 	}
 	setPhase(s, v1alpha1.MachinePending, true)
 	what := "Adopted"
@@ -152,7 +153,7 @@ func (r *Reconciler) reconcileCreate(ctx context.Context, s *scope) (result, err
 	}
 	setLastOperation(s, v1alpha1.MachineOperationCreate, v1alpha1.MachineStateProcessing, "",
 		fmt.Sprintf("%s VM %s; waiting for node %s to register", what, m.Spec.ProviderID, s.nodeName()))
-	return result{}, nil
+	return phase.Result{}, nil
 }
 
 // recordVM writes what the driver said about the VM onto the Machine:
@@ -221,19 +222,19 @@ func (r *Reconciler) createVM(ctx context.Context, s *scope) (*driverv1alpha1.Cr
 // it over: delete the new VM and fail the machine, so that its MachineSet
 // replaces it. The label "node" is not set: the old Node is not this
 // machine's to drain or delete.
-func (r *Reconciler) staleNodeGuard(ctx context.Context, s *scope, vm vmInfo) (bool, result, error) {
+func (r *Reconciler) staleNodeGuard(ctx context.Context, s *scope, vm vmInfo) (bool, phase.Result, error) {
 	if r.Target == nil {
-		return false, result{}, nil
+		return false, phase.Result{}, nil
 	}
 	node := &corev1.Node{}
 	if err := r.Target.Get(ctx, client.ObjectKey{Name: vm.nodeName}, node); err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, result{}, nil
+			return false, phase.Result{}, nil
 		}
-		return false, result{}, fmt.Errorf("reading node %s: %w", vm.nodeName, err)
+		return false, phase.Result{}, fmt.Errorf("reading node %s: %w", vm.nodeName, err)
 	}
 	if !node.CreationTimestamp.Before(&s.machine.CreationTimestamp) {
-		return false, result{}, nil
+		return false, phase.Result{}, nil
 	}
 
 	m := s.machine
@@ -255,14 +256,14 @@ func (r *Reconciler) staleNodeGuard(ctx context.Context, s *scope, vm vmInfo) (b
 	setPhase(s, v1alpha1.MachineFailed, false)
 	setLastOperation(s, v1alpha1.MachineOperationCreate, v1alpha1.MachineStateFailed, "", desc)
 	r.warning(s, reasonStaleNode, actionCreate, "%s", desc)
-	return true, result{stop: true}, nil
+	return true, phase.Result{Stop: true}, nil
 }
 
 // creationFailed records a creation failure (§7.3): phase CrashLoopBackOff,
 // or Failed once the creation timeout has passed; lastOperation {Create,
 // Failed, errorCode}; a Warning event; the next pass after the table's
 // retry period.
-func (r *Reconciler) creationFailed(s *scope, t callTable, code codes.Code, msg string) (result, error) {
+func (r *Reconciler) creationFailed(s *scope, t callTable, code codes.Code, msg string) (phase.Result, error) {
 	rc := t.react(code)
 	desc := fmt.Sprintf("%s failed (%s): %s", t.rpc, errorCodeName(code), msg)
 	if rc.brokenDriver {
@@ -270,25 +271,25 @@ func (r *Reconciler) creationFailed(s *scope, t callTable, code codes.Code, msg 
 		s.log.Error(nil, "Broken driver: UNIMPLEMENTED from an RPC it must serve", "rpc", t.rpc)
 	}
 	r.failCreation(s, errorCodeName(code), desc)
-	return result{requeueAfter: r.Options.after(rc.retry), stop: true}, nil
+	return phase.Result{RequeueAfter: r.Options.after(rc.retry), Stop: true}, nil
 }
 
 // invalidResponse treats a response that breaks the Driver API's rules as
 // an INTERNAL failure of the call (§4.10).
-func (r *Reconciler) invalidResponse(s *scope, t callTable, err error) (result, error) {
+func (r *Reconciler) invalidResponse(s *scope, t callTable, err error) (phase.Result, error) {
 	return r.creationFailed(s, t, codes.Internal, "driver returned an invalid response: "+err.Error())
 }
 
 // failCreation sets the phase and lastOperation of a failed creation pass.
 func (r *Reconciler) failCreation(s *scope, errorCode, desc string) {
-	phase := v1alpha1.MachineCrashLoopBackOff
+	next := v1alpha1.MachineCrashLoopBackOff
 	// While frozen, and in the grace period after, the timeout fails
 	// nothing: the failure may be the outage's.
 	if r.creationTimedOut(s) && !r.Gate.HoldsTimeouts(s.now) {
-		phase = v1alpha1.MachineFailed
+		next = v1alpha1.MachineFailed
 		desc = fmt.Sprintf("%s; the creation timeout of %s has passed", desc, r.creationTimeout(s))
 	}
-	setPhase(s, phase, phase != v1alpha1.MachineFailed)
+	setPhase(s, next, next != v1alpha1.MachineFailed)
 	setLastOperation(s, v1alpha1.MachineOperationCreate, v1alpha1.MachineStateFailed, errorCode, desc)
 	r.warning(s, reasonCreateFailed, actionCreate, "%s", desc)
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/phase"
 	"github.com/machina-io/machina/core/internal/drain"
 	"github.com/machina-io/machina/core/internal/driver"
 	"github.com/machina-io/machina/core/internal/driverclass"
@@ -23,7 +24,7 @@ import (
 
 // deletionStep runs one step of the deletion flow. It returns the step to
 // go to (the same one to stay), and when to run again.
-type deletionStep func(ctx context.Context, s *scope) (v1alpha1.DeletionStep, result, error)
+type deletionStep func(ctx context.Context, s *scope) (v1alpha1.DeletionStep, phase.Result, error)
 
 // deletionSteps is the deletion flow (Driver API §11.6), in order. The
 // current step is read from status.deletionStep, never from a description.
@@ -45,10 +46,10 @@ func (r *Reconciler) deletionSteps() map[v1alpha1.DeletionStep]deletionStep {
 // the next reconcile, requeued at once, runs it. So each step is persisted
 // before the next begins, and a restarted manager resumes at the stored
 // step without doing an earlier one again.
-func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (result, error) {
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (phase.Result, error) {
 	if !controllerutil.ContainsFinalizer(s.machine, v1alpha1.MachineFinalizer) {
 		// Not ours (any more): nothing to clean up.
-		return result{}, nil
+		return phase.Result{}, nil
 	}
 	current := s.machine.Status.DeletionStep
 	if current == "" {
@@ -73,38 +74,38 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (result, err
 		t := metav1.NewTime(s.now)
 		s.machine.Status.DeletionStepStartTime = &t
 		if next != current {
-			res = res.merge(result{requeueAfter: requeueNow})
+			res = res.Merge(phase.Result{RequeueAfter: requeueNow})
 		}
 	}
 	return res, nil
 }
 
 // stepTerminating marks the machine as being deleted.
-func (r *Reconciler) stepTerminating(_ context.Context, s *scope) (v1alpha1.DeletionStep, result, error) {
+func (r *Reconciler) stepTerminating(_ context.Context, s *scope) (v1alpha1.DeletionStep, phase.Result, error) {
 	setPhase(s, v1alpha1.MachineTerminating, false)
 	s.machine.Status.CurrentStatus.PreserveExpiryTime = nil
 	setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "",
 		"Machine is being deleted; looking up its VM and node")
 	r.normal(s, reasonDeleting, actionDelete, "Deleting the machine")
-	return v1alpha1.DeletionStepGetVMStatus, result{}, nil
+	return v1alpha1.DeletionStepGetVMStatus, phase.Result{}, nil
 }
 
 // stepGetVMStatus learns the machine's node name when it has none yet: from
 // a Node labelled with the machine's name, or else from the driver.
-func (r *Reconciler) stepGetVMStatus(ctx context.Context, s *scope) (v1alpha1.DeletionStep, result, error) {
+func (r *Reconciler) stepGetVMStatus(ctx context.Context, s *scope) (v1alpha1.DeletionStep, phase.Result, error) {
 	if r.Target == nil {
-		return v1alpha1.DeletionStepDeleteVM, result{}, nil
+		return v1alpha1.DeletionStepDeleteVM, phase.Result{}, nil
 	}
 	if s.nodeName() != "" {
-		return v1alpha1.DeletionStepDrain, result{}, nil
+		return v1alpha1.DeletionStepDrain, phase.Result{}, nil
 	}
 	nodes := &corev1.NodeList{}
 	if err := r.Target.List(ctx, nodes, client.MatchingLabels{v1alpha1.NodeMachineNameLabel: s.machine.Name}); err != nil {
-		return v1alpha1.DeletionStepGetVMStatus, result{}, fmt.Errorf("listing nodes of machine: %w", err)
+		return v1alpha1.DeletionStepGetVMStatus, phase.Result{}, fmt.Errorf("listing nodes of machine: %w", err)
 	}
 	if len(nodes.Items) == 1 {
 		setNodeLabel(s, nodes.Items[0].Name)
-		return v1alpha1.DeletionStepDrain, result{}, nil
+		return v1alpha1.DeletionStepDrain, phase.Result{}, nil
 	}
 
 	if err := r.loadClass(ctx, s); err != nil {
@@ -134,7 +135,7 @@ func (r *Reconciler) stepGetVMStatus(ctx context.Context, s *scope) (v1alpha1.De
 		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "",
 			"The VM was not found at the provider and no node is known; continuing the deletion")
 	}
-	return v1alpha1.DeletionStepDrain, result{}, nil
+	return v1alpha1.DeletionStepDrain, phase.Result{}, nil
 }
 
 func setNodeLabel(s *scope, name string) {
@@ -152,16 +153,16 @@ func setNodeLabel(s *scope, name string) {
 // drain timeout has passed since the deletionTimestamp, when the Node has
 // been unreachable for Options.UnreachableThreshold, or when the Machine
 // carries the label force-deletion=True.
-func (r *Reconciler) stepDrain(ctx context.Context, s *scope) (v1alpha1.DeletionStep, result, error) {
+func (r *Reconciler) stepDrain(ctx context.Context, s *scope) (v1alpha1.DeletionStep, phase.Result, error) {
 	node, err := r.loadNode(ctx, s)
 	if err != nil {
-		return v1alpha1.DeletionStepDrain, result{}, err
+		return v1alpha1.DeletionStepDrain, phase.Result{}, err
 	}
 	if node == nil {
 		setMachineCondition(s, v1alpha1.MachineConditionDrained, metav1.ConditionTrue, "NoNode", "The machine has no node to drain")
 		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "",
 			"No node to drain; deleting the VM")
-		return v1alpha1.DeletionStepDeleteVM, result{}, nil
+		return v1alpha1.DeletionStepDeleteVM, phase.Result{}, nil
 	}
 
 	forceReason := r.forceDrainReason(s, node)
@@ -170,7 +171,7 @@ func (r *Reconciler) stepDrain(ctx context.Context, s *scope) (v1alpha1.Deletion
 		desc := fmt.Sprintf("Draining node %s failed: %v", node.Name, err)
 		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateFailed, "", desc)
 		r.warning(s, reasonDrainFailed, actionDrain, "%s", desc)
-		return v1alpha1.DeletionStepDrain, result{requeueAfter: r.Options.ShortRetry}, nil
+		return v1alpha1.DeletionStepDrain, phase.Result{RequeueAfter: r.Options.ShortRetry}, nil
 	}
 	// The wait for a pod's volumes lives on the Machine between passes.
 	r.recordVolumeWait(s, node.Name, res)
@@ -180,14 +181,14 @@ func (r *Reconciler) stepDrain(ctx context.Context, s *scope) (v1alpha1.Deletion
 			desc := fmt.Sprintf("Forced drain of node %s (%s): %s", node.Name, forceReason, res.Summary())
 			setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateFailed, "", desc)
 			setMachineCondition(s, v1alpha1.MachineConditionDrained, metav1.ConditionFalse, "ForceDraining", desc)
-			return v1alpha1.DeletionStepDrain, result{requeueAfter: r.Options.ShortRetry}, nil
+			return v1alpha1.DeletionStepDrain, phase.Result{RequeueAfter: r.Options.ShortRetry}, nil
 		}
 		desc := fmt.Sprintf("Forced drain of node %s (%s): deleted %d pods without eviction; deleting its VolumeAttachments", node.Name, forceReason, res.Evicted)
 		setMachineCondition(s, v1alpha1.MachineConditionDrained, metav1.ConditionTrue, "ForceDrained", desc)
 		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "", desc)
 		r.warning(s, reasonForceDrain, actionDrain, "%s", desc)
 		observeDrain(s, "forced")
-		return v1alpha1.DeletionStepDeleteVolumeAttachments, result{}, nil
+		return v1alpha1.DeletionStepDeleteVolumeAttachments, phase.Result{}, nil
 	}
 
 	if res.Drained() {
@@ -196,7 +197,7 @@ func (r *Reconciler) stepDrain(ctx context.Context, s *scope) (v1alpha1.Deletion
 		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "", desc)
 		r.normal(s, reasonDrained, actionDrain, "Node %s drained", node.Name)
 		observeDrain(s, "drained")
-		return v1alpha1.DeletionStepDeleteVM, result{}, nil
+		return v1alpha1.DeletionStepDeleteVM, phase.Result{}, nil
 	}
 
 	msg := fmt.Sprintf("Draining node %s: %s", node.Name, res.Summary())
@@ -212,7 +213,7 @@ func (r *Reconciler) stepDrain(ctx context.Context, s *scope) (v1alpha1.Deletion
 	if until := s.machine.DeletionTimestamp.Add(r.drainTimeout(s)).Sub(s.now); until > 0 && until < next {
 		next = until
 	}
-	return v1alpha1.DeletionStepDrain, result{requeueAfter: next}, nil
+	return v1alpha1.DeletionStepDrain, phase.Result{RequeueAfter: next}, nil
 }
 
 // forceDrainReason says why the drain must be forced, or "" when it is a
@@ -234,33 +235,33 @@ func (r *Reconciler) forceDrainReason(s *scope, node *corev1.Node) string {
 // stepDeleteVolumeAttachments deletes the VolumeAttachments of the Node
 // after a forced drain, and waits until they are gone: no kubelet unmounted
 // the volumes, so nobody else would release them.
-func (r *Reconciler) stepDeleteVolumeAttachments(ctx context.Context, s *scope) (v1alpha1.DeletionStep, result, error) {
+func (r *Reconciler) stepDeleteVolumeAttachments(ctx context.Context, s *scope) (v1alpha1.DeletionStep, phase.Result, error) {
 	name := s.nodeName()
 	if name == "" {
-		return v1alpha1.DeletionStepDeleteVM, result{}, nil
+		return v1alpha1.DeletionStepDeleteVM, phase.Result{}, nil
 	}
 	remaining, err := r.Drainer.DeleteVolumeAttachments(ctx, name)
 	if err != nil {
 		desc := fmt.Sprintf("Deleting the VolumeAttachments of node %s failed: %v", name, err)
 		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateFailed, "", desc)
 		r.warning(s, reasonDrainFailed, actionDrain, "%s", desc)
-		return v1alpha1.DeletionStepDeleteVolumeAttachments, result{requeueAfter: r.Options.ShortRetry}, nil
+		return v1alpha1.DeletionStepDeleteVolumeAttachments, phase.Result{RequeueAfter: r.Options.ShortRetry}, nil
 	}
 	if remaining > 0 {
 		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "",
 			fmt.Sprintf("Waiting for %d VolumeAttachments of node %s to be deleted", remaining, name))
-		return v1alpha1.DeletionStepDeleteVolumeAttachments, result{requeueAfter: r.Options.ShortRetry}, nil
+		return v1alpha1.DeletionStepDeleteVolumeAttachments, phase.Result{RequeueAfter: r.Options.ShortRetry}, nil
 	}
 	setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "",
 		fmt.Sprintf("VolumeAttachments of node %s deleted; deleting the VM", name))
 	r.normal(s, reasonVolumesDetached, actionDrain, "VolumeAttachments of node %s deleted", name)
-	return v1alpha1.DeletionStepDeleteVM, result{}, nil
+	return v1alpha1.DeletionStepDeleteVM, phase.Result{}, nil
 }
 
 // stepDeleteVM deletes the VM through the driver, by provider ID when the
 // machine has one and by name otherwise. The VM goes before its Node, so
 // that a kubelet still running cannot register the Node again.
-func (r *Reconciler) stepDeleteVM(ctx context.Context, s *scope) (v1alpha1.DeletionStep, result, error) {
+func (r *Reconciler) stepDeleteVM(ctx context.Context, s *scope) (v1alpha1.DeletionStep, phase.Result, error) {
 	if err := r.loadClass(ctx, s); err != nil {
 		res, err := r.classProblem(s, v1alpha1.MachineOperationDelete, err)
 		return v1alpha1.DeletionStepDeleteVM, res, err
@@ -285,15 +286,15 @@ func (r *Reconciler) stepDeleteVM(ctx context.Context, s *scope) (v1alpha1.Delet
 	}
 	setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "", what+"; deleting the node")
 	r.normal(s, reasonVMDeleted, actionDelete, "%s", what)
-	return v1alpha1.DeletionStepDeleteNode, result{}, nil
+	return v1alpha1.DeletionStepDeleteNode, phase.Result{}, nil
 }
 
 // stepDeleteNode deletes the Node object (first removing the Node
 // finalizer the Node controller put there to see the deletion coming) and
 // the machine's bootstrap token, if any is left.
-func (r *Reconciler) stepDeleteNode(ctx context.Context, s *scope) (v1alpha1.DeletionStep, result, error) {
+func (r *Reconciler) stepDeleteNode(ctx context.Context, s *scope) (v1alpha1.DeletionStep, phase.Result, error) {
 	if r.Target == nil {
-		return v1alpha1.DeletionStepRemoveFinalizer, result{}, nil
+		return v1alpha1.DeletionStepRemoveFinalizer, phase.Result{}, nil
 	}
 	if name := s.nodeName(); name != "" {
 		deleted, err := r.deleteNode(ctx, name)
@@ -301,7 +302,7 @@ func (r *Reconciler) stepDeleteNode(ctx context.Context, s *scope) (v1alpha1.Del
 			desc := fmt.Sprintf("Deleting node %s failed: %v", name, err)
 			setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateFailed, "", desc)
 			r.warning(s, reasonDeleteFailed, actionDelete, "%s", desc)
-			return v1alpha1.DeletionStepDeleteNode, result{requeueAfter: r.Options.ShortRetry}, nil
+			return v1alpha1.DeletionStepDeleteNode, phase.Result{RequeueAfter: r.Options.ShortRetry}, nil
 		}
 		if deleted {
 			r.normal(s, reasonNodeDeleted, actionDelete, "Node %s deleted", name)
@@ -310,12 +311,12 @@ func (r *Reconciler) stepDeleteNode(ctx context.Context, s *scope) (v1alpha1.Del
 	if r.Tokens != nil {
 		if err := r.Tokens.Delete(withoutClientLogs(ctx), types.NamespacedName{Namespace: s.machine.Namespace, Name: s.machine.Name}); err != nil {
 			s.log.Error(err, "Deleting the machine's bootstrap token; retrying")
-			return v1alpha1.DeletionStepDeleteNode, result{requeueAfter: r.Options.ShortRetry}, nil
+			return v1alpha1.DeletionStepDeleteNode, phase.Result{RequeueAfter: r.Options.ShortRetry}, nil
 		}
 	}
 	setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "",
 		"VM and node deleted; removing the machine's finalizer")
-	return v1alpha1.DeletionStepRemoveFinalizer, result{}, nil
+	return v1alpha1.DeletionStepRemoveFinalizer, phase.Result{}, nil
 }
 
 // deleteNode removes the Node finalizer and deletes the Node. It tells
@@ -350,18 +351,18 @@ func (r *Reconciler) deleteNode(ctx context.Context, name string) (bool, error) 
 }
 
 // stepRemoveFinalizer releases the Machine; the API server then removes it.
-func (r *Reconciler) stepRemoveFinalizer(ctx context.Context, s *scope) (v1alpha1.DeletionStep, result, error) {
+func (r *Reconciler) stepRemoveFinalizer(ctx context.Context, s *scope) (v1alpha1.DeletionStep, phase.Result, error) {
 	if err := r.removeFinalizer(ctx, s); err != nil {
-		return v1alpha1.DeletionStepRemoveFinalizer, result{}, err
+		return v1alpha1.DeletionStepRemoveFinalizer, phase.Result{}, err
 	}
 	r.normal(s, reasonReleased, actionDelete, "Machine deleted")
-	return v1alpha1.DeletionStepRemoveFinalizer, result{}, nil
+	return v1alpha1.DeletionStepRemoveFinalizer, phase.Result{}, nil
 }
 
 // deletionFailed records a deletion failure (§7.3): the machine stays at its
 // step with lastOperation {Delete, Failed, errorCode}, a Warning event, and
 // the step runs again after the table's retry period.
-func (r *Reconciler) deletionFailed(s *scope, t callTable, code codes.Code, msg string) result {
+func (r *Reconciler) deletionFailed(s *scope, t callTable, code codes.Code, msg string) phase.Result {
 	rc := t.react(code)
 	desc := fmt.Sprintf("%s failed (%s): %s", t.rpc, errorCodeName(code), msg)
 	if rc.brokenDriver {
@@ -370,5 +371,5 @@ func (r *Reconciler) deletionFailed(s *scope, t callTable, code codes.Code, msg 
 	}
 	setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateFailed, errorCodeName(code), desc)
 	r.warning(s, reasonDeleteFailed, actionDelete, "%s", desc)
-	return result{requeueAfter: r.Options.after(rc.retry)}
+	return phase.Result{RequeueAfter: r.Options.after(rc.retry)}
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/phase"
 )
 
 // reconcileHealth follows the machine's Node (Driver API §11.5): a Pending
@@ -24,24 +25,24 @@ import (
 // by a timeout, and the meltdown guard limits how many machines of one
 // MachineDeployment the health timeout fails at a time. The Node's conditions are mirrored into
 // status.conditions.
-func (r *Reconciler) reconcileHealth(ctx context.Context, s *scope) (result, error) {
+func (r *Reconciler) reconcileHealth(ctx context.Context, s *scope) (phase.Result, error) {
 	m := s.machine
-	phase := m.Status.CurrentStatus.Phase
+	current := m.Status.CurrentStatus.Phase
 	if r.Target == nil || s.nodeName() == "" {
-		return result{}, nil
+		return phase.Result{}, nil
 	}
-	switch phase {
+	switch current {
 	case v1alpha1.MachinePending, v1alpha1.MachineRunning, v1alpha1.MachineUnknown:
 	default:
-		return result{}, nil
+		return phase.Result{}, nil
 	}
 
 	node, err := r.loadNode(ctx, s)
 	if err != nil {
-		return result{}, err
+		return phase.Result{}, err
 	}
 	healthy, why := r.nodeHealthy(s, node)
-	if phase == v1alpha1.MachinePending {
+	if current == v1alpha1.MachinePending {
 		res, err := r.reconcileJoin(ctx, s, node, healthy, why)
 		// A booting Node changes its conditions a few times before it is
 		// Ready; a Pending machine takes them along with a status write made
@@ -58,14 +59,14 @@ func (r *Reconciler) reconcileHealth(ctx context.Context, s *scope) (result, err
 
 	if healthy {
 		m.Status.UnhealthySince = nil
-		if phase == v1alpha1.MachineUnknown {
+		if current == v1alpha1.MachineUnknown {
 			r.releasePermit(m)
 			setPhase(s, v1alpha1.MachineRunning, false)
 			setLastOperation(s, v1alpha1.MachineOperationHealthCheck, v1alpha1.MachineStateSuccessful, "",
 				fmt.Sprintf("Node %s is healthy again", s.nodeName()))
 			r.normal(s, reasonHealthy, actionHealthCheck, "Node %s is healthy again", s.nodeName())
 		}
-		return result{}, nil
+		return phase.Result{}, nil
 	}
 	return r.reconcileUnhealthy(ctx, s, why)
 }
@@ -75,9 +76,9 @@ func (r *Reconciler) reconcileHealth(ctx context.Context, s *scope) (result, err
 // one whose VM is gone, machine_vmcheck.go) becomes Unknown, and an Unknown
 // one becomes Failed once it has been unhealthy for the health timeout,
 // unless the freeze gate is closed or the meltdown guard holds it back.
-func (r *Reconciler) reconcileUnhealthy(ctx context.Context, s *scope, why string) (result, error) {
+func (r *Reconciler) reconcileUnhealthy(ctx context.Context, s *scope, why string) (phase.Result, error) {
 	m := s.machine
-	phase := m.Status.CurrentStatus.Phase
+	current := m.Status.CurrentStatus.Phase
 	// The health timeout counts from the first unhealthy
 	// observation, stored on the Machine so that neither a restart nor a
 	// status write resets it.
@@ -85,18 +86,18 @@ func (r *Reconciler) reconcileUnhealthy(ctx context.Context, s *scope, why strin
 		t := metav1.NewTime(s.now)
 		m.Status.UnhealthySince = &t
 	}
-	if phase == v1alpha1.MachineRunning || phase == v1alpha1.MachineAvailable {
+	if current == v1alpha1.MachineRunning || current == v1alpha1.MachineAvailable {
 		setPhase(s, v1alpha1.MachineUnknown, true)
 		setLastOperation(s, v1alpha1.MachineOperationHealthCheck, v1alpha1.MachineStateProcessing, "",
 			fmt.Sprintf("Machine is unhealthy: %s", why))
 		r.warning(s, reasonUnhealthy, actionHealthCheck, "Machine is unhealthy: %s", why)
 	}
 	if r.healthTimeoutDisabled(s) {
-		return result{}, nil
+		return phase.Result{}, nil
 	}
 	deadline := m.Status.UnhealthySince.Add(r.healthTimeout(s))
 	if s.now.Before(deadline) {
-		return result{requeueAfter: deadline.Sub(s.now)}, nil
+		return phase.Result{RequeueAfter: deadline.Sub(s.now)}, nil
 	}
 	if res, held := r.holdWhileFrozen(s, "failing an unhealthy machine by the health timeout"); held {
 		return res, nil
@@ -109,13 +110,13 @@ func (r *Reconciler) reconcileUnhealthy(ctx context.Context, s *scope, why strin
 	setPhase(s, v1alpha1.MachineFailed, false)
 	setLastOperation(s, v1alpha1.MachineOperationHealthCheck, v1alpha1.MachineStateFailed, "", desc)
 	r.warning(s, reasonFailed, actionHealthCheck, "%s", desc)
-	return result{}, nil
+	return phase.Result{}, nil
 }
 
 // reconcileJoin handles a Pending machine: Running once the Node is
 // healthy and free of the critical-components taint, Failed once the
 // creation timeout (from creationTimestamp) has passed.
-func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, node *corev1.Node, healthy bool, why string) (result, error) {
+func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, node *corev1.Node, healthy bool, why string) (phase.Result, error) {
 	m := s.machine
 	if healthy && hasCriticalComponentsTaint(node) {
 		healthy, why = false, fmt.Sprintf("node %s has the taint %s", node.Name, v1alpha1.CriticalComponentsNotReadyTaintKey)
@@ -134,12 +135,12 @@ func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, node *corev1.N
 				s.log.Error(err, "Deleting the bootstrap token of a joined machine; it expires by itself")
 			}
 		}
-		return result{}, nil
+		return phase.Result{}, nil
 	}
 
 	deadline := r.creationDeadline(s)
 	if s.now.Before(deadline) {
-		return result{requeueAfter: deadline.Sub(s.now)}, nil
+		return phase.Result{RequeueAfter: deadline.Sub(s.now)}, nil
 	}
 	if res, held := r.holdWhileFrozen(s, "failing a machine that did not join by the creation timeout"); held {
 		return res, nil
@@ -148,7 +149,7 @@ func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, node *corev1.N
 	setPhase(s, v1alpha1.MachineFailed, false)
 	setLastOperation(s, v1alpha1.MachineOperationCreate, v1alpha1.MachineStateFailed, "", desc)
 	r.warning(s, reasonFailed, actionCreate, "%s", desc)
-	return result{}, nil
+	return phase.Result{}, nil
 }
 
 // nodeHealthy tells whether the Node is healthy: it exists, is Ready, and

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/phase"
 	"github.com/machina-io/machina/core/internal/drain"
 	"github.com/machina-io/machina/core/internal/inplace"
 )
@@ -38,32 +39,32 @@ const (
 //
 // The health timeout does not apply in the in-place phases (a node that
 // reboots to update is not a broken node): reconcileHealth skips them.
-func (r *Reconciler) reconcileInPlace(ctx context.Context, s *scope) (result, error) {
+func (r *Reconciler) reconcileInPlace(ctx context.Context, s *scope) (phase.Result, error) {
 	if r.Target == nil || s.nodeName() == "" {
-		return result{}, nil
+		return phase.Result{}, nil
 	}
-	phase := s.machine.Status.CurrentStatus.Phase
-	inPlacePhase := isInPlacePhase(phase)
+	current := s.machine.Status.CurrentStatus.Phase
+	inPlacePhase := isInPlacePhase(current)
 	switch {
-	case inPlacePhase, phase == v1alpha1.MachineRunning, phase == v1alpha1.MachineUnknown, phase == v1alpha1.MachineAvailable:
+	case inPlacePhase, current == v1alpha1.MachineRunning, current == v1alpha1.MachineUnknown, current == v1alpha1.MachineAvailable:
 	default:
 		// Not joined yet, or Failed: no rollout drives it.
-		return result{}, nil
+		return phase.Result{}, nil
 	}
 	node, err := r.loadNode(ctx, s)
 	if err != nil {
-		return result{}, err
+		return phase.Result{}, err
 	}
 	if node == nil {
-		if phase == v1alpha1.MachineInPlaceUpdating {
+		if current == v1alpha1.MachineInPlaceUpdating {
 			return r.inPlaceTimeout(s), nil
 		}
-		return result{}, nil
+		return phase.Result{}, nil
 	}
 
 	if next := inplace.NextReason(node); next != "" {
 		if err := r.setInPlaceCondition(ctx, s, next, ""); err != nil {
-			return result{}, err
+			return phase.Result{}, err
 		}
 		switch next {
 		case v1alpha1.SelectedForUpdate:
@@ -80,9 +81,9 @@ func (r *Reconciler) reconcileInPlace(ctx context.Context, s *scope) (result, er
 	}
 
 	switch reason := inplace.Reason(s.node); {
-	case phase == v1alpha1.MachineRunning && reason == v1alpha1.SelectedForUpdate:
+	case current == v1alpha1.MachineRunning && reason == v1alpha1.SelectedForUpdate:
 		return r.drainForInPlace(ctx, s)
-	case phase == v1alpha1.MachineRunning && (reason == v1alpha1.DrainSuccessful || reason == v1alpha1.ReadyForUpdate):
+	case current == v1alpha1.MachineRunning && (reason == v1alpha1.DrainSuccessful || reason == v1alpha1.ReadyForUpdate):
 		// The go signal was written but the phase was not (the Machine's
 		// write failed after the Node's): catch up.
 		r.enterInPlaceUpdating(s)
@@ -91,14 +92,14 @@ func (r *Reconciler) reconcileInPlace(ctx context.Context, s *scope) (result, er
 		setPhase(s, v1alpha1.MachineRunning, false)
 		setLastOperation(s, v1alpha1.MachineOperationInPlaceUpdate, v1alpha1.MachineStateFailed, "",
 			fmt.Sprintf("The in-place update of node %s was cancelled: the node is no longer a candidate", node.Name))
-		return result{}, nil
-	case (phase == v1alpha1.MachineInPlaceUpdating || phase == v1alpha1.MachineInPlaceUpdateFailed) && reason == v1alpha1.UpdateSuccessful:
+		return phase.Result{}, nil
+	case (current == v1alpha1.MachineInPlaceUpdating || current == v1alpha1.MachineInPlaceUpdateFailed) && reason == v1alpha1.UpdateSuccessful:
 		setPhase(s, v1alpha1.MachineInPlaceUpdateSuccessful, false)
 		setLastOperation(s, v1alpha1.MachineOperationInPlaceUpdate, v1alpha1.MachineStateSuccessful, "",
 			fmt.Sprintf("Node %s was updated in place", node.Name))
 		r.normal(s, reasonInPlaceUpdated, actionInPlaceUpdate, "Node %s was updated in place", node.Name)
-		return result{}, nil
-	case phase == v1alpha1.MachineInPlaceUpdating && reason == v1alpha1.UpdateFailed:
+		return phase.Result{}, nil
+	case current == v1alpha1.MachineInPlaceUpdating && reason == v1alpha1.UpdateFailed:
 		why := node.Annotations[v1alpha1.AnnotationKeyMachineUpdateFailedReason]
 		if why == "" {
 			why = "the node's agent gave no reason"
@@ -107,18 +108,18 @@ func (r *Reconciler) reconcileInPlace(ctx context.Context, s *scope) (result, er
 		setPhase(s, v1alpha1.MachineInPlaceUpdateFailed, false)
 		setLastOperation(s, v1alpha1.MachineOperationInPlaceUpdate, v1alpha1.MachineStateFailed, "", desc)
 		r.warning(s, reasonInPlaceFailed, actionInPlaceUpdate, "%s", desc)
-		return result{}, nil
-	case phase == v1alpha1.MachineInPlaceUpdating:
+		return phase.Result{}, nil
+	case current == v1alpha1.MachineInPlaceUpdating:
 		return r.inPlaceTimeout(s), nil
-	case phase == v1alpha1.MachineInPlaceUpdateSuccessful && inplace.Result(node) == "":
+	case current == v1alpha1.MachineInPlaceUpdateSuccessful && inplace.Result(node) == "":
 		// The rollout moved the machine and cleaned the Node up; health
 		// checks take over (reconcileHealth runs next).
 		setPhase(s, v1alpha1.MachineRunning, false)
 		setLastOperation(s, v1alpha1.MachineOperationHealthCheck, v1alpha1.MachineStateSuccessful, "",
 			fmt.Sprintf("Node %s was updated in place and is back in service", node.Name))
-		return result{}, nil
+		return phase.Result{}, nil
 	}
-	return result{}, nil
+	return phase.Result{}, nil
 }
 
 func isInPlacePhase(p v1alpha1.MachinePhase) bool {
@@ -134,7 +135,7 @@ func isInPlacePhase(p v1alpha1.MachinePhase) bool {
 // is forced once the drain timeout has passed since the node was selected
 // (the SelectedForUpdate transition), or when the Node has been
 // unreachable for Options.UnreachableThreshold.
-func (r *Reconciler) drainForInPlace(ctx context.Context, s *scope) (result, error) {
+func (r *Reconciler) drainForInPlace(ctx context.Context, s *scope) (phase.Result, error) {
 	node := s.node
 	selectedAt := s.now
 	if c := inplace.Condition(node); c != nil {
@@ -151,7 +152,7 @@ func (r *Reconciler) drainForInPlace(ctx context.Context, s *scope) (result, err
 		desc := fmt.Sprintf("Draining node %s for an in-place update failed: %v", node.Name, err)
 		setLastOperation(s, v1alpha1.MachineOperationDrainNode, v1alpha1.MachineStateFailed, "", desc)
 		r.warning(s, reasonDrainFailed, actionDrain, "%s", desc)
-		return result{requeueAfter: r.Options.ShortRetry}, nil
+		return phase.Result{RequeueAfter: r.Options.ShortRetry}, nil
 	}
 	r.recordVolumeWait(s, node.Name, res)
 	drained := res.Drained() || (force != "" && len(res.Failed) == 0)
@@ -169,10 +170,10 @@ func (r *Reconciler) drainForInPlace(ctx context.Context, s *scope) (result, err
 		if until := selectedAt.Add(r.drainTimeout(s)).Sub(s.now); until > 0 && until < next {
 			next = until
 		}
-		return result{requeueAfter: next}, nil
+		return phase.Result{RequeueAfter: next}, nil
 	}
 	if err := r.setInPlaceCondition(ctx, s, v1alpha1.ReadyForUpdate, ""); err != nil {
-		return result{}, err
+		return phase.Result{}, err
 	}
 	copyNodeConditions(s, s.node)
 	r.enterInPlaceUpdating(s)
@@ -191,18 +192,18 @@ func (r *Reconciler) enterInPlaceUpdating(s *scope) {
 // inPlaceTimeout fails an InPlaceUpdating machine whose agent did not
 // answer within the in-place timeout, counted from entering the phase;
 // before that it asks to come back at the deadline.
-func (r *Reconciler) inPlaceTimeout(s *scope) result {
+func (r *Reconciler) inPlaceTimeout(s *scope) phase.Result {
 	m := s.machine
 	timeout := inplace.Timeout(m, r.Options.InPlaceUpdateTimeout)
 	expired, left := inplace.Expired(inplace.PhaseSince(m), timeout, s.now)
 	if !expired {
-		return result{requeueAfter: left}
+		return phase.Result{RequeueAfter: left}
 	}
 	desc := fmt.Sprintf("In-place update of node %s timed out after %s", s.nodeName(), timeout)
 	setPhase(s, v1alpha1.MachineInPlaceUpdateFailed, false)
 	setLastOperation(s, v1alpha1.MachineOperationInPlaceUpdate, v1alpha1.MachineStateFailed, "", desc)
 	r.warning(s, reasonInPlaceFailed, actionInPlaceUpdate, "%s", desc)
-	return result{}
+	return phase.Result{}
 }
 
 // setInPlaceCondition writes the Node's InPlaceUpdate condition (a

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/phase"
 )
 
 // reconcileNodeTemplate keeps the Node's labels, annotations and taints in
@@ -22,18 +23,18 @@ import (
 // node.machine.sapcloud.io/last-applied-anno-labels-taints, in MCM's
 // format). A key the controller applied before and the template no longer
 // wants is removed; keys anyone else put on the Node are never touched.
-func (r *Reconciler) reconcileNodeTemplate(ctx context.Context, s *scope) (result, error) {
+func (r *Reconciler) reconcileNodeTemplate(ctx context.Context, s *scope) (phase.Result, error) {
 	node, err := r.loadNode(ctx, s)
 	if err != nil || node == nil {
-		return result{}, err
+		return phase.Result{}, err
 	}
 	desired := desiredTemplate(s.machine)
 	updated, err := applyNodeTemplate(node, desired)
 	if err != nil {
-		return result{}, err
+		return phase.Result{}, err
 	}
 	if equality.Semantic.DeepEqual(node, updated) {
-		return result{}, nil
+		return phase.Result{}, nil
 	}
 
 	opts := []client.MergeFromOption{}
@@ -44,14 +45,14 @@ func (r *Reconciler) reconcileNodeTemplate(ctx context.Context, s *scope) (resul
 	}
 	if err := r.Target.Patch(ctx, updated, client.MergeFromWithOptions(node, opts...)); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			return result{requeueAfter: r.Options.ShortRetry}, nil
+			return phase.Result{RequeueAfter: r.Options.ShortRetry}, nil
 		}
 		r.warning(s, reasonNodeTemplateSync, actionSync, "Applying the node template to node %s failed: %v", node.Name, err)
-		return result{}, fmt.Errorf("applying node template to node %s: %w", node.Name, err)
+		return phase.Result{}, fmt.Errorf("applying node template to node %s: %w", node.Name, err)
 	}
 	s.log.V(1).Info("Applied node template", "node", node.Name)
 	s.node = updated
-	return result{}, nil
+	return phase.Result{}, nil
 }
 
 // desiredTemplate is the part of spec.nodeTemplate the controller applies.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/phase"
 	"github.com/machina-io/machina/core/internal/controller/safety/freeze"
 )
 
@@ -26,17 +27,17 @@ const (
 // as the outage: Nodes that could not report during it need about as long
 // to settle, and their state from during the outage says nothing about
 // the machines.
-func (r *Reconciler) holdWhileFrozen(s *scope, decision string) (result, bool) {
+func (r *Reconciler) holdWhileFrozen(s *scope, decision string) (phase.Result, bool) {
 	if !r.Gate.HoldsTimeouts(s.now) {
-		return result{}, false
+		return phase.Result{}, false
 	}
 	if !r.Gate.Frozen() {
 		until := r.Gate.GraceUntil()
 		s.log.V(1).Info("Grace period after an API server outage; not "+decision, "until", until)
-		return result{requeueAfter: min(until.Sub(s.now)+time.Second, freeze.Recheck)}, true
+		return phase.Result{RequeueAfter: min(until.Sub(s.now)+time.Second, freeze.Recheck)}, true
 	}
 	s.log.V(1).Info("Machine controller frozen; not "+decision, "reason", r.Gate.Reason())
-	return result{requeueAfter: freeze.Recheck}, true
+	return phase.Result{RequeueAfter: freeze.Recheck}, true
 }
 
 // admitReplacement asks the meltdown guard whether the machine, unhealthy
@@ -47,20 +48,20 @@ func (r *Reconciler) holdWhileFrozen(s *scope, decision string) (result, bool) {
 // when it is new), and the machine is asked about again after
 // Options.ReplacementRecheck. An admitted machine holds a permit that
 // Reconcile gives back if the Failed phase cannot be written.
-func (r *Reconciler) admitReplacement(ctx context.Context, s *scope, why string) (result, bool, error) {
+func (r *Reconciler) admitReplacement(ctx context.Context, s *scope, why string) (phase.Result, bool, error) {
 	if r.Meltdown == nil {
-		return result{}, false, nil
+		return phase.Result{}, false, nil
 	}
 	d, err := r.Meltdown.Admit(ctx, s.machine)
 	if err != nil {
-		return result{}, true, fmt.Errorf("meltdown protection: %w", err)
+		return phase.Result{}, true, fmt.Errorf("meltdown protection: %w", err)
 	}
 	if d.Warning != nil {
 		s.log.Info("Malformed replacement limit on the MachineDeployment; the default applies", "machineDeployment", d.Deployment, "problem", d.Warning.Error())
 	}
 	if d.Allowed {
 		s.permitHeld = true
-		return result{}, false, nil
+		return phase.Result{}, false, nil
 	}
 	m := s.machine
 	// The text stays the same while the machine waits (the observed count
@@ -73,7 +74,7 @@ func (r *Reconciler) admitReplacement(ctx context.Context, s *scope, why string)
 		r.warning(s, reasonReplacementHeld, actionHealthCheck, "%s", desc)
 		s.log.Info("Replacement limit reached; machine stays Unknown", "machineDeployment", d.Deployment, "limit", d.Limit, "inProgress", d.InProgress)
 	}
-	return result{requeueAfter: r.Options.ReplacementRecheck}, true, nil
+	return phase.Result{RequeueAfter: r.Options.ReplacementRecheck}, true, nil
 }
 
 // releasePermit gives back the meltdown permit the machine may hold: when

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/phase"
 	"github.com/machina-io/machina/core/internal/driver"
 	"github.com/machina-io/machina/core/internal/driverclass"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
@@ -79,13 +80,13 @@ func (v *vmChecks) init(perSecond float64) {
 // get returns the machine's schedule, making one when it has none: the
 // first check of an Available machine at a random moment within period,
 // of an Unknown one at once (it is only Unknown because its VM was gone).
-func (v *vmChecks) get(uid types.UID, now time.Time, period time.Duration, phase v1alpha1.MachinePhase) vmCheck {
+func (v *vmChecks) get(uid types.UID, now time.Time, period time.Duration, current v1alpha1.MachinePhase) vmCheck {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	c, ok := v.checks[uid]
 	if !ok {
 		c = vmCheck{next: now}
-		if phase == v1alpha1.MachineAvailable {
+		if current == v1alpha1.MachineAvailable {
 			c.next = now.Add(rand.N(period))
 		}
 		v.checks[uid] = c
@@ -114,21 +115,21 @@ func jittered(period time.Duration) time.Duration {
 // reconcileVMCheck runs the VM check of an Available or Unknown machine
 // when it is due, and keeps an Unknown machine whose VM is gone on the
 // health path meanwhile.
-func (r *Reconciler) reconcileVMCheck(ctx context.Context, s *scope) (result, error) {
+func (r *Reconciler) reconcileVMCheck(ctx context.Context, s *scope) (phase.Result, error) {
 	if r.Target != nil || r.Options.VMStatusCheckPeriod < 0 {
-		return result{}, nil
+		return phase.Result{}, nil
 	}
 	m := s.machine
-	phase := m.Status.CurrentStatus.Phase
-	if m.Spec.ProviderID == "" || (phase != v1alpha1.MachineAvailable && phase != v1alpha1.MachineUnknown) {
+	current := m.Status.CurrentStatus.Phase
+	if m.Spec.ProviderID == "" || (current != v1alpha1.MachineAvailable && current != v1alpha1.MachineUnknown) {
 		r.vmChecks.forget(m.UID)
-		return result{}, nil
+		return phase.Result{}, nil
 	}
 	r.vmChecks.init(r.Options.VMStatusCheckRate)
-	c := r.vmChecks.get(m.UID, s.now, r.Options.VMStatusCheckPeriod, phase)
+	c := r.vmChecks.get(m.UID, s.now, r.Options.VMStatusCheckPeriod, current)
 
 	due := !s.now.Before(c.next)
-	if phase == v1alpha1.MachineUnknown {
+	if current == v1alpha1.MachineUnknown {
 		// A machine is failed on an answer given after its health timeout,
 		// never on an older one: the VM is looked at once more then.
 		if d, ok := r.healthDeadline(s); ok && !s.now.Before(d) && c.checked.Before(d) {
@@ -141,18 +142,18 @@ func (r *Reconciler) reconcileVMCheck(ctx context.Context, s *scope) (result, er
 				due = true
 			} else {
 				res, err := r.reconcileUnhealthy(ctx, s, vmGoneWhy(m))
-				return res.merge(result{requeueAfter: c.next.Sub(s.now)}), err
+				return res.Merge(phase.Result{RequeueAfter: c.next.Sub(s.now)}), err
 			}
 		}
 	}
 	if !due {
-		return result{requeueAfter: c.next.Sub(s.now)}, nil
+		return phase.Result{RequeueAfter: c.next.Sub(s.now)}, nil
 	}
 	if !c.reserved {
 		if wait := r.vmChecks.limiter.ReserveN(s.now, 1).DelayFrom(s.now); wait > 0 {
 			c.next, c.reserved = s.now.Add(wait), true
 			r.vmChecks.set(m.UID, c)
-			return result{requeueAfter: wait}, nil
+			return phase.Result{RequeueAfter: wait}, nil
 		}
 	}
 	c.reserved = false
@@ -180,18 +181,18 @@ func (r *Reconciler) reconcileVMCheck(ctx context.Context, s *scope) (result, er
 		c.failing = code
 		c.next = s.now.Add(r.Options.after(react.retry))
 		r.vmChecks.set(m.UID, c)
-		return result{requeueAfter: c.next.Sub(s.now)}, nil
+		return phase.Result{RequeueAfter: c.next.Sub(s.now)}, nil
 	}
 
 	c.failing, c.checked, c.gone = codes.OK, s.now, code == codes.NotFound
 	c.next = s.now.Add(jittered(r.Options.VMStatusCheckPeriod))
 	r.vmChecks.set(m.UID, c)
-	next := result{requeueAfter: c.next.Sub(s.now)}
+	next := phase.Result{RequeueAfter: c.next.Sub(s.now)}
 	if c.gone {
 		res, err := r.reconcileUnhealthy(ctx, s, vmGoneWhy(m))
-		return res.merge(next), err
+		return res.Merge(next), err
 	}
-	if phase == v1alpha1.MachineUnknown {
+	if current == v1alpha1.MachineUnknown {
 		r.releasePermit(m)
 		m.Status.UnhealthySince = nil
 		setPhase(s, v1alpha1.MachineAvailable, false)
