@@ -1,7 +1,7 @@
 // Package phase runs a reconcile as a list of named phases over a scope:
-// the shape of the Machine, MachineSet and MachineDeployment controllers. A reconcile gathers
-// what it read into a scope, runs the phases in order, and writes the
-// object once at the end; each phase is a small function that reads and
+// the shape of the Machine, MachineSet and MachineDeployment controllers.
+// A reconcile gathers what it read into a scope, runs the phases in order,
+// and writes the object once at the end; each phase is a small function that reads and
 // changes the scope and says whether the phases after it run.
 package phase
 
