@@ -24,6 +24,7 @@ var moduleGraph = []struct {
 	{"core", "./...", []string{"proto", "core"}},
 	{"cmd", "./machina-manager", []string{"proto", "core", "cmd/machina-manager"}},
 	{"conformance", "./...", []string{"proto", "conformance"}},
+	{"internal", "./...", []string{"internal"}},
 	{"drivers/inmemory", "./...", []string{"proto", "sdk", "drivers/inmemory"}},
 	{"drivers/virtualnode", "./...", []string{"proto", "sdk", "drivers/virtualnode"}},
 }
