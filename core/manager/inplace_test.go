@@ -498,6 +498,14 @@ func testInPlaceAuto(t *testing.T, env *testenv.Env, maxUnavailable intstr.IntOr
 	}
 }
 
+// setOf returns the namespace's machine set named name.
+func (w *ipWorld) setOf(name string) *v1alpha1.MachineSet {
+	w.t.Helper()
+	ms := &v1alpha1.MachineSet{}
+	require.NoError(w.t, w.env.Client.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: name}, ms))
+	return ms
+}
+
 // nodes returns the Nodes of the namespace's VMs.
 func (w *ipWorld) nodes() []corev1.Node {
 	var out []corev1.Node
@@ -660,6 +668,13 @@ func testInPlacePause(t *testing.T, env *testenv.Env) {
 		}
 		return false
 	}, waitFor, tick, w.describe())
+	for _, m := range w.machineList() {
+		if m.Status.CurrentStatus.Phase == v1alpha1.MachineInPlaceUpdateSuccessful {
+			ref := metav1.GetControllerOf(&m)
+			require.NotNil(t, ref)
+			assert.Equal(t, "class-v1", w.setOf(ref.Name).Spec.Template.Spec.Class.Name, "a paused rollout moves no machine")
+		}
+	}
 	selected := 0
 	for _, n := range w.nodes() {
 		if inplace.IsSelected(&n) {

@@ -33,10 +33,41 @@ var preferNoSchedule = corev1.Taint{
 // MarkCandidate makes n a candidate of a rollout to desired: the label
 // candidate-for-update, the annotation DesiredAnnotation and the
 // PreferNoSchedule taint. It reports whether n changed.
+//
+// A node that had another target (a second template change before the
+// first rollout finished with it) loses what belonged to that target: its
+// update-result and failure reason, and its selection unless its update is
+// under way (reason ReadyForUpdate, the agent is applying and reads the
+// new target). A result for the old target must not count for the new one.
 func MarkCandidate(n *corev1.Node, desired string) bool {
-	changed := setLabel(n, v1alpha1.LabelKeyNodeCandidateForUpdate, labelTrue)
+	changed := false
+	if prev, ok := n.Annotations[DesiredAnnotation]; ok && prev != desired {
+		changed = retarget(n)
+	}
+	changed = setLabel(n, v1alpha1.LabelKeyNodeCandidateForUpdate, labelTrue) || changed
 	changed = setAnnotation(n, DesiredAnnotation, desired) || changed
 	return addTaint(n, preferNoSchedule) || changed
+}
+
+// retarget drops the result and failure reason of n's previous target, and
+// its selection unless an update is under way.
+func retarget(n *corev1.Node) bool {
+	changed := false
+	drop := []string{v1alpha1.LabelKeyNodeUpdateResult}
+	if Reason(n) != v1alpha1.ReadyForUpdate {
+		drop = append(drop, v1alpha1.LabelKeyNodeSelectedForUpdate)
+	}
+	for _, k := range drop {
+		if _, ok := n.Labels[k]; ok {
+			delete(n.Labels, k)
+			changed = true
+		}
+	}
+	if _, ok := n.Annotations[v1alpha1.AnnotationKeyMachineUpdateFailedReason]; ok {
+		delete(n.Annotations, v1alpha1.AnnotationKeyMachineUpdateFailedReason)
+		changed = true
+	}
+	return changed
 }
 
 // MarkSelected labels n selected-for-update. It reports whether n changed.
@@ -77,8 +108,17 @@ func Uncordon(n *corev1.Node) bool {
 // HasRolloutMarks tells whether n carries anything MarkCandidate or an
 // agent's result put there, that Clear would remove.
 func HasRolloutMarks(n *corev1.Node) bool {
-	c := n.DeepCopy()
-	return Clear(c)
+	for _, k := range []string{v1alpha1.LabelKeyNodeCandidateForUpdate, v1alpha1.LabelKeyNodeSelectedForUpdate, v1alpha1.LabelKeyNodeUpdateResult} {
+		if _, ok := n.Labels[k]; ok {
+			return true
+		}
+	}
+	for _, k := range []string{v1alpha1.AnnotationKeyMachineUpdateFailedReason, DesiredAnnotation} {
+		if _, ok := n.Annotations[k]; ok {
+			return true
+		}
+	}
+	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == preferNoSchedule.Key })
 }
 
 // Patch writes the changes from before to after with one merge patch of

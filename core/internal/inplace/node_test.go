@@ -41,6 +41,30 @@ func TestMarkAndClear(t *testing.T) {
 	assert.False(t, Uncordon(n))
 }
 
+// A second template change: what the node reported for the first target
+// does not count for the second.
+func TestMarkCandidateRetarget(t *testing.T) {
+	n := &corev1.Node{}
+	MarkCandidate(n, "web-2")
+	MarkSelected(n)
+	SetCondition(n, v1alpha1.UpdateSuccessful, "", time.Unix(0, 0))
+	n.Labels[v1alpha1.LabelKeyNodeUpdateResult] = v1alpha1.LabelValueNodeUpdateSuccessful
+	assert.True(t, MarkCandidate(n, "web-3"))
+	assert.NotContains(t, n.Labels, v1alpha1.LabelKeyNodeUpdateResult)
+	assert.NotContains(t, n.Labels, v1alpha1.LabelKeyNodeSelectedForUpdate, "selected for the old target")
+	assert.Equal(t, v1alpha1.CandidateForUpdate, NextReason(n), "starts over")
+
+	// Under way: the selection stays; the agent reads the new target.
+	u := &corev1.Node{}
+	MarkCandidate(u, "web-2")
+	MarkSelected(u)
+	SetCondition(u, v1alpha1.ReadyForUpdate, "", time.Unix(0, 0))
+	assert.False(t, MarkCandidate(u, "web-2"))
+	assert.True(t, MarkCandidate(u, "web-3"))
+	assert.True(t, IsSelected(u))
+	assert.Equal(t, "web-3", u.Annotations[DesiredAnnotation])
+}
+
 func TestTimeout(t *testing.T) {
 	m := &v1alpha1.Machine{}
 	assert.Equal(t, DefaultTimeout, Timeout(m, DefaultTimeout))

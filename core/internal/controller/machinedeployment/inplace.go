@@ -153,14 +153,8 @@ func (r *Reconciler) rolloutInPlace(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	if err := r.syncRolloutNodes(ctx, s); err != nil {
-		return err
-	}
 	state := &inPlaceState{running: s.oldMachinesLeft()}
 	s.inPlace = state
-	if err := r.syncScaleUpDisabled(ctx, s, state.running); err != nil {
-		return err
-	}
 	old, err := r.loadOldMachines(ctx, s)
 	if err != nil {
 		return err
@@ -170,13 +164,25 @@ func (r *Reconciler) rolloutInPlace(ctx context.Context, s *scope) error {
 			state.counts.Add(om.node)
 		}
 	}
+	// The sets' replicas follow their machines before any set may scale
+	// up again: a rollback right after a move (whose scaling did not get
+	// written) must not make the set that is new again create a machine.
+	if err := r.sizeInPlaceSets(ctx, s, old); err != nil {
+		return err
+	}
+	if err := r.syncScaleUpDisabled(ctx, s, state.running); err != nil {
+		return err
+	}
+	if err := r.syncRolloutNodes(ctx, s); err != nil {
+		return err
+	}
 	if err := r.cleanUpMovedMachines(ctx, s); err != nil {
 		return err
 	}
-	if err := r.markCandidates(ctx, s, old, newMS.Name); err != nil {
+	if err := r.stripOldMarkers(ctx, old); err != nil {
 		return err
 	}
-	if err := r.sizeInPlaceSets(ctx, s, old); err != nil {
+	if err := r.markCandidates(ctx, s, old, newMS.Name); err != nil {
 		return err
 	}
 	moved, err := r.moveUpdatedMachines(ctx, s, old)
@@ -363,34 +369,62 @@ func (r *Reconciler) cleanUpMovedMachines(ctx context.Context, s *scope) error {
 	return nil
 }
 
+// stripOldMarkers takes the transfer marker off machines of old sets: a
+// machine moved into a set that a newer template made old before the
+// marker came off; it protects nothing there.
+func (r *Reconciler) stripOldMarkers(ctx context.Context, old []oldMachine) error {
+	for _, om := range old {
+		if om.m.Labels[v1alpha1.LabelKeyNodeUpdateResult] == "" {
+			continue
+		}
+		updated := om.m.DeepCopy()
+		delete(updated.Labels, v1alpha1.LabelKeyNodeUpdateResult)
+		if err := r.Client.Patch(ctx, updated, client.MergeFrom(om.m)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("removing the transfer marker of machine %s: %w", om.m.Name, err)
+		}
+	}
+	return nil
+}
+
 // sizeInPlaceSets brings the sets' replicas in line with their machines
 // and the engine's sizing: an old set never waits for machines it cannot
 // create (it is scale-up-disabled), the new set counts every machine moved
 // into it, and grows by the surge or by machines missing altogether.
 func (r *Reconciler) sizeInPlaceSets(ctx context.Context, s *scope, old []oldMachine) error {
 	d, newMS := s.d, s.new
-	have := map[*v1alpha1.MachineSet]int32{}
+	have, marked := map[*v1alpha1.MachineSet]int32{}, map[*v1alpha1.MachineSet]int32{}
 	for _, om := range old {
 		have[om.ms]++
+		if om.m.Labels[v1alpha1.LabelKeyNodeUpdateResult] != "" {
+			marked[om.ms]++
+		}
 	}
 	var total int32
 	for _, ms := range s.old {
-		if ms.Spec.Replicas > have[ms] {
-			if _, err := r.scaleMachineSet(ctx, s, ms, have[ms]); err != nil {
+		// Down to the machines it has; up to the machines moved into it
+		// whose scaling was not written before the set became old (a
+		// rollback or a newer template right after a move), which it
+		// would delete once their marker comes off.
+		want := max(min(ms.Spec.Replicas, have[ms]), marked[ms])
+		if want != ms.Spec.Replicas {
+			if _, err := r.scaleMachineSet(ctx, s, ms, want); err != nil {
 				return err
 			}
 		}
 		total += have[ms]
 	}
+	// The new set is sized from the machines it has, not from its
+	// replicas: replicas above what the sizing allows (a rollback made
+	// an old set new again) would create machines the rollout does not
+	// need; replicas below would let the set delete a machine just moved
+	// into it once its marker is gone.
 	var newHave int32
 	for _, m := range s.machines[newMS.UID] {
 		if m.DeletionTimestamp == nil {
 			newHave++
 		}
 	}
-	current := min(max(newMS.Spec.Replicas, newHave), max(d.Spec.Replicas, newMS.Spec.Replicas))
-	total += current
-	want := inplace.NewReplicas(d.Spec.Replicas, total, current, maxSurge(d))
+	want := inplace.NewReplicas(d.Spec.Replicas, total+newHave, newHave, maxSurge(d))
 	_, err := r.scaleMachineSet(ctx, s, newMS, want)
 	return err
 }
@@ -407,7 +441,12 @@ func (r *Reconciler) moveUpdatedMachines(ctx context.Context, s *scope, old []ol
 	var moved int32
 	var names []string
 	for _, om := range old {
-		if om.node == nil || inplace.Reason(om.node) != v1alpha1.UpdateSuccessful ||
+		// The node must have been updated to this rollout's target: a
+		// result for an earlier target (a second template change) is
+		// dropped when the node is marked (inplace.MarkCandidate), and a
+		// node whose marking failed waits for the next sync.
+		if om.node == nil || om.node.Annotations[v1alpha1.AnnotationKeyNodeDesired] != newMS.Name ||
+			inplace.Reason(om.node) != v1alpha1.UpdateSuccessful ||
 			inplace.Result(om.node) != v1alpha1.LabelValueNodeUpdateSuccessful ||
 			om.m.Status.CurrentStatus.Phase == v1alpha1.MachineInPlaceUpdating {
 			continue
