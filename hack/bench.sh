@@ -9,7 +9,8 @@
 #   hack/bench.sh --manager-arg=--kube-api-qps=200 --out=/tmp/qps200.json
 #   hack/bench.sh --help
 #
-# A full run takes about three to five minutes on two cores. Benchmarks measure; they
+# A full run takes about three to five minutes on two cores, plus up to three for
+# the in-place rollout of 200 machines, the last part (--skip=inplace leaves it out). Benchmarks measure; they
 # never fail because of a time (docs/performance.md).
 set -euo pipefail
 

@@ -51,7 +51,7 @@ func run(ctx context.Context, cfg *config, res *Results) (err error) {
 		}
 		res.DriverCalls = d
 	}
-	if cfg.skip["ceiling"] && cfg.skip["scale"] && cfg.skip["roll"] {
+	if cfg.skip["ceiling"] && cfg.skip["scale"] && cfg.skip["roll"] && cfg.skip["inplace"] {
 		return nil
 	}
 
@@ -88,7 +88,7 @@ func run(ctx context.Context, cfg *config, res *Results) (err error) {
 			return fmt.Errorf("API server ceiling: %w", err)
 		}
 	}
-	if cfg.skip["scale"] && cfg.skip["roll"] {
+	if cfg.skip["scale"] && cfg.skip["roll"] && cfg.skip["inplace"] {
 		return nil
 	}
 
@@ -112,6 +112,14 @@ func run(ctx context.Context, cfg *config, res *Results) (err error) {
 	}
 	if !cfg.skip["roll"] {
 		res.Scenarios = append(res.Scenarios, b.scenarioRoll(ctx, cfg.rollMachines, cfg.rollSurge)...)
+		if err := b.checkChildren(); err != nil {
+			return err
+		}
+	}
+	// Last: its machines stay (the run ends with them), and the scenarios
+	// before count every Node of the cluster as theirs.
+	if !cfg.skip["inplace"] {
+		res.Scenarios = append(res.Scenarios, b.scenarioInPlace(ctx, cfg.inPlaceMachines, cfg.inPlaceUnavailable))
 	}
 	return b.checkChildren()
 }

@@ -11,7 +11,10 @@
 //  3. a rolling update of --roll-machines machines with maxSurge
 //     --roll-surge percent;
 //  4. scale-down to zero;
-//  5. the API server's own write ceiling.
+//  5. an in-place rollout of --inplace-machines machines with maxUnavailable
+//     --inplace-unavailable percent, the virtualnode driver playing the
+//     node agents;
+//  6. the API server's own write ceiling.
 //
 // Benchmarks measure; they never fail because of a time. The exit code is
 // 1 only when something could not run at all (no control plane, a process
@@ -48,6 +51,9 @@ type config struct {
 	repo, assets, bin, out, workDir string
 	machines, rollMachines          int
 	rollSurge                       int
+	inPlaceMachines                 int
+	inPlaceUnavailable              int
+	inPlaceDuration                 time.Duration
 	bootDelay, heartbeat, timeout   time.Duration
 	ceilingObjects                  int
 	ceilingConcurrency              []int
@@ -75,13 +81,16 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.machines, "machines", 1000, "machines of the scale-up and scale-down")
 	fs.IntVar(&c.rollMachines, "roll-machines", 200, "machines of the rolling update")
 	fs.IntVar(&c.rollSurge, "roll-surge", 10, "maxSurge of the rolling update, percent")
+	fs.IntVar(&c.inPlaceMachines, "inplace-machines", 200, "machines of the in-place rollout")
+	fs.IntVar(&c.inPlaceUnavailable, "inplace-unavailable", 10, "maxUnavailable of the in-place rollout, percent")
+	fs.DurationVar(&c.inPlaceDuration, "inplace-duration", 2*time.Second, "how long the simulated node agent takes to update a node in place")
 	fs.DurationVar(&c.bootDelay, "boot-delay", 2*time.Second, "virtualnode bootDelay: how long a new Node reports NotReady (the machine start-up)")
 	fs.DurationVar(&c.heartbeat, "heartbeat-interval", 30*time.Second, "virtualnode --heartbeat-interval (the simulated kubelets' status and lease updates)")
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "how long a scenario may take before it is reported as not done")
 	fs.IntVar(&c.ceilingObjects, "ceiling-objects", 2000, "objects created per kind and concurrency for the API server ceiling")
 	conc := fs.String("ceiling-concurrency", "1,8,32", "client concurrencies of the API server ceiling")
 	fs.StringVar(&c.driverBenchtime, "driver-benchtime", "1s", "-benchtime of the driver call benchmarks")
-	skip := fs.String("skip", "", "comma-separated parts to skip: driver, ceiling, scale, roll")
+	skip := fs.String("skip", "", "comma-separated parts to skip: driver, ceiling, scale, roll, inplace")
 	fs.Var((*stringList)(&c.managerArgs), "manager-arg", "extra flag for the manager, e.g. --manager-arg=--kube-api-qps=200 (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -100,14 +109,17 @@ func parseFlags(args []string) (*config, error) {
 	for _, s := range strings.Split(*skip, ",") {
 		switch s = strings.TrimSpace(s); s {
 		case "":
-		case "driver", "ceiling", "scale", "roll":
+		case "driver", "ceiling", "scale", "roll", "inplace":
 			c.skip[s] = true
 		default:
-			return nil, fmt.Errorf("--skip: unknown part %q (want driver, ceiling, scale, roll)", s)
+			return nil, fmt.Errorf("--skip: unknown part %q (want driver, ceiling, scale, roll, inplace)", s)
 		}
 	}
 	if c.machines < 1 || c.rollMachines < 1 || c.rollSurge < 1 || c.rollSurge > 100 {
 		return nil, errors.New("--machines and --roll-machines must be positive, --roll-surge 1 to 100")
+	}
+	if c.inPlaceMachines < 1 || c.inPlaceUnavailable < 1 || c.inPlaceUnavailable > 100 || c.inPlaceDuration < 0 {
+		return nil, errors.New("--inplace-machines must be positive, --inplace-unavailable 1 to 100, --inplace-duration not negative")
 	}
 	if c.repo == "" {
 		repo, err := findRepo()
@@ -162,6 +174,7 @@ func main() {
 		Host:    Host{CPUs: runtime.NumCPU(), GoVersion: runtime.Version()},
 		Config: RunConfig{
 			Machines: cfg.machines, RollMachines: cfg.rollMachines, RollSurgePercent: cfg.rollSurge,
+			InPlaceMachines: cfg.inPlaceMachines, InPlaceUnavailablePercent: cfg.inPlaceUnavailable, InPlaceDuration: cfg.inPlaceDuration.String(),
 			BootDelay: cfg.bootDelay.String(), HeartbeatInterval: cfg.heartbeat.String(),
 			ManagerArgs: append([]string{}, cfg.managerArgs...), CeilingObjects: cfg.ceilingObjects,
 		},

@@ -35,13 +35,17 @@ type Host struct {
 // RunConfig is the configuration of the run that matters for reading the
 // figures.
 type RunConfig struct {
-	Machines          int      `json:"machines"`
-	RollMachines      int      `json:"rollMachines"`
-	RollSurgePercent  int      `json:"rollSurgePercent"`
-	BootDelay         string   `json:"bootDelay"`
-	HeartbeatInterval string   `json:"heartbeatInterval"`
-	ManagerArgs       []string `json:"managerArgs"`
-	CeilingObjects    int      `json:"ceilingObjects"`
+	Machines         int `json:"machines"`
+	RollMachines     int `json:"rollMachines"`
+	RollSurgePercent int `json:"rollSurgePercent"`
+	InPlaceMachines  int `json:"inPlaceMachines"`
+	// InPlaceUnavailablePercent is the in-place rollout's maxUnavailable.
+	InPlaceUnavailablePercent int      `json:"inPlaceUnavailablePercent"`
+	InPlaceDuration           string   `json:"inPlaceDuration"`
+	BootDelay                 string   `json:"bootDelay"`
+	HeartbeatInterval         string   `json:"heartbeatInterval"`
+	ManagerArgs               []string `json:"managerArgs"`
+	CeilingObjects            int      `json:"ceilingObjects"`
 }
 
 // printTable writes the results as one table (with a few sections).
@@ -80,7 +84,7 @@ func printTable(w io.Writer, r *Results) {
 		flush()
 	}
 	if len(r.Scenarios) > 0 {
-		fmt.Fprintf(w, "\n2-4. Scenarios (virtualnode driver, boot delay %s); targets for scale-up of 1000: < 30 s, <= 5 Machine/Node writes per machine, manager peak RSS < 200 MiB\n", r.Config.BootDelay)
+		fmt.Fprintf(w, "\n2-4b. Scenarios (virtualnode driver, boot delay %s); targets for scale-up of 1000: < 30 s, <= 5 Machine/Node writes per machine, manager peak RSS < 200 MiB\n", r.Config.BootDelay)
 		row("scenario", "seconds", "done", "mgr writes/machine (Machine+Node)", "mgr writes/machine (all)", "mgr reads/machine", "mgr 409s", "mgr peak req/s", "mgr limiter wait ms/req", "mgr RSS MiB", "mgr CPU s", "driver CPU s", "apiserver CPU s", "etcd CPU s", "other CPU s", "host CPU busy", "load")
 		for _, s := range r.Scenarios {
 			per := func(n int) string {
@@ -103,6 +107,13 @@ func printTable(w io.Writer, r *Results) {
 				fmt.Fprintf(w, "   %s: %.1f s; lower bound %.0f waves × %.1f s boot = %.1f s (%.1fx); median machine start-up %.1f s (bound at that start-up %.1f s); at most %.0f machines existed at once, terminating ones included (n + surge = %.0f)\n",
 					s.Name, s.Seconds, s.Extra["waves"], s.Extra["bootDelaySeconds"], b, ratio(s.Seconds, b),
 					s.Extra["medianStartUpSeconds"], s.Extra["boundAtMeasuredStartUpSeconds"], s.Extra["peakMachines"], float64(s.Machines)+s.Extra["surge"])
+			}
+		}
+		for _, s := range r.Scenarios {
+			if b, ok := s.Extra["inPlaceLowerBoundSeconds"]; ok {
+				fmt.Fprintf(w, "   %s: %.1f s; lower bound %.0f waves × %.1f s update = %.1f s (%.1fx); VMs created %.0f, deleted %.0f; machines created %.0f; simulated agent writes %s per machine\n",
+					s.Name, s.Seconds, s.Extra["waves"], s.Extra["updateSeconds"], b, ratio(s.Seconds, b),
+					s.Extra["vmCreations"], s.Extra["vmDeletions"], s.Extra["machinesCreated"], f2(s.Extra["agentWrites"]/float64(max(s.Machines, 1))))
 			}
 		}
 		for _, s := range r.Scenarios {
