@@ -31,6 +31,10 @@ build: ## Build every binary into bin/.
 	@for d in $$(go list -f '{{if eq .Name "main"}}{{.Dir}}{{end}}' $(PACKAGES)); do \
 	  echo "go build $${d#$(CURDIR)/}"; (cd $$d && go build -o $(BIN)/ .); done
 
+.PHONY: images
+images: ## Build the container images into bin/images (OCI layouts and tarballs; no container daemon needed).
+	hack/images.sh $(IMAGES_ARGS)
+
 .PHONY: assets
 assets: ## Build (or find cached) kube-apiserver, etcd and kubectl for tests.
 	@hack/envtest-assets.sh
