@@ -159,17 +159,20 @@ func New(opts Options) (*Manager, error) {
 	return m, nil
 }
 
-// Run connects to the driver, then runs the caches and the health and
-// metrics servers, campaigns for the lease and runs the controllers while
-// it leads, until ctx ends. It waits for the driver as long as ctx allows;
-// the health and metrics servers start once the driver is connected. It
-// fails at once when the driver does not serve this Driver API version,
-// and when a server cannot listen. An unreachable API server is no reason
-// to return: the replica waits for it, frozen. Run may be called only
-// once.
+// Run checks that its namespace exists, connects to the driver, then runs
+// the caches and the health and metrics servers, campaigns for the lease
+// and runs the controllers while it leads, until ctx ends. It waits for
+// the driver as long as ctx allows; the health and metrics servers start
+// once the driver is connected. It fails at once when the namespace does
+// not exist, when the driver does not serve this Driver API version, and
+// when a server cannot listen. An unreachable API server is no reason to
+// return: the replica waits for it, frozen. Run may be called only once.
 func (m *Manager) Run(ctx context.Context) error {
 	if !m.ran.CompareAndSwap(false, true) {
 		return errors.New("manager: Run called twice")
+	}
+	if err := m.checkNamespaces(ctx); err != nil {
+		return err
 	}
 	m.log.Info("Connecting to the driver", "endpoint", m.opts.DriverEndpoint)
 	dc, err := driver.Connect(ctx, m.opts.DriverEndpoint, driver.Options{

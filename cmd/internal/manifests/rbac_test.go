@@ -155,6 +155,7 @@ var commonAccess = []access{
 	{verb: "create", group: "events.k8s.io", resource: "events", namespace: namespace, allowed: true},
 	{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: namespace, allowed: true},
 	{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: namespace, name: "machina-manager", allowed: true},
+	{verb: "get", group: "", resource: "namespaces", namespace: namespace, name: namespace, allowed: true},
 	// Control cluster: what users own, other namespaces, other leases.
 	{verb: "create", group: machineGroup, resource: "machineclasses", namespace: namespace},
 	{verb: "delete", group: machineGroup, resource: "machineclasses", namespace: namespace},
@@ -168,6 +169,8 @@ var commonAccess = []access{
 	{verb: "list", group: "", resource: "secrets"},
 	{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: namespace, name: "someone-else"},
 	{verb: "get", group: "", resource: "configmaps", namespace: namespace},
+	{verb: "get", group: "", resource: "namespaces", namespace: other, name: other},
+	{verb: "list", group: "", resource: "namespaces"},
 	{verb: "create", group: "apps", resource: "deployments", namespace: namespace},
 	// Target cluster.
 	{verb: "watch", group: "", resource: "nodes", allowed: true},
