@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -104,6 +105,39 @@ func (p *plugin) testWhy(t *testing.T) {
 		require.NoError(t, err)
 		require.Contains(t, out, "a forced drain of Node why-node-drain")
 	})
+
+	// The other states, one waiting line each.
+	for _, tc := range []struct {
+		name   string
+		status func(m *v1alpha1.Machine)
+		want   string
+	}{
+		{"creating, the last try failed", func(m *v1alpha1.Machine) {
+			m.Status.LastOperation = v1alpha1.LastOperation{Type: v1alpha1.MachineOperationCreate, State: v1alpha1.MachineStateFailed,
+				Description: "Creating the VM failed: RESOURCE_EXHAUSTED: quota", LastUpdateTime: m.CreationTimestamp}
+		}, "the next try to create the VM; the last failed: Creating the VM failed: RESOURCE_EXHAUSTED: quota (creation timeout in 14m)"},
+		{"creating", nil, "the driver to create the VM (creation timeout in 14m)"},
+		{"failed", func(m *v1alpha1.Machine) { m.Status.CurrentStatus.Phase = v1alpha1.MachineFailed },
+			"MachineSet web-1 to delete and replace it"},
+		{"failed and preserved", func(m *v1alpha1.Machine) {
+			m.Status.CurrentStatus.Phase = v1alpha1.MachineFailed
+			m.Status.CurrentStatus.PreserveExpiryTime = &metav1.Time{Time: m.CreationTimestamp.Add(time.Hour)}
+		}, "nothing: Failed and preserved until "},
+		{"running", func(m *v1alpha1.Machine) { m.Status.CurrentStatus.Phase = v1alpha1.MachineRunning },
+			"nothing: the machine is Running and its Node healthy"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := "web-1-" + strings.ReplaceAll(strings.ReplaceAll(tc.name, " ", "-"), ",", "")
+			m := p.machine(t, ns, name, ms, "", nil, nil)
+			if tc.status != nil {
+				tc.status(m)
+				require.NoError(t, p.c.Status().Update(t.Context(), m))
+			}
+			out, err := p.run(t, m.CreationTimestamp.Add(6*time.Minute), ns, "why", m.Name)
+			require.NoError(t, err)
+			require.Contains(t, out, "Waiting for:\n  "+tc.want, out)
+		})
+	}
 
 	_, err := p.run(t, time.Now(), ns, "why", "nope")
 	require.EqualError(t, err, `machines.machine.sapcloud.io "nope" not found`)
