@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -136,6 +137,9 @@ func (r *Reconciler) patch(ctx context.Context, s *scope) error {
 		// Optimistic locking: a MachineSet may change the labels meanwhile;
 		// a conflict retries the reconcile rather than dropping its change.
 		if err := r.Control.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			if r.goneWhileDeleting(s, err) {
+				return nil
+			}
 			return fmt.Errorf("patching machine: %w", err)
 		}
 		r.written.record(obj.UID, obj.ResourceVersion)
@@ -153,8 +157,25 @@ func (r *Reconciler) patch(ctx context.Context, s *scope) error {
 	}
 	written := desired.DeepCopy()
 	if err := r.Control.Status().Patch(ctx, written, client.MergeFrom(base)); err != nil {
+		if r.goneWhileDeleting(s, err) {
+			return nil
+		}
 		return fmt.Errorf("patching machine status: %w", err)
 	}
 	r.written.record(written.UID, written.ResourceVersion)
 	return nil
+}
+
+// goneWhileDeleting reports whether a write failed because the Machine, one
+// being deleted, is gone: a reconcile that read it before the finalizer was
+// removed (by an earlier reconcile whose write the cache did not show yet)
+// has nothing left to record, so the write is done rather than an error to
+// retry. The recorded version is forgotten with the Machine.
+func (r *Reconciler) goneWhileDeleting(s *scope, err error) bool {
+	if !apierrors.IsNotFound(err) || s.original.DeletionTimestamp == nil {
+		return false
+	}
+	r.written.forget(s.original.UID)
+	s.log.V(1).Info("Machine already gone; nothing left to write")
+	return true
 }
