@@ -61,3 +61,31 @@ func TestReconcileFailureIsNotRetried(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, countRuns(), "removing update-result asks for another try")
 }
+
+// TestReportIsGuardedByTheTarget reports a result for a target the Node no
+// longer asks for: the API server refuses the patch (its test operation),
+// and the Node keeps no result.
+func TestReportIsGuardedByTheTarget(t *testing.T) {
+	env := testenv.Start(t, testenv.WithoutCRDs())
+	ctx := t.Context()
+	createNode(t, env, "node-moved", v1alpha1.ReadyForUpdate, nil,
+		map[string]string{annotationDesired: "web-v2", annotationCurrent: "web-v1"})
+	a := &agent{client: env.Client, nodeName: "node-moved", now: time.Now}
+	stale := &corev1.Node{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: "node-moved"}, stale))
+	// The core moves the node on to web-v3 after the agent read it.
+	patchNode(t, env, "node-moved", `{"metadata":{"annotations":{"`+annotationDesired+`":"web-v3"}}}`)
+
+	require.Error(t, a.reportSuccess(ctx, stale, "web-v2", "applied"))
+	require.Error(t, a.reportFailure(ctx, stale, "web-v2", "broken"))
+	node := &corev1.Node{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: "node-moved"}, node))
+	assert.NotContains(t, node.Labels, v1alpha1.LabelKeyNodeUpdateResult)
+	assert.Equal(t, "web-v1", node.Annotations[annotationCurrent])
+
+	// The same report for the target the Node asks for goes through.
+	require.NoError(t, a.reportSuccess(ctx, node, "web-v3", "applied"))
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: "node-moved"}, node))
+	assert.Equal(t, v1alpha1.LabelValueNodeUpdateSuccessful, node.Labels[v1alpha1.LabelKeyNodeUpdateResult])
+	assert.Equal(t, "web-v3", node.Annotations[annotationCurrent])
+}
