@@ -23,6 +23,8 @@ var moduleGraph = []struct {
 	{"sdk", "./...", []string{"proto", "sdk"}},
 	{"core", "./...", []string{"proto", "core"}},
 	{"cmd", "./machina-manager", []string{"proto", "core", "cmd/machina-manager"}},
+	{"cmd", "./kubectl-machina", []string{"core", "cmd/kubectl-machina"}},
+	{"cmd", "./machina-node-agent", []string{"core", "cmd/machina-node-agent"}},
 	{"conformance", "./...", []string{"proto", "conformance"}},
 	{"internal", "./...", []string{"internal"}},
 	{"drivers/inmemory", "./...", []string{"proto", "sdk", "drivers/inmemory"}},
