@@ -47,18 +47,22 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, ms *v1alpha1.MachineSe
 		return ctrl.Result{}, fmt.Errorf("listing machines: %w", err)
 	}
 	remaining := 0
+	var toDelete []*v1alpha1.Machine
 	for i := range live.Items {
 		m := &live.Items[i]
 		if ref := metav1.GetControllerOf(m); ref == nil || ref.UID != ms.UID {
 			continue
 		}
 		remaining++
-		if m.DeletionTimestamp != nil {
-			continue
+		if m.DeletionTimestamp == nil {
+			toDelete = append(toDelete, m)
 		}
-		if err := r.deleteMachine(ctx, ms, m); err != nil {
-			return ctrl.Result{}, err
-		}
+	}
+	// Concurrently, bounded as a scale-down is (executePlan).
+	if _, err := slowStartBatch(len(toDelete), r.Options.withDefaults().BurstReplicas, func(i int) error {
+		return r.deleteMachine(ctx, ms, toDelete[i])
+	}); err != nil {
+		return ctrl.Result{}, err
 	}
 	if remaining > 0 {
 		// Machine deletions wake the set up; the requeue is a safety net for

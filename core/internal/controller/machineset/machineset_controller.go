@@ -26,8 +26,11 @@ const ControllerName = "machineset"
 
 // Options tune the MachineSet controller.
 type Options struct {
-	// BurstReplicas caps the machines created, and separately the machines
-	// deleted, in one sync of one set (MCM: 100). Zero means the default.
+	// BurstReplicas bounds the machine creations, and separately the
+	// machine deletions, one set has in flight at once (MCM caps the
+	// machines created or deleted per sync at the same 100). A sync creates
+	// or deletes all the machines it needs, in slow-start batches that grow
+	// to this bound. Zero means the default.
 	BurstReplicas int
 
 	// ResyncPeriod is how often every set is synced even without events, as a

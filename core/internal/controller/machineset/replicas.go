@@ -52,9 +52,9 @@ func (p plan) deletions() []*v1alpha1.Machine {
 // delete and how many to create. Terminating machines do not count: they are
 // already going. Failed machines that are not preserved are deleted and
 // replaced. If more machines remain than wanted, the first ones in deletion
-// order go; if fewer, new ones are created unless the set is frozen. At most
-// burst deletions and burst creations happen per sync.
-func computePlan(ms *v1alpha1.MachineSet, machines []*v1alpha1.Machine, burst int, now time.Time) plan {
+// order go; if fewer, new ones are created unless the set is frozen. The
+// plan has no per-sync cap: executePlan bounds the requests in flight.
+func computePlan(ms *v1alpha1.MachineSet, machines []*v1alpha1.Machine, now time.Time) plan {
 	var p plan
 	var remaining []*v1alpha1.Machine
 	for _, m := range machines {
@@ -66,9 +66,6 @@ func computePlan(ms *v1alpha1.MachineSet, machines []*v1alpha1.Machine, burst in
 			remaining = append(remaining, m)
 		}
 	}
-	if len(p.replace) > burst {
-		p.replace = p.replace[:burst]
-	}
 	want := int(ms.Spec.Replicas)
 	switch diff := len(remaining) - want; {
 	case diff > 0:
@@ -79,7 +76,7 @@ func computePlan(ms *v1alpha1.MachineSet, machines []*v1alpha1.Machine, burst in
 		unmarked := slices.DeleteFunc(slices.Clone(remaining), justMovedInPlace)
 		surplus := min(diff, len(unmarked)-want)
 		if surplus > 0 {
-			p.scaleDown = pickVictims(unmarked, min(surplus, burst-len(p.replace)), now)
+			p.scaleDown = pickVictims(unmarked, surplus, now)
 		}
 	case diff < 0:
 		if isFrozen(ms) {
@@ -92,7 +89,7 @@ func computePlan(ms *v1alpha1.MachineSet, machines []*v1alpha1.Machine, burst in
 			// template.
 			return p
 		}
-		p.create = min(-diff, burst)
+		p.create = -diff
 	}
 	return p
 }
@@ -137,8 +134,7 @@ func (r *Reconciler) manageReplicas(ctx context.Context, s *scope) (phase.Result
 // the MachineDeployment controller just set on the machines to delete.
 func (r *Reconciler) planReplicas(ctx context.Context, ms *v1alpha1.MachineSet, selector labels.Selector, cached []*v1alpha1.Machine) ([]*v1alpha1.Machine, plan, error) {
 	now := time.Now()
-	burst := r.Options.withDefaults().BurstReplicas
-	p := computePlan(ms, cached, burst, now)
+	p := computePlan(ms, cached, now)
 	if p.empty() {
 		return cached, p, nil
 	}
@@ -152,7 +148,7 @@ func (r *Reconciler) planReplicas(ctx context.Context, ms *v1alpha1.MachineSet, 
 			owned = append(owned, &live.Items[i])
 		}
 	}
-	return owned, computePlan(ms, owned, burst, now), nil
+	return owned, computePlan(ms, owned, now), nil
 }
 
 // without returns machines minus the ones in drop.
@@ -174,27 +170,32 @@ func without(machines, drop []*v1alpha1.Machine) []*v1alpha1.Machine {
 }
 
 // executePlan deletes and creates machines as planned. Deletions run first so
-// that a failed create does not keep a Failed machine around. The returned
-// error reports the first failure of each kind; errCreate/errDelete tell
-// which.
+// that a failed create does not keep a Failed machine around. Both go out
+// concurrently in slow-start batches (slowStartBatch) of at most
+// BurstReplicas requests in flight, deletions in the plan's order (Failed
+// machines, then the scale-down's victims in deletion order); a batch with
+// a failure ends that kind of request for this sync. The returned error
+// reports the first failure of each kind; errCreate/errDelete tell which.
 func (r *Reconciler) executePlan(ctx context.Context, ms *v1alpha1.MachineSet, p plan) (created int, err error) {
 	log := ctrl.LoggerFrom(ctx)
+	limit := r.Options.withDefaults().BurstReplicas
 	var errs []error
-	for _, m := range p.replace {
+	deletions := p.deletions()
+	if _, err := slowStartBatch(len(deletions), limit, func(i int) error {
+		m := deletions[i]
 		if err := r.deleteMachine(ctx, ms, m); err != nil {
-			errs = append(errs, err)
-			continue
+			return err
 		}
-		log.Info("Deleted Failed machine to replace it", "machine", m.Name)
-		r.Recorder.Eventf(ms, corev1.EventTypeNormal, reasonSuccessfulDelete, "Deleted Failed machine %s to replace it", m.Name)
-	}
-	for _, m := range p.scaleDown {
-		if err := r.deleteMachine(ctx, ms, m); err != nil {
-			errs = append(errs, err)
-			continue
+		if i < len(p.replace) {
+			log.Info("Deleted Failed machine to replace it", "machine", m.Name)
+			r.Recorder.Eventf(ms, corev1.EventTypeNormal, reasonSuccessfulDelete, "Deleted Failed machine %s to replace it", m.Name)
+		} else {
+			log.Info("Deleted machine on scale-down", "machine", m.Name)
+			r.Recorder.Eventf(ms, corev1.EventTypeNormal, reasonSuccessfulDelete, "Deleted machine %s", m.Name)
 		}
-		log.Info("Deleted machine on scale-down", "machine", m.Name)
-		r.Recorder.Eventf(ms, corev1.EventTypeNormal, reasonSuccessfulDelete, "Deleted machine %s", m.Name)
+		return nil
+	}); err != nil {
+		errs = append(errs, err)
 	}
 	if p.frozen {
 		// The safety controller reports the freeze (Frozen condition, events);
@@ -202,7 +203,7 @@ func (r *Reconciler) executePlan(ctx context.Context, ms *v1alpha1.MachineSet, p
 		log.V(1).Info("Machine set is frozen: not creating machines")
 	}
 	if p.create > 0 {
-		n, err := slowStartBatch(p.create, func() error { return r.createMachine(ctx, ms) })
+		n, err := slowStartBatch(p.create, limit, func(int) error { return r.createMachine(ctx, ms) })
 		created = n
 		if n > 0 {
 			log.Info("Created machines", "count", n, "wanted", p.create)

@@ -1,6 +1,8 @@
 package machineset
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -121,38 +123,38 @@ func TestComputePlan(t *testing.T) {
 	deleting := func(m *v1alpha1.Machine) { ts := metav1.NewTime(t0); m.DeletionTimestamp = &ts }
 
 	t.Run("scale up counts terminating machines as gone", func(t *testing.T) {
-		p := computePlan(set(3, nil), []*v1alpha1.Machine{machine("a"), machine("b", deleting)}, 100, t0)
+		p := computePlan(set(3, nil), []*v1alpha1.Machine{machine("a"), machine("b", deleting)}, t0)
 		assert.Equal(t, 2, p.create)
 		assert.Empty(t, p.deletions())
 	})
 	t.Run("scale down picks victims in deletion order", func(t *testing.T) {
-		p := computePlan(set(1, nil), []*v1alpha1.Machine{machine("a"), machine("b", inPhase(v1alpha1.MachinePending)), machine("c", priority("1"))}, 100, t0)
+		p := computePlan(set(1, nil), []*v1alpha1.Machine{machine("a"), machine("b", inPhase(v1alpha1.MachinePending)), machine("c", priority("1"))}, t0)
 		assert.Equal(t, []string{"c", "b"}, names(p.scaleDown))
 		assert.Zero(t, p.create)
 	})
 	t.Run("failed machines are replaced in the same sync", func(t *testing.T) {
-		p := computePlan(set(2, nil), []*v1alpha1.Machine{machine("a"), machine("f", inPhase(v1alpha1.MachineFailed))}, 100, t0)
+		p := computePlan(set(2, nil), []*v1alpha1.Machine{machine("a"), machine("f", inPhase(v1alpha1.MachineFailed))}, t0)
 		assert.Equal(t, []string{"f"}, names(p.replace))
 		assert.Equal(t, 1, p.create)
 	})
 	t.Run("preserved failed machine is kept", func(t *testing.T) {
-		p := computePlan(set(2, nil), []*v1alpha1.Machine{machine("a"), machine("f", inPhase(v1alpha1.MachineFailed), preservedUntil(t0.Add(time.Hour)))}, 100, t0)
+		p := computePlan(set(2, nil), []*v1alpha1.Machine{machine("a"), machine("f", inPhase(v1alpha1.MachineFailed), preservedUntil(t0.Add(time.Hour)))}, t0)
 		assert.True(t, p.empty())
 	})
 	t.Run("frozen set creates nothing but still deletes", func(t *testing.T) {
 		frozen := map[string]string{v1alpha1.FreezeLabel: "True"}
-		p := computePlan(set(3, frozen), []*v1alpha1.Machine{machine("a")}, 100, t0)
+		p := computePlan(set(3, frozen), []*v1alpha1.Machine{machine("a")}, t0)
 		assert.Zero(t, p.create)
 		assert.True(t, p.frozen)
-		p = computePlan(set(1, frozen), []*v1alpha1.Machine{machine("a"), machine("b")}, 100, t0)
+		p = computePlan(set(1, frozen), []*v1alpha1.Machine{machine("a"), machine("b")}, t0)
 		assert.Len(t, p.scaleDown, 1)
 	})
 	t.Run("scale-up-disabled set creates nothing but still deletes and replaces", func(t *testing.T) {
 		disabled := map[string]string{v1alpha1.LabelKeyMachineSetScaleUpDisabled: "true"}
-		p := computePlan(set(3, disabled), []*v1alpha1.Machine{machine("a"), machine("f", inPhase(v1alpha1.MachineFailed))}, 100, t0)
+		p := computePlan(set(3, disabled), []*v1alpha1.Machine{machine("a"), machine("f", inPhase(v1alpha1.MachineFailed))}, t0)
 		assert.Zero(t, p.create)
 		assert.Equal(t, []string{"f"}, names(p.replace))
-		p = computePlan(set(1, disabled), []*v1alpha1.Machine{machine("a"), machine("b")}, 100, t0)
+		p = computePlan(set(1, disabled), []*v1alpha1.Machine{machine("a"), machine("b")}, t0)
 		assert.Len(t, p.scaleDown, 1)
 	})
 	t.Run("a machine just moved in place is not surplus", func(t *testing.T) {
@@ -160,43 +162,117 @@ func TestComputePlan(t *testing.T) {
 			m.Labels = map[string]string{v1alpha1.LabelKeyNodeUpdateResult: v1alpha1.LabelValueNodeUpdateSuccessful}
 		}
 		// Moved before the set grew to include it.
-		p := computePlan(set(1, nil), []*v1alpha1.Machine{machine("a"), machine("m", moved)}, 100, t0)
+		p := computePlan(set(1, nil), []*v1alpha1.Machine{machine("a"), machine("m", moved)}, t0)
 		assert.True(t, p.empty(), "%+v", p)
 		// A scale-down takes unmarked machines only, and no more than the
 		// surplus.
-		p = computePlan(set(1, nil), []*v1alpha1.Machine{machine("a"), machine("b"), machine("m", moved)}, 100, t0)
+		p = computePlan(set(1, nil), []*v1alpha1.Machine{machine("a"), machine("b"), machine("m", moved)}, t0)
 		assert.Len(t, p.scaleDown, 1)
 		assert.NotContains(t, names(p.scaleDown), "m")
 		// Counted as present: no machine is created for it.
-		p = computePlan(set(2, nil), []*v1alpha1.Machine{machine("a"), machine("m", moved)}, 100, t0)
+		p = computePlan(set(2, nil), []*v1alpha1.Machine{machine("a"), machine("m", moved)}, t0)
 		assert.True(t, p.empty(), "%+v", p)
 	})
-	t.Run("burst caps creations and deletions", func(t *testing.T) {
-		p := computePlan(set(250, nil), nil, 100, t0)
-		assert.Equal(t, 100, p.create)
+	t.Run("no per-sync cap on creations and deletions", func(t *testing.T) {
+		// executePlan bounds the requests in flight instead.
+		p := computePlan(set(1000, nil), nil, t0)
+		assert.Equal(t, 1000, p.create)
 		var many []*v1alpha1.Machine
 		for i := range 150 {
 			many = append(many, machine(string(rune('A'+i%26))+string(rune('a'+i/26))))
 		}
-		p = computePlan(set(0, nil), many, 100, t0)
-		assert.Len(t, p.scaleDown, 100)
+		p = computePlan(set(0, nil), many, t0)
+		assert.Len(t, p.scaleDown, 150)
 	})
 }
 
 func TestSlowStartBatch(t *testing.T) {
 	t.Run("all succeed", func(t *testing.T) {
 		calls := 0
-		n, err := slowStartBatch(10, func() error { calls++; return nil })
+		n, err := slowStartBatch(10, 100, func(int) error { calls++; return nil })
 		require.NoError(t, err)
 		assert.Equal(t, 10, n)
 		assert.Equal(t, 10, calls)
+	})
+	t.Run("batches grow to the limit, in order", func(t *testing.T) {
+		// Every call of a batch waits for the whole batch to be in flight,
+		// so the test sees each batch's size; it fails (deadline) if a
+		// batch were smaller than the slow start says, and the maximum
+		// shows if one were larger.
+		const count, limit = 1000, 100
+		var (
+			mu        sync.Mutex
+			inFlight  int
+			maxFlight int
+			batches   []int
+			started   int
+			outOfTurn []int
+		)
+		want := []int{1, 2, 4, 8, 16, 32, 64}
+		for rest := count - 127; rest > 0; rest -= limit {
+			want = append(want, min(rest, limit))
+		}
+		sizeOf := func(i int) int {
+			for _, b := range want {
+				if i < b {
+					return b
+				}
+				i -= b
+			}
+			return 0
+		}
+		barrier := map[int]chan struct{}{}
+		first := 0
+		for _, b := range want {
+			barrier[first] = make(chan struct{})
+			first += b
+		}
+		batchStart := func(i int) int {
+			s := 0
+			for _, b := range want {
+				if i < s+b {
+					return s
+				}
+				s += b
+			}
+			return -1
+		}
+		n, err := slowStartBatch(count, limit, func(i int) error {
+			mu.Lock()
+			// Call i belongs to the batch running now.
+			if started < batchStart(i) || started >= batchStart(i)+sizeOf(i) {
+				outOfTurn = append(outOfTurn, i)
+			}
+			started++
+			inFlight++
+			maxFlight = max(maxFlight, inFlight)
+			if inFlight == sizeOf(i) {
+				batches = append(batches, inFlight)
+				close(barrier[batchStart(i)])
+			}
+			mu.Unlock()
+			select {
+			case <-barrier[batchStart(i)]:
+			case <-time.After(10 * time.Second):
+				return fmt.Errorf("call %d: its batch never filled", i)
+			}
+			mu.Lock()
+			inFlight--
+			mu.Unlock()
+			return nil
+		})
+		require.NoError(t, err)
+		assert.Equal(t, count, n)
+		assert.Equal(t, want, batches)
+		assert.Equal(t, limit, maxFlight)
+		assert.Empty(t, outOfTurn, "calls started outside their batch")
 	})
 	t.Run("stops after the batch with the first failure", func(t *testing.T) {
 		// Batches are 1, 2, 4, 8: failing from the 4th call on means the
 		// batch of 4 (calls 4..7) fails and no batch of 8 starts.
 		var calls int32
 		var mu = make(chan struct{}, 1)
-		n, err := slowStartBatch(100, func() error {
+		n, err := slowStartBatch(100, 100, func(int) error {
 			mu <- struct{}{}
 			calls++
 			c := calls
@@ -211,7 +287,7 @@ func TestSlowStartBatch(t *testing.T) {
 		assert.Equal(t, int32(7), calls)
 	})
 	t.Run("zero", func(t *testing.T) {
-		n, err := slowStartBatch(0, func() error { t.Fatal("called"); return nil })
+		n, err := slowStartBatch(0, 100, func(int) error { t.Fatal("called"); return nil })
 		require.NoError(t, err)
 		assert.Zero(t, n)
 	})

@@ -48,7 +48,7 @@ type leader struct {
 
 // controllers starts the MachineDeployment and MachineSet controllers;
 // machines get holdFinalizer, so that deleted ones stay as while the Machine
-// controller drains them. The set deletes at most burst machines per sync.
+// controller drains them. The set has at most burst deletions in flight.
 func (l leader) controllers(burst int) *safetytest.Running {
 	mgr := safetytest.NewManager(l.t, l.env.Config, l.env.Scheme)
 	setOpts := machineset.DefaultOptions()
@@ -87,7 +87,7 @@ func testScaleDownAcrossLeaders(t *testing.T, env *testenv.Env) {
 	f.wait(quiet)
 	require.Empty(t, frozenSeen(), "a fresh check froze a set whose deployment was scaled down")
 
-	// Its controllers scale the set down, 10 machines per sync; another
+	// Its controllers scale the set down, at most 10 deletions at a time; another
 	// fresh check starts once the first machines are being deleted.
 	controllers = l.controllers(burst)
 	require.Eventually(t, func() bool { live, _ := f.count(ms); return live < replicas },
