@@ -126,7 +126,7 @@ func TestInPlaceSimulation(t *testing.T) {
 
 func TestInPlaceProviderSpec(t *testing.T) {
 	for spec, ok := range map[string]bool{
-		`{"inPlaceUpdate":{}}`:                                     true,
+		`{"inPlaceUpdate":{}}`: true,
 		`{"inPlaceUpdate":{"duration":"5s","failureRate":0.25}}`:   true,
 		`{"inPlaceUpdate":{"duration":"-1s"}}`:                     false,
 		`{"inPlaceUpdate":{"duration":"soon"}}`:                    false,
