@@ -12,21 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 )
-
-// ensureFinalizer adds MCM's finalizer, so that deleting a deployment first
-// deletes its machine sets.
-func (r *Reconciler) ensureFinalizer(ctx context.Context, d *v1alpha1.MachineDeployment) error {
-	if controllerutil.ContainsFinalizer(d, v1alpha1.MachineFinalizer) {
-		return nil
-	}
-	orig := d.DeepCopy()
-	controllerutil.AddFinalizer(d, v1alpha1.MachineFinalizer)
-	if err := r.Client.Patch(ctx, d, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("adding finalizer to machine deployment %s: %w", d.Name, err)
-	}
-	return nil
-}
 
 // reconcileDelete deletes the machine sets of a deployment being deleted and
 // removes the finalizer once they are gone. The sets delete their machines
@@ -57,9 +44,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, d *v1alpha1.MachineDep
 	if remaining > 0 {
 		return ctrl.Result{RequeueAfter: time.Minute}, nil
 	}
-	orig := d.DeepCopy()
-	controllerutil.RemoveFinalizer(d, v1alpha1.MachineFinalizer)
-	if err := r.Client.Patch(ctx, d, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
+	if err := setup.RemoveFinalizer(ctx, r.Client, d); err != nil {
 		return ctrl.Result{}, fmt.Errorf("removing finalizer of machine deployment %s: %w", d.Name, err)
 	}
 	return ctrl.Result{}, nil

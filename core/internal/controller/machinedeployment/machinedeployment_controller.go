@@ -209,8 +209,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// The finalizer is persisted before any machine set is created, so that
 	// none can be left behind by a deployment that vanishes.
-	if err := r.ensureFinalizer(ctx, d); err != nil {
-		return ctrl.Result{}, err
+	if err := setup.AddFinalizer(ctx, r.Client, d); err != nil {
+		return ctrl.Result{}, fmt.Errorf("adding finalizer to machine deployment %s: %w", d.Name, err)
 	}
 	s := newScope(ctx, d)
 	res, err := r.reconcileNormal(ctx, s)

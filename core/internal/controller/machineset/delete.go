@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -13,22 +12,8 @@ import (
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/safety/freeze"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 )
-
-// ensureFinalizer adds MCM's finalizer, so that a deleted set first deletes
-// its machines (the cluster may run no garbage collector, and MCM clients
-// expect the finalizer).
-func (r *Reconciler) ensureFinalizer(ctx context.Context, ms *v1alpha1.MachineSet) error {
-	if controllerutil.ContainsFinalizer(ms, v1alpha1.MachineFinalizer) {
-		return nil
-	}
-	orig := ms.DeepCopy()
-	controllerutil.AddFinalizer(ms, v1alpha1.MachineFinalizer)
-	if err := r.Client.Patch(ctx, ms, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("adding finalizer to machine set %s: %w", ms.Name, err)
-	}
-	return nil
-}
 
 // reconcileDelete deletes the machines of a set that is being deleted and
 // removes the finalizer once none is left. Owner references alone are not
@@ -69,9 +54,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, ms *v1alpha1.MachineSe
 		// machines whose deletion takes long.
 		return ctrl.Result{RequeueAfter: time.Minute}, nil
 	}
-	orig := ms.DeepCopy()
-	controllerutil.RemoveFinalizer(ms, v1alpha1.MachineFinalizer)
-	if err := r.Client.Patch(ctx, ms, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
+	if err := setup.RemoveFinalizer(ctx, r.Client, ms); err != nil {
 		return ctrl.Result{}, fmt.Errorf("removing finalizer of machine set %s: %w", ms.Name, err)
 	}
 	return ctrl.Result{}, nil

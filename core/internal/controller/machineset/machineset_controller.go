@@ -156,8 +156,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// The finalizer is persisted before any machine is created, so that none
 	// can be left behind by a set that vanishes.
-	if err := r.ensureFinalizer(ctx, ms); err != nil {
-		return ctrl.Result{}, err
+	if err := setup.AddFinalizer(ctx, r.Client, ms); err != nil {
+		return ctrl.Result{}, fmt.Errorf("adding finalizer to machine set %s: %w", ms.Name, err)
 	}
 	s := newScope(ctx, ms)
 	res, err := r.reconcileNormal(ctx, s)
