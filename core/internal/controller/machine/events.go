@@ -24,12 +24,7 @@ const (
 	reasonDraining         = "Draining"
 	reasonDrainFailed      = "DrainFailed"
 	reasonForceDrain       = "ForceDrain"
-	reasonDrained          = "Drained"
-	reasonVolumesDetached  = "VolumeAttachmentsDeleted"
-	reasonVMDeleted        = "VMDeleted"
-	reasonNodeDeleted      = "NodeDeleted"
 	reasonDeleteFailed     = "DeleteFailed"
-	reasonReleased         = "Released"
 	reasonNodeTemplateSync = "NodeTemplateSyncFailed"
 )
 

@@ -8,7 +8,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -86,7 +85,10 @@ func (r *Reconciler) stepTerminating(_ context.Context, s *scope) (v1alpha1.Dele
 	s.machine.Status.CurrentStatus.PreserveExpiryTime = nil
 	setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "",
 		"Machine is being deleted; looking up its VM and node")
-	r.normal(s, reasonDeleting, actionDelete, "Deleting the machine")
+	// The one Normal event of a deletion that goes well (besides Draining
+	// while a drain waits): each step is told in status.lastOperation, and
+	// failures in Warning events.
+	r.normal(s, reasonDeleting, actionDelete, "Deleting the machine; status.lastOperation tells each step")
 	return v1alpha1.DeletionStepGetVMStatus, phase.Result{}, nil
 }
 
@@ -195,7 +197,6 @@ func (r *Reconciler) stepDrain(ctx context.Context, s *scope) (v1alpha1.Deletion
 		desc := fmt.Sprintf("Node %s drained; deleting the VM", node.Name)
 		setMachineCondition(s, v1alpha1.MachineConditionDrained, metav1.ConditionTrue, "Drained", fmt.Sprintf("Node %s drained", node.Name))
 		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "", desc)
-		r.normal(s, reasonDrained, actionDrain, "Node %s drained", node.Name)
 		observeDrain(s, "drained")
 		return v1alpha1.DeletionStepDeleteVM, phase.Result{}, nil
 	}
@@ -254,7 +255,6 @@ func (r *Reconciler) stepDeleteVolumeAttachments(ctx context.Context, s *scope) 
 	}
 	setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "",
 		fmt.Sprintf("VolumeAttachments of node %s deleted; deleting the VM", name))
-	r.normal(s, reasonVolumesDetached, actionDrain, "VolumeAttachments of node %s deleted", name)
 	return v1alpha1.DeletionStepDeleteVM, phase.Result{}, nil
 }
 
@@ -285,7 +285,6 @@ func (r *Reconciler) stepDeleteVM(ctx context.Context, s *scope) (v1alpha1.Delet
 		what = fmt.Sprintf("VM %s deleted", m.Spec.ProviderID)
 	}
 	setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "", what+"; deleting the node")
-	r.normal(s, reasonVMDeleted, actionDelete, "%s", what)
 	return v1alpha1.DeletionStepDeleteNode, phase.Result{}, nil
 }
 
@@ -297,15 +296,11 @@ func (r *Reconciler) stepDeleteNode(ctx context.Context, s *scope) (v1alpha1.Del
 		return v1alpha1.DeletionStepRemoveFinalizer, phase.Result{}, nil
 	}
 	if name := s.nodeName(); name != "" {
-		deleted, err := r.deleteNode(ctx, name)
-		if err != nil {
+		if err := r.deleteNode(ctx, name); err != nil {
 			desc := fmt.Sprintf("Deleting node %s failed: %v", name, err)
 			setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateFailed, "", desc)
 			r.warning(s, reasonDeleteFailed, actionDelete, "%s", desc)
 			return v1alpha1.DeletionStepDeleteNode, phase.Result{RequeueAfter: r.Options.ShortRetry}, nil
-		}
-		if deleted {
-			r.normal(s, reasonNodeDeleted, actionDelete, "Node %s deleted", name)
 		}
 	}
 	if r.Tokens != nil {
@@ -319,14 +314,14 @@ func (r *Reconciler) stepDeleteNode(ctx context.Context, s *scope) (v1alpha1.Del
 	return v1alpha1.DeletionStepRemoveFinalizer, phase.Result{}, nil
 }
 
-// deleteNode removes the Node finalizer and deletes the Node. It tells
-// whether there was a Node to delete. A Node that was registered again
+// deleteNode removes the Node finalizer and deletes the Node; a Node
+// already gone is fine. A Node that was registered again
 // meanwhile (another UID) fails the precondition and is deleted on the
 // retry: its VM is gone, so it is stale.
-func (r *Reconciler) deleteNode(ctx context.Context, name string) (bool, error) {
+func (r *Reconciler) deleteNode(ctx context.Context, name string) error {
 	node := &corev1.Node{}
 	if err := r.Target.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
-		return false, client.IgnoreNotFound(err)
+		return client.IgnoreNotFound(err)
 	}
 	if controllerutil.ContainsFinalizer(node, v1alpha1.NodeFinalizer) {
 		updated := node.DeepCopy()
@@ -335,19 +330,13 @@ func (r *Reconciler) deleteNode(ctx context.Context, name string) (bool, error) 
 		// other, so it needs no resourceVersion and cannot lose a race with
 		// the kubelet's status updates.
 		if err := r.Target.Patch(ctx, updated, client.StrategicMergeFrom(node)); err != nil {
-			if apierrors.IsNotFound(err) {
-				return false, nil
-			}
-			return false, err
+			return client.IgnoreNotFound(err)
 		}
 	}
 	if err := r.Target.Delete(ctx, node, client.Preconditions{UID: &node.UID}); err != nil {
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return false, err
+		return client.IgnoreNotFound(err)
 	}
-	return true, nil
+	return nil
 }
 
 // stepRemoveFinalizer releases the Machine; the API server then removes it.
@@ -355,7 +344,6 @@ func (r *Reconciler) stepRemoveFinalizer(ctx context.Context, s *scope) (v1alpha
 	if err := r.removeFinalizer(ctx, s); err != nil {
 		return v1alpha1.DeletionStepRemoveFinalizer, phase.Result{}, err
 	}
-	r.normal(s, reasonReleased, actionDelete, "Machine deleted")
 	return v1alpha1.DeletionStepRemoveFinalizer, phase.Result{}, nil
 }
 
