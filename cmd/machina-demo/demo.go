@@ -50,7 +50,11 @@ type demo struct {
 // scenario is done (or, with --keep, when ctx is cancelled), or on the
 // first failure.
 func (d *demo) run(ctx context.Context) error {
-	for _, b := range []string{managerBinary, driverBinary} {
+	binaries := []string{managerBinary, driverBinary}
+	if d.cfg.local() {
+		binaries = binaries[:1]
+	}
+	for _, b := range binaries {
 		if _, err := os.Stat(filepath.Join(d.cfg.bin, b)); err != nil {
 			return fmt.Errorf("%w (build it with `make build` or run `make demo`)", err)
 		}
@@ -68,6 +72,9 @@ func (d *demo) run(ctx context.Context) error {
 
 	if err := d.startCluster(ctx); err != nil {
 		return err
+	}
+	if d.cfg.local() {
+		return d.runLocal(ctx)
 	}
 	if err := d.startProcesses(ctx); err != nil {
 		return err

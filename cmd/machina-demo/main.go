@@ -9,6 +9,11 @@
 // With --keep it stops after the rollout and keeps everything running until
 // Ctrl-C, printing a kubeconfig to explore the cluster with kubectl.
 //
+// With --driver-endpoint (or --driver) it is a local cluster for a driver
+// of the user's instead (local.go): the manager against that driver,
+// optionally a MachineDeployment of three on it (--provider-spec), until
+// Ctrl-C. docs/writing-a-driver.md walks through it.
+//
 // The manager and the driver run as the ServiceAccount of deploy/ with its
 // RBAC, not as cluster admin, so the demo also shows that the manifests
 // grant enough. Every process the demo starts dies with it, however it
@@ -23,6 +28,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -35,7 +41,21 @@ type config struct {
 	keep    bool
 	timeout time.Duration
 	logDir  string
+
+	// A local cluster for a driver of the user's (local.go).
+	driverEndpoint string
+	driverPath     string
+	driverArgs     stringList
+	noNodes        bool
+	providerSpec   string
+	replicas       int32
 }
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, " ") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 func main() {
 	execAsset() // returns unless started as a control plane wrapper
@@ -115,7 +135,20 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.keep, "keep", false, "after the rollout, keep everything running until Ctrl-C instead of scaling to zero and exiting")
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "how long each step may take")
 	fs.StringVar(&c.logDir, "log-dir", "", "keep the manager and driver logs in this directory (default: a temporary directory, removed at exit)")
+	fs.StringVar(&c.driverEndpoint, "driver-endpoint", "",
+		"a local cluster for your driver: run the manager against the driver serving this endpoint (unix:///path) instead of the demo's scenario; runs until Ctrl-C")
+	fs.StringVar(&c.driverPath, "driver", "",
+		"a local cluster for your driver: start this driver binary (with MACHINA_DRIVER_ENDPOINT set to a socket of the demo's) and run the manager against it; runs until Ctrl-C")
+	fs.Var(&c.driverArgs, "driver-arg", "an argument for --driver's binary (repeatable)")
+	fs.BoolVar(&c.noNodes, "no-nodes", false, "the driver registers no Nodes: run the manager with --target-kubeconfig=none (machines are available once their VM exists)")
+	fs.StringVar(&c.providerSpec, "provider-spec", "",
+		"with --driver or --driver-endpoint: create MachineClass \"local\" with this providerSpec (a JSON object) and MachineDeployment \"local\" of --replicas machines")
+	replicas := fs.Int("replicas", 3, "machines of MachineDeployment \"local\" (with --provider-spec)")
 	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	c.replicas = int32(*replicas)
+	if err := c.checkLocal(); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
@@ -127,7 +160,7 @@ func parseFlags(args []string) (config, error) {
 	if c.timeout <= 0 {
 		return c, errors.New("--timeout must be positive")
 	}
-	for _, p := range []*string{&c.repo, &c.bin, &c.assets, &c.logDir} {
+	for _, p := range []*string{&c.repo, &c.bin, &c.assets, &c.logDir, &c.driverPath} {
 		if *p == "" {
 			continue
 		}
@@ -144,4 +177,31 @@ func parseFlags(args []string) (config, error) {
 func fatalf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "machina-demo: "+format+"\n", args...)
 	os.Exit(exitFailed)
+}
+
+// checkLocal checks the flags of a local cluster for the user's driver.
+// Such a cluster runs until Ctrl-C, as --keep does.
+func (c *config) checkLocal() error {
+	if c.driverEndpoint != "" && c.driverPath != "" {
+		return errors.New("--driver and --driver-endpoint exclude each other: the demo starts your driver, or you do")
+	}
+	if !c.local() {
+		if c.noNodes || c.providerSpec != "" || len(c.driverArgs) > 0 {
+			return errors.New("--no-nodes, --provider-spec and --driver-arg need --driver or --driver-endpoint")
+		}
+		return nil
+	}
+	if c.driverEndpoint != "" && !strings.HasPrefix(c.driverEndpoint, "unix://") && !strings.HasPrefix(c.driverEndpoint, "tcp://") {
+		return fmt.Errorf("--driver-endpoint %q: want unix:///path/to/socket (or tcp://host:port)", c.driverEndpoint)
+	}
+	if c.providerSpec != "" {
+		if err := checkProviderSpec(c.providerSpec); err != nil {
+			return err
+		}
+	}
+	if c.replicas < 0 {
+		return errors.New("--replicas must not be negative")
+	}
+	c.keep = true
+	return nil
 }

@@ -109,7 +109,7 @@ func (d *demo) waitFor(ctx context.Context, what string, timeout time.Duration, 
 		}
 		if timeout > 0 && time.Now().After(deadline) {
 			return fmt.Errorf("not reached within %s: %s\nlast lines of the manager's log:\n%s\nlast lines of the driver's log:\n%s",
-				timeout, what, d.manager.Tail(20), d.driver.Tail(10))
+				timeout, what, d.manager.Tail(20), d.driverTail(10))
 		}
 		if err := sleep(ctx, pollInterval); err != nil {
 			return err
@@ -136,4 +136,12 @@ func (d *demo) keepRunning(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// driverTail is the end of the driver's log, when the demo started it.
+func (d *demo) driverTail(n int) string {
+	if d.driver == nil {
+		return "    (the driver is yours: see its own output)"
+	}
+	return d.driver.Tail(n)
 }

@@ -210,9 +210,17 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("SIGTERM stops gracefully and releases the lease", func(t *testing.T) {
+		before := len(manager.log.String())
 		err, inTime := manager.stop(30 * time.Second)
 		require.True(t, inTime, "the manager did not stop within 30s")
 		require.NoError(t, err, "exit code %d", manager.exitCode())
+		// A normal stop is no error: nothing it logs from the signal on is
+		// at error level (it used to log "leader election lost").
+		stopLog := manager.log.String()[before:]
+		require.Contains(t, stopLog, `"msg":"Stopped"`, "the manager logs its stop (JSON lines)")
+		for _, line := range strings.Split(stopLog, "\n") {
+			assert.NotContains(t, line, `"level":"error"`, "an error-level line after SIGTERM")
+		}
 		lease := &coordinationv1.Lease{}
 		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: e2eNamespace, Name: "machina-manager"}, lease))
 		assert.True(t, lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "",
