@@ -195,6 +195,8 @@ var commonAccess = []access{
 	{verb: "create", group: "", resource: "pods", namespace: "workloads"},
 	{verb: "update", group: "", resource: "pods", namespace: "workloads"},
 	{verb: "update", group: "", resource: "nodes", subresource: "status"},
+	// The InPlaceUpdate node condition is the core's (in-place updates).
+	{verb: "patch", group: "", resource: "nodes", subresource: "status", allowed: true},
 	{verb: "delete", group: "", resource: "persistentvolumes"},
 	{verb: "delete", group: "", resource: "namespaces"},
 	{verb: "create", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings"},
@@ -205,7 +207,6 @@ var commonAccess = []access{
 // (inmemory): the manager never creates Nodes or writes Leases of nodes.
 var managerOnlyAccess = []access{
 	{verb: "create", group: "", resource: "nodes"},
-	{verb: "patch", group: "", resource: "nodes", subresource: "status"},
 	{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: "kube-node-lease"},
 }
 
@@ -213,7 +214,6 @@ var managerOnlyAccess = []access{
 // registers Nodes, keeps their conditions and renews their Leases.
 var virtualnodeAccess = []access{
 	{verb: "create", group: "", resource: "nodes", allowed: true},
-	{verb: "patch", group: "", resource: "nodes", subresource: "status", allowed: true},
 	{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: "kube-node-lease", allowed: true},
 	{verb: "patch", group: "coordination.k8s.io", resource: "leases", namespace: "kube-node-lease", allowed: true},
 	{verb: "delete", group: "coordination.k8s.io", resource: "leases", namespace: "kube-node-lease", allowed: true},
