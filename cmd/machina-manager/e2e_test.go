@@ -56,7 +56,7 @@ func TestEndToEnd(t *testing.T) {
 	socket := filepath.Join(sockets, "driver.sock")
 	endpoint := "unix://" + socket
 	stateFile := filepath.Join(t.TempDir(), "vms.json")
-	startDriver := func() *process {
+	startDriver := func() *child {
 		p := start(t, "driver", driverBin, "--endpoint="+endpoint, "--state-file="+stateFile)
 		waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
@@ -148,9 +148,9 @@ func TestEndToEnd(t *testing.T) {
 
 	t.Run("driver crash and restart", func(t *testing.T) {
 		watch := watchForFailed(t, c)
-		driver.kill()
+		driver.Kill()
 		requireHTTP(t, manager, health+"/readyz", http.StatusInternalServerError)
-		require.True(t, manager.running(), "the manager must survive its driver")
+		require.True(t, manager.Running(), "the manager must survive its driver")
 
 		// A machine created while the driver is down fails its calls
 		// (UNAVAILABLE) and is retried; it must not be Failed for it.
@@ -167,7 +167,7 @@ func TestEndToEnd(t *testing.T) {
 
 		driver = startDriver()
 		requireHTTP(t, manager, health+"/readyz", http.StatusOK)
-		require.True(t, manager.running())
+		require.True(t, manager.Running())
 		requirePhase(t, c, machine, v1alpha1.MachineRunning)
 		requireVM(t, endpoint, machine, codes.OK)
 
@@ -213,7 +213,7 @@ func TestEndToEnd(t *testing.T) {
 		before := len(manager.log.String())
 		err, inTime := manager.stop(30 * time.Second)
 		require.True(t, inTime, "the manager did not stop within 30s")
-		require.NoError(t, err, "exit code %d", manager.exitCode())
+		require.NoError(t, err, "exit code %d", manager.ExitCode())
 		// A normal stop is no error: nothing it logs from the signal on is
 		// at error level (it used to log "leader election lost").
 		stopLog := manager.log.String()[before:]
@@ -354,12 +354,12 @@ func requireVM(t *testing.T, endpoint string, m *v1alpha1.Machine, want codes.Co
 
 // requireHTTP waits until url answers want, failing early if the manager
 // exits.
-func requireHTTP(t *testing.T, manager *process, url string, want int) {
+func requireHTTP(t *testing.T, manager *child, url string, want int) {
 	t.Helper()
 	var last string
 	exited := false
 	require.Eventually(t, func() bool {
-		if !manager.running() {
+		if !manager.Running() {
 			exited = true
 			return true
 		}
@@ -373,7 +373,7 @@ func requireHTTP(t *testing.T, manager *process, url string, want int) {
 		last = fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(body)))
 		return resp.StatusCode == want
 	}, waitFor, poll, "GET %s never answered %d; last: %s", url, want, last)
-	require.False(t, exited, "the manager exited (code %d) while waiting for GET %s", manager.exitCode(), url)
+	require.False(t, exited, "the manager exited (code %d) while waiting for GET %s", manager.ExitCode(), url)
 }
 
 func httpGet(t *testing.T, url string) string {

@@ -89,7 +89,7 @@ func TestAPIServerOutageWithTwoReplicas(t *testing.T) {
 	require.NoError(t, waitFile(waitCtx, socket))
 
 	type replica struct {
-		p       *process
+		p       *child
 		metrics string
 		health  string
 	}
@@ -118,10 +118,10 @@ func TestAPIServerOutageWithTwoReplicas(t *testing.T) {
 			// The full logs, for the timeline of both replicas.
 			for i, r := range replicas {
 				// A goroutine dump (SIGQUIT) shows where a stuck replica waits.
-				if r.p.running() {
-					_ = r.p.cmd.Process.Signal(syscall.SIGQUIT)
+				if r.p.Running() {
+					r.p.Signal(syscall.SIGQUIT)
 					select {
-					case <-r.p.done:
+					case <-r.p.Exited():
 					case <-time.After(10 * time.Second):
 					}
 				}
@@ -185,7 +185,7 @@ func TestAPIServerOutageWithTwoReplicas(t *testing.T) {
 	}, waitFor, poll, "the leader neither gave up leading nor froze during the outage")
 	for time.Since(downAt) < outage {
 		for i, r := range replicas {
-			require.True(t, r.p.running(), "replica %d exited during the outage (code %d)", i, r.p.exitCode())
+			require.True(t, r.p.Running(), "replica %d exited during the outage (code %d)", i, r.p.ExitCode())
 		}
 		requireHTTP(t, replicas[0].p, replicas[0].health+"/healthz", http.StatusOK)
 		requireHTTP(t, replicas[1].p, replicas[1].health+"/healthz", http.StatusOK)
@@ -240,7 +240,7 @@ func TestAPIServerOutageWithTwoReplicas(t *testing.T) {
 
 	assert.Empty(t, failed(), "machines became Failed because of the outage")
 	for i, r := range replicas {
-		require.True(t, r.p.running(), "replica %d exited (code %d)", i, r.p.exitCode())
+		require.True(t, r.p.Running(), "replica %d exited (code %d)", i, r.p.ExitCode())
 	}
 	require.Len(t, leaders(), 1, "exactly one replica leads after the outage")
 	lease := &coordinationv1.Lease{}
@@ -254,7 +254,7 @@ func TestAPIServerOutageWithTwoReplicas(t *testing.T) {
 	for i, r := range replicas {
 		err, inTime := r.p.stop(45 * time.Second)
 		require.True(t, inTime, "replica %d did not stop in time", i)
-		require.NoError(t, err, "replica %d: exit code %d", i, r.p.exitCode())
+		require.NoError(t, err, "replica %d: exit code %d", i, r.p.ExitCode())
 		assert.NotContains(t, r.p.log.String(), "leader election lost", "replica %d", i)
 	}
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: e2eNamespace, Name: "machina-manager"}, lease))

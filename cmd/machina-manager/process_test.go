@@ -1,21 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/machina-io/machina/internal/process"
 )
 
 // This file runs real processes for the end-to-end test: it builds the
@@ -49,109 +46,36 @@ func goBuild(t *testing.T, moduleDir, pkg, dir, name string) string {
 	return out
 }
 
-// process is a child process whose output goes to a log buffer, shown when
-// the test fails.
-type process struct {
-	name string
-	cmd  *exec.Cmd
-	log  *syncBuffer
-	done chan struct{}
-	err  error // valid once done is closed
-}
-
-// syncBuffer is a bytes.Buffer safe for the process's two output streams.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+// child is a started binary whose output goes to log, shown when the test
+// fails.
+type child struct {
+	*process.Process
+	log *process.Buffer
 }
 
 // start runs binary with args. When the test ends the process is stopped
-// (SIGTERM, then SIGKILL) and, if the test failed, the tail of its output
-// is logged.
-func start(t *testing.T, name, binary string, args ...string) *process {
+// (SIGTERM, then SIGKILL after 10s) and, if the test failed, the tail of
+// its output is logged.
+func start(t *testing.T, name, binary string, args ...string) *child {
 	t.Helper()
-	p := &process{name: name, log: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(binary, args...)
-	p.cmd.Stdout = p.log
-	p.cmd.Stderr = p.log
-	require.NoError(t, p.cmd.Start(), "starting %s", name)
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
+	c := &child{log: &process.Buffer{}}
+	var err error
+	c.Process, err = process.Start(process.Config{Name: name, Path: binary, Args: args, Output: c.log})
+	require.NoError(t, err)
 	t.Cleanup(func() {
-		p.stop(10 * time.Second)
+		_ = c.Stop(10 * time.Second)
 		if t.Failed() {
-			t.Logf("---- %s output (tail) ----\n%s", name, tail(p.log.String(), 120))
+			t.Logf("---- %s output (tail) ----\n%s", name, c.Tail(120))
 		}
 	})
-	return p
+	return c
 }
 
-// running reports whether the process has not exited.
-func (p *process) running() bool {
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
-	}
-}
-
-// kill sends SIGKILL and waits for the exit.
-func (p *process) kill() {
-	if p.running() {
-		_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	}
-	<-p.done
-}
-
-// stop sends SIGTERM, waits up to grace, then kills. It returns the exit
-// error (nil for exit code 0) and whether the process stopped within grace.
-func (p *process) stop(grace time.Duration) (error, bool) {
-	if !p.running() {
-		return p.err, true
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return p.err, true
-	case <-time.After(grace):
-		p.kill()
-		return p.err, false
-	}
-}
-
-// exitCode is the process's exit code once it has exited.
-func (p *process) exitCode() int {
-	var exitErr *exec.ExitError
-	if errors.As(p.err, &exitErr) {
-		return exitErr.ExitCode()
-	}
-	if p.err != nil {
-		return -1
-	}
-	return 0
-}
-
-func tail(s string, lines int) string {
-	all := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return strings.Join(all, "\n")
+// stop sends SIGTERM, waits up to grace, then kills. It returns how the
+// process ended (nil for exit code 0) and whether it stopped within grace.
+func (c *child) stop(grace time.Duration) (error, bool) {
+	killed := c.Stop(grace) != nil
+	return c.Err(), !killed
 }
 
 // socketDir returns a short temporary directory for Unix sockets:

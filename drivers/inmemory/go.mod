@@ -6,7 +6,10 @@ replace github.com/machina-io/machina/proto => ../../proto
 
 replace github.com/machina-io/machina/sdk => ../../sdk
 
+replace github.com/machina-io/machina/internal => ../../internal
+
 require (
+	github.com/machina-io/machina/internal v0.0.0-00010101000000-000000000000
 	github.com/machina-io/machina/proto v0.0.0
 	github.com/machina-io/machina/sdk v0.0.0
 	github.com/stretchr/testify v1.12.1

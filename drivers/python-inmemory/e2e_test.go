@@ -20,6 +20,7 @@ import (
 
 	machinav1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/testenv"
+	"github.com/machina-io/machina/internal/process"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 )
 
@@ -152,29 +153,28 @@ func buildManager(t *testing.T) string {
 // SIGTERM when the test ends.
 func startManager(t *testing.T, bin, kubeconfig, endpoint string) {
 	t.Helper()
-	logs := &syncBuffer{}
-	cmd := exec.Command(bin,
-		"--control-kubeconfig="+kubeconfig,
-		"--namespace="+e2eNamespace,
-		"--driver-endpoint="+endpoint,
-		"--leader-elect=false",
-		"--metrics-bind-address=0",
-		"--health-probe-bind-address=0",
-		"--machine-safety-orphan-vms-period=5s",
-	)
-	cmd.Env = append(os.Environ(), "MACHINA_DRIVER_ENDPOINT="+endpoint)
-	cmd.Stdout, cmd.Stderr = logs, logs
-	require.NoError(t, cmd.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	logs := &process.Buffer{}
+	p, err := process.Start(process.Config{
+		Name: "machina-manager",
+		Path: bin,
+		Args: []string{
+			"--control-kubeconfig=" + kubeconfig,
+			"--namespace=" + e2eNamespace,
+			"--driver-endpoint=" + endpoint,
+			"--leader-elect=false",
+			"--metrics-bind-address=0",
+			"--health-probe-bind-address=0",
+			"--machine-safety-orphan-vms-period=5s",
+		},
+		Env:    append(os.Environ(), "MACHINA_DRIVER_ENDPOINT="+endpoint),
+		Output: logs,
+	})
+	require.NoError(t, err)
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case err := <-exited:
-			assert.NoError(t, err, "the manager's exit")
-		case <-time.After(time.Minute):
-			_ = cmd.Process.Kill()
-			t.Errorf("the manager did not stop within a minute of SIGINT")
+		if err := p.Stop(time.Minute); err != nil {
+			t.Error(err)
+		} else {
+			assert.NoError(t, p.Err(), "the manager's exit")
 		}
 		if t.Failed() {
 			t.Logf("manager log:\n%s", logs.String())

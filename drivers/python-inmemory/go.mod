@@ -6,9 +6,12 @@ replace github.com/machina-io/machina/conformance => ../../conformance
 
 replace github.com/machina-io/machina/proto => ../../proto
 
+replace github.com/machina-io/machina/internal => ../../internal
+
 require (
 	github.com/machina-io/machina/conformance v0.0.0-00010101000000-000000000000
 	github.com/machina-io/machina/core v0.0.0-00010101000000-000000000000
+	github.com/machina-io/machina/internal v0.0.0-00010101000000-000000000000
 	github.com/machina-io/machina/proto v0.0.0-00010101000000-000000000000
 	github.com/stretchr/testify v1.12.1
 	google.golang.org/grpc v1.85.0

@@ -1,14 +1,11 @@
 package pythoninmemory
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/machina-io/machina/internal/process"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 )
 
@@ -58,32 +56,12 @@ func socketDir(t testing.TB) string {
 	return dir
 }
 
-// syncBuffer collects a process's output while it runs.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // driverProcess is the Python driver running as a child process.
 type driverProcess struct {
-	cmd      *exec.Cmd
+	*process.Process
 	Socket   string
 	Endpoint string
-	Logs     *syncBuffer
-	exited   chan struct{}
-	waitErr  error
+	Logs     *process.Buffer
 }
 
 // startDriver starts the driver with its endpoint in MACHINA_DRIVER_ENDPOINT
@@ -100,25 +78,19 @@ func startDriver(t testing.TB, args ...string) *driverProcess {
 // launchDriver starts the driver on socket without waiting for it.
 func launchDriver(t testing.TB, socket string, args ...string) *driverProcess {
 	t.Helper()
-	p := &driverProcess{Socket: socket, Endpoint: "unix://" + socket, Logs: &syncBuffer{}, exited: make(chan struct{})}
-	p.cmd = exec.Command(python(t), append([]string{filepath.Join(driverDir(t), "main.py")}, args...)...)
-	p.cmd.Env = append(os.Environ(), "MACHINA_DRIVER_ENDPOINT="+p.Endpoint, "PYTHONDONTWRITEBYTECODE=1")
-	p.cmd.Stdout, p.cmd.Stderr = p.Logs, p.Logs
-	require.NoError(t, p.cmd.Start())
-	go func() {
-		p.waitErr = p.cmd.Wait()
-		close(p.exited)
-	}()
+	p := &driverProcess{Socket: socket, Endpoint: "unix://" + socket, Logs: &process.Buffer{}}
+	var err error
+	p.Process, err = process.Start(process.Config{
+		Name:   "python driver",
+		Path:   python(t),
+		Args:   append([]string{filepath.Join(driverDir(t), "main.py")}, args...),
+		Env:    append(os.Environ(), "MACHINA_DRIVER_ENDPOINT="+p.Endpoint, "PYTHONDONTWRITEBYTECODE=1"),
+		Output: p.Logs,
+	})
+	require.NoError(t, err)
 	t.Cleanup(func() {
-		if p.running() {
-			_ = p.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-p.exited:
-			case <-time.After(30 * time.Second):
-				_ = p.cmd.Process.Kill()
-				<-p.exited
-				t.Errorf("the driver did not stop within 30s of SIGTERM")
-			}
+		if err := p.Stop(30 * time.Second); err != nil {
+			t.Error(err)
 		}
 		if t.Failed() {
 			t.Logf("driver log:\n%s", p.Logs.String())
@@ -127,22 +99,13 @@ func launchDriver(t testing.TB, socket string, args ...string) *driverProcess {
 	return p
 }
 
-func (p *driverProcess) running() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
-
 // waitServing waits until the driver answers Probe.
 func (p *driverProcess) waitServing(t testing.TB) {
 	t.Helper()
 	conn := dial(t, p.Endpoint)
 	identity := driverv1alpha1.NewIdentityServiceClient(conn)
 	require.Eventually(t, func() bool {
-		require.True(t, p.running(), "the driver exited before serving:\n%s", p.Logs.String())
+		require.True(t, p.Running(), "the driver exited before serving:\n%s", p.Logs.String())
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		_, err := identity.Probe(ctx, &driverv1alpha1.ProbeRequest{})
@@ -154,16 +117,15 @@ func (p *driverProcess) waitServing(t testing.TB) {
 func (p *driverProcess) wait(t testing.TB, timeout time.Duration) int {
 	t.Helper()
 	select {
-	case <-p.exited:
+	case <-p.Exited():
 	case <-time.After(timeout):
 		t.Fatalf("the driver did not exit within %v", timeout)
 	}
 	var exit *exec.ExitError
-	if errors.As(p.waitErr, &exit) {
-		return exit.ExitCode()
+	if err := p.Err(); !errors.As(err, &exit) {
+		require.NoError(t, err)
 	}
-	require.NoError(t, p.waitErr)
-	return 0
+	return p.ExitCode()
 }
 
 // dial connects to endpoint; the connection closes when the test ends.

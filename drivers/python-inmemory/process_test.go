@@ -64,7 +64,7 @@ func TestSIGTERMLetsCallsInFlightFinish(t *testing.T) {
 		return status.Code(err) == codes.Aborted
 	}, 10*time.Second, 10*time.Millisecond, "the slow create never got in flight")
 
-	require.NoError(t, d.cmd.Process.Signal(syscall.SIGTERM))
+	d.Signal(syscall.SIGTERM)
 	select {
 	case r := <-created:
 		require.NoError(t, r.err, "a call in flight at SIGTERM must finish")
@@ -105,7 +105,7 @@ func TestSecretsNeverLogged(t *testing.T) {
 	require.NoError(t, err)
 
 	// The log is complete once the process has exited.
-	require.NoError(t, d.cmd.Process.Signal(syscall.SIGTERM))
+	d.Signal(syscall.SIGTERM)
 	require.Equal(t, 0, d.wait(t, 30*time.Second))
 	logs := d.Logs.String()
 	for _, method := range []string{"CreateMachine", "ListMachines", "DeleteMachine"} {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/machina-io/machina/internal/process"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 )
 
@@ -89,25 +89,24 @@ func stopOnce(interpreter, dir, moment string) (err error) {
 	}
 	defer os.RemoveAll(sockDir)
 	socket := filepath.Join(sockDir, "driver.sock")
-	logs := &syncBuffer{}
-	cmd := exec.Command(interpreter, filepath.Join(dir, "main.py"), "--shutdown-grace", "5")
-	cmd.Env = append(os.Environ(), "MACHINA_DRIVER_ENDPOINT=unix://"+socket, "PYTHONDONTWRITEBYTECODE=1")
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
+	logs := &process.Buffer{}
+	p, err := process.Start(process.Config{
+		Name:   "python driver",
+		Path:   interpreter,
+		Args:   []string{filepath.Join(dir, "main.py"), "--shutdown-grace", "5"},
+		Env:    append(os.Environ(), "MACHINA_DRIVER_ENDPOINT=unix://"+socket, "PYTHONDONTWRITEBYTECODE=1"),
+		Output: logs,
+	})
+	if err != nil {
 		return err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	defer func() {
 		if err != nil {
 			err = fmt.Errorf("%w\ndriver log:\n%s", err, logs.String())
 		}
 	}()
 	// A driver that never stops is killed, so that the test ends.
-	kill := func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	}
+	kill := p.Kill
 
 	switch moment {
 	case atStart:
@@ -130,20 +129,17 @@ func stopOnce(interpreter, dir, moment string) (err error) {
 			stopLoad := startLoad(conn, 8)
 			defer stopLoad()
 		}
-		if err := stopSignalsBlocked(cmd.Process.Pid); err != nil {
+		if err := stopSignalsBlocked(p.Pid()); err != nil {
 			kill()
 			return err
 		}
 	}
 
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		kill()
-		return err
-	}
+	p.Signal(syscall.SIGTERM)
 	select {
-	case waitErr := <-exited:
-		if waitErr != nil {
-			return fmt.Errorf("exit after SIGTERM: %v, want status 0", waitErr)
+	case <-p.Exited():
+		if p.Err() != nil {
+			return fmt.Errorf("exit after SIGTERM: %v, want status 0", p.Err())
 		}
 	case <-time.After(stopBound):
 		kill()

@@ -27,7 +27,7 @@ func TestStopKeepsASuccessorsSocket(t *testing.T) {
 	theirs, err := os.Lstat(d.Socket)
 	require.NoError(t, err)
 
-	require.NoError(t, d.cmd.Process.Signal(syscall.SIGTERM))
+	d.Signal(syscall.SIGTERM)
 	assert.Equal(t, 0, d.wait(t, 30*time.Second), "exit status after SIGTERM")
 	now, err := os.Lstat(d.Socket)
 	require.NoError(t, err, "the successor's socket must survive the stop")

@@ -1,8 +1,9 @@
 // Package process runs the project's binaries as child processes for the
 // programs and tests that drive them (the end-to-end tests, the fault
-// suite, the demo and the benchmark): start with the output in a log file,
-// wait for readiness, stop with SIGTERM and then SIGKILL after a deadline,
-// kill with SIGKILL, read the log's last lines when something went wrong.
+// suite, the demo and the benchmark): start with the output in a log file
+// (or, for a test that reads it while the child runs, in a Buffer), wait
+// for readiness, stop with SIGTERM and then SIGKILL after a deadline, kill
+// with SIGKILL, read the output's last lines when something went wrong.
 //
 // Every child gets a parent-death signal (on Linux): the kernel kills it
 // when the parent dies however it dies (a panic, go test's -timeout, a
@@ -35,6 +36,10 @@ type Config struct {
 	// unless AppendLog is set (one log for all runs of a component).
 	LogPath   string
 	AppendLog bool
+	// Output, when set, receives stdout and stderr instead of a log file
+	// (LogPath is then unused): for a test that reads what the child
+	// printed while it runs.
+	Output *Buffer
 	// Group starts the process in a process group of its own: Stop and
 	// Kill then signal the whole group (a driver's children too), and a
 	// Ctrl-C in the terminal reaches only the parent, which stops its
@@ -55,6 +60,18 @@ type Process struct {
 
 // Start starts the process described by cfg and reaps it when it exits.
 func Start(cfg Config) (*Process, error) {
+	if cfg.Output != nil {
+		cmd := command(cfg)
+		cmd.Stdout, cmd.Stderr = cfg.Output, cfg.Output
+		// The output is copied by goroutines that end when the pipe
+		// closes; a grandchild that keeps it open must not keep Wait (and
+		// so Stop and Kill) from returning once the child has exited.
+		cmd.WaitDelay = 5 * time.Second
+		if err := cmd.Start(); err != nil {
+			return nil, fmt.Errorf("starting %s: %w", cfg.Name, err)
+		}
+		return reap(cfg, cmd), nil
+	}
 	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
 	if cfg.AppendLog {
 		flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
@@ -63,12 +80,10 @@ func Start(cfg Config) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", cfg.Name, err)
 	}
-	cmd := exec.Command(cfg.Path, cfg.Args...)
-	cmd.Env = cfg.Env
+	cmd := command(cfg)
 	// An *os.File is handed to the child as its descriptor, with no copying
 	// goroutine: the parent's copy can be closed as soon as the child runs.
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = sysProcAttr(cfg.Group)
 	err = cmd.Start()
 	if cerr := log.Close(); err == nil && cerr != nil {
 		_ = cmd.Process.Kill()
@@ -78,19 +93,40 @@ func Start(cfg Config) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", cfg.Name, err)
 	}
+	return reap(cfg, cmd), nil
+}
+
+// command is the unstarted command of cfg, without its output.
+func command(cfg Config) *exec.Cmd {
+	cmd := exec.Command(cfg.Path, cfg.Args...)
+	cmd.Env = cfg.Env
+	cmd.SysProcAttr = sysProcAttr(cfg.Group)
+	return cmd
+}
+
+// reap waits for the started cmd in the background.
+func reap(cfg Config, cmd *exec.Cmd) *Process {
 	p := &Process{cfg: cfg, cmd: cmd, exited: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.exited)
 	}()
-	return p, nil
+	return p
 }
 
 // Name is the process's name from its Config.
 func (p *Process) Name() string { return p.cfg.Name }
 
-// LogPath is the file that holds the process's output.
+// LogPath is the file that holds the process's output ("" with Output).
 func (p *Process) LogPath() string { return p.cfg.LogPath }
+
+// outputName names where the output went, for messages.
+func (p *Process) outputName() string {
+	if p.cfg.Output != nil {
+		return "its output"
+	}
+	return p.cfg.LogPath
+}
 
 // Pid is the process's id (with Group, also its process group's id).
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
@@ -131,13 +167,13 @@ func (p *Process) ExitCode() int {
 // ExitError describes a process that exited before it was told to, with
 // the last lines of its log.
 func (p *Process) ExitError(lines int) error {
-	return fmt.Errorf("%s exited unexpectedly (%v); last lines of %s:\n%s", p.cfg.Name, p.Err(), p.cfg.LogPath, p.Tail(lines))
+	return fmt.Errorf("%s exited unexpectedly (%v); last lines of %s:\n%s", p.cfg.Name, p.Err(), p.outputName(), p.Tail(lines))
 }
 
 // Kill sends SIGKILL (to the group with Group) and waits until the process
 // has exited: the fault injection of a node that dies.
 func (p *Process) Kill() {
-	p.signal(syscall.SIGKILL)
+	p.Signal(syscall.SIGKILL)
 	<-p.exited
 }
 
@@ -149,7 +185,7 @@ func (p *Process) Stop(grace time.Duration) error {
 	if !p.Running() {
 		return nil
 	}
-	p.signal(syscall.SIGTERM)
+	p.Signal(syscall.SIGTERM)
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
@@ -161,9 +197,11 @@ func (p *Process) Stop(grace time.Duration) error {
 	return fmt.Errorf("%s (pid %d) did not stop within %s of SIGTERM and was killed", p.cfg.Name, p.Pid(), grace)
 }
 
-// signal sends sig to the process, or to its group with Group. A process
-// that has exited is not signalled: its pid may belong to another by now.
-func (p *Process) signal(sig syscall.Signal) {
+// Signal sends sig to the process, or to its group with Group, without
+// waiting: a SIGTERM whose effect a test watches, a SIGQUIT for a Go
+// child's goroutine dump. A process that has exited is not signalled: its
+// pid may belong to another by now.
+func (p *Process) Signal(sig syscall.Signal) {
 	if !p.Running() {
 		return
 	}
@@ -176,9 +214,12 @@ func (p *Process) signal(sig syscall.Signal) {
 	_ = syscall.Kill(pid, sig)
 }
 
-// Tail returns the last n lines of the process's log, each indented by
-// four spaces so that they stand out in a message.
+// Tail returns the last n lines of the process's log (or Output), each
+// indented by four spaces so that they stand out in a message.
 func (p *Process) Tail(n int) string {
+	if p.cfg.Output != nil {
+		return tailLines([]byte(p.cfg.Output.String()), n)
+	}
 	return Tail(p.cfg.LogPath, n)
 }
 
@@ -189,6 +230,11 @@ func Tail(path string, n int) string {
 	if err != nil {
 		return "    (" + err.Error() + ")"
 	}
+	return tailLines(data, n)
+}
+
+// tailLines returns the last n lines of data, indented by four spaces.
+func tailLines(data []byte, n int) string {
 	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]

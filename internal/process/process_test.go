@@ -94,7 +94,7 @@ func start(t *testing.T, mode string, cfg Config, env ...string) *Process {
 	if cfg.Name == "" {
 		cfg.Name = mode
 	}
-	if cfg.LogPath == "" {
+	if cfg.LogPath == "" && cfg.Output == nil {
 		cfg.LogPath = filepath.Join(t.TempDir(), mode+".log")
 	}
 	cfg.Path = os.Args[0]
@@ -161,6 +161,64 @@ func TestOutputGoesToTheLog(t *testing.T) {
 	// Stopping a process that has exited is no error.
 	if err := p.Stop(time.Second); err != nil {
 		t.Fatalf("Stop after exit: %v", err)
+	}
+}
+
+func TestOutputGoesToTheBuffer(t *testing.T) {
+	out := &Buffer{}
+	p := start(t, "exit3", Config{Output: out})
+	waitExited(t, p)
+	if got := p.ExitCode(); got != 3 {
+		t.Fatalf("exit code %d, want 3", got)
+	}
+	// Both streams are in the buffer once the process has exited: Wait
+	// returns after the copying goroutines are done.
+	if got := out.String(); !strings.HasPrefix(got, "line 1\n") || !strings.Contains(got, "line 10\n") || !strings.Contains(got, "to stderr\n") {
+		t.Fatalf("buffer %q lacks the child's stdout or stderr", got)
+	}
+	if got, want := p.Tail(2), "    line 10\n    to stderr"; got != want {
+		t.Fatalf("Tail(2) = %q, want %q", got, want)
+	}
+	if p.LogPath() != "" {
+		t.Fatalf("LogPath() = %q with Output, want \"\"", p.LogPath())
+	}
+	msg := p.ExitError(1).Error()
+	if want := "exit3 exited unexpectedly (exit status 3); last lines of its output:\n    to stderr"; msg != want {
+		t.Fatalf("ExitError = %q, want %q", msg, want)
+	}
+}
+
+// TestBufferedKillWithAGrandchildHoldingTheOutput: a child whose own child
+// keeps the output pipe open still counts as exited once it is killed, so
+// Kill and Stop return.
+func TestBufferedKillWithAGrandchildHoldingTheOutput(t *testing.T) {
+	out := &Buffer{}
+	p := start(t, "grandchild", Config{Output: out})
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(out.String(), "grandchild ") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the grandchild was not started within 20s; output:\n%s", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var pid int
+	if _, err := fmt.Sscanf(out.String()[strings.Index(out.String(), "grandchild "):], "grandchild %d", &pid); err != nil {
+		t.Fatal(err)
+	}
+	// Killed here: nothing gave the grandchild a parent-death signal.
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	done := make(chan struct{})
+	go func() {
+		p.Kill()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Kill did not return within 20s while a grandchild held the output open")
+	}
+	if syscall.Kill(pid, 0) != nil {
+		t.Fatal("the grandchild is gone: the test did not keep the pipe open")
 	}
 }
 

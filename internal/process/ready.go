@@ -46,7 +46,7 @@ func WaitHTTP(ctx context.Context, url string, timeout, interval time.Duration, 
 			if err != nil {
 				status = fmt.Sprintf("%s (%v)", status, err)
 			}
-			return fmt.Errorf("%s did not answer 200 on %s within %s (last: %s); last lines of %s:\n%s", p.Name(), url, timeout, status, p.LogPath(), p.Tail(25))
+			return fmt.Errorf("%s did not answer 200 on %s within %s (last: %s); last lines of %s:\n%s", p.Name(), url, timeout, status, p.outputName(), p.Tail(25))
 		}
 		t := time.NewTimer(interval)
 		select {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/machina-io/machina/internal/process"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 )
 
@@ -48,17 +48,16 @@ func driverBinary(t *testing.T) string {
 	return binPath
 }
 
-// process is a running driver binary.
-type process struct {
-	cmd    *exec.Cmd
+// driver is a running driver binary and a connection to it.
+type driver struct {
+	*process.Process
 	conn   *grpc.ClientConn
-	stderr *strings.Builder
-	exited chan struct{}
+	output *process.Buffer
 }
 
 // start runs the driver with args on a fresh socket and waits until it
 // answers GetPluginInfo.
-func start(t *testing.T, env []string, args ...string) *process {
+func start(t *testing.T, env []string, args ...string) *driver {
 	t.Helper()
 	bin := driverBinary(t)
 	dir, err := os.MkdirTemp("", "m")
@@ -66,19 +65,16 @@ func start(t *testing.T, env []string, args ...string) *process {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	endpoint := "unix://" + filepath.Join(dir, "d.sock")
 
-	p := &process{stderr: &strings.Builder{}, exited: make(chan struct{})}
-	p.cmd = exec.Command(bin, append([]string{"--endpoint=" + endpoint}, args...)...)
-	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.Stderr = &lockedWriter{w: p.stderr}
-	require.NoError(t, p.cmd.Start())
-	go func() {
-		_ = p.cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.exited
+	p := &driver{output: &process.Buffer{}}
+	p.Process, err = process.Start(process.Config{
+		Name:   "machina-driver-inmemory",
+		Path:   bin,
+		Args:   append([]string{"--endpoint=" + endpoint}, args...),
+		Env:    append(os.Environ(), env...),
+		Output: p.output,
 	})
+	require.NoError(t, err)
+	t.Cleanup(p.Kill)
 
 	p.conn, err = grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
@@ -92,25 +88,14 @@ func start(t *testing.T, env []string, args ...string) *process {
 }
 
 // exitCode waits for the process to end and returns its exit code.
-func (p *process) exitCode(t *testing.T) int {
+func (p *driver) exitCode(t *testing.T) int {
 	t.Helper()
 	select {
-	case <-p.exited:
+	case <-p.Exited():
 	case <-time.After(time.Minute):
 		t.Fatal("the driver did not exit")
 	}
-	return p.cmd.ProcessState.ExitCode()
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  *strings.Builder
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
+	return p.ExitCode()
 }
 
 func request(name string) *driverv1alpha1.CreateMachineRequest {
@@ -191,6 +176,6 @@ func TestFlagsAndEnvironmentConfigureTheProcess(t *testing.T) {
 
 func TestSIGTERMStopsGracefully(t *testing.T) {
 	p := start(t, nil)
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-	assert.Equal(t, 0, p.exitCode(t), "stderr: %s", p.stderr.String())
+	p.Signal(syscall.SIGTERM)
+	assert.Equal(t, 0, p.exitCode(t), "output: %s", p.output.String())
 }
