@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/testenv"
+	"github.com/machina-io/machina/internal/process"
 )
 
 // The plugin's tests run every verb in the test process, as a cobra command
@@ -49,26 +48,8 @@ func TestPlugin(t *testing.T) {
 	t.Run("usage errors", p.testUsageErrors)
 }
 
-// syncBuffer is a bytes.Buffer safe to read while a command writes to it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // runAt runs `kubectl machina ARGS` with the clock at now, in namespace ns.
-func (p *plugin) runAt(ctx context.Context, now time.Time, ns string, out *syncBuffer, args ...string) error {
+func (p *plugin) runAt(ctx context.Context, now time.Time, ns string, out *process.Buffer, args ...string) error {
 	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: out}
 	cmd := newRootCommandWithClock(streams, func() time.Time { return now })
 	cmd.SetArgs(append([]string{"--kubeconfig=" + p.env.Kubeconfig, "--namespace=" + ns}, args...))
@@ -78,7 +59,7 @@ func (p *plugin) runAt(ctx context.Context, now time.Time, ns string, out *syncB
 // run runs the plugin to its end and returns what it printed.
 func (p *plugin) run(t *testing.T, now time.Time, ns string, args ...string) (string, error) {
 	t.Helper()
-	out := &syncBuffer{}
+	out := &process.Buffer{}
 	err := p.runAt(t.Context(), now, ns, out, args...)
 	return out.String(), err
 }

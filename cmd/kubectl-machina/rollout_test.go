@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/internal/process"
 )
 
 func (p *plugin) testRollout(t *testing.T) {
@@ -43,7 +44,7 @@ func (p *plugin) testRollout(t *testing.T) {
 		require.Equal(t, "Waiting for machinedeployment \"web\" rollout to finish: 2 out of 3 new machines have been updated...\n", out)
 
 		// It waits, printing each new state, until the rollout is done.
-		buf := &syncBuffer{}
+		buf := &process.Buffer{}
 		done := make(chan error, 1)
 		go func() { done <- p.runAt(t.Context(), now, ns, buf, "rollout", "status", "web", "--timeout=2m") }()
 		p.eventually(t, func() bool { return strings.Contains(buf.String(), "2 out of 3") })

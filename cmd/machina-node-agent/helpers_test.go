@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/testenv"
+	"github.com/machina-io/machina/internal/process"
 )
 
 // waitTimeout bounds every wait of these tests.
@@ -63,30 +62,12 @@ func (d dirs) writeSource(t *testing.T, target string, files map[string]string, 
 	}
 }
 
-// syncBuffer is a log sink safe for the agent's goroutines and the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // startAgent runs the agent in the test process (run, as main does) until
 // the test ends, and checks that it stops cleanly with exit code 0.
-func startAgent(t *testing.T, args []string) *syncBuffer {
+func startAgent(t *testing.T, args []string) *process.Buffer {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &syncBuffer{}
+	logs := &process.Buffer{}
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, args, logs, logs) }()
 	t.Cleanup(func() {
