@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
@@ -37,10 +36,7 @@ func TestOperatorTools(t *testing.T) {
 	queries := dashboardQueries(t, filepath.Join(repoRoot(t), "deploy", "grafana", "machina.json"))
 	require.NotEmpty(t, queries)
 
-	root := repoRoot(t)
-	bin := t.TempDir()
-	managerBin := goBuild(t, filepath.Join(root, "cmd"), "./machina-manager", bin, "machina-manager")
-	driverBin := goBuild(t, filepath.Join(root, "drivers", "inmemory"), "./cmd/machina-driver-inmemory", bin, "machina-driver-inmemory")
+	managerBin, driverBin := buildBinaries(t)
 
 	env := testenv.Start(t)
 	c := env.Client
@@ -50,31 +46,16 @@ func TestOperatorTools(t *testing.T) {
 
 	socket := filepath.Join(socketDir(t), "driver.sock")
 	endpoint := "unix://" + socket
-	start(t, "driver", driverBin, "--endpoint="+endpoint, "--fault=CreateMachine:code=UNAVAILABLE,count=1")
-	require.NoError(t, waitFile(ctx, socket))
+	startDriver(t, driverBin, socket, "--fault=CreateMachine:code=UNAVAILABLE,count=1")
 	metricsAddr, healthAddr := freeAddress(t), freeAddress(t)
-	manager := start(t, "manager", managerBin,
-		"--control-kubeconfig="+env.Kubeconfig,
-		"--namespace="+ns,
-		"--driver-endpoint="+endpoint,
-		"--metrics-bind-address="+metricsAddr,
-		"--health-probe-bind-address="+healthAddr,
-		"--leader-elect=true",
+	manager := start(t, "manager", managerBin, managerFlags(env.Kubeconfig, ns, endpoint, metricsAddr, healthAddr,
 		"--leader-elect-lease-duration=4s",
 		"--leader-elect-renew-deadline=3s",
 		"--leader-elect-retry-period=500ms",
-	)
+	)...)
 	requireHTTP(t, manager, "http://"+healthAddr+"/readyz", 200)
 
-	require.NoError(t, c.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "secret"},
-		Data:       map[string][]byte{"userData": []byte("#cloud-config\n")},
-	}))
-	require.NoError(t, c.Create(ctx, &v1alpha1.MachineClass{
-		ObjectMeta:   metav1.ObjectMeta{Namespace: ns, Name: "class"},
-		ProviderSpec: runtime.RawExtension{Raw: []byte(providerSpec)},
-		SecretRef:    &corev1.SecretReference{Namespace: ns, Name: "secret"},
-	}))
+	createClass(t, c, ns, "class", "secret", map[string][]byte{"userData": []byte("#cloud-config\n")})
 	labels := map[string]string{"name": "web"}
 	d := &v1alpha1.MachineDeployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
@@ -132,7 +113,7 @@ func TestOperatorTools(t *testing.T) {
 	})
 
 	t.Run("kubectl machina", func(t *testing.T) {
-		plugin := goBuild(t, filepath.Join(root, "cmd"), "./kubectl-machina", bin, "kubectl-machina")
+		plugin := goBuild(t, filepath.Join(repoRoot(t), "cmd"), "./kubectl-machina", t.TempDir(), "kubectl-machina")
 		var l v1alpha1.MachineList
 		require.NoError(t, c.List(ctx, &l, client.InNamespace(ns)))
 		require.Len(t, l.Items, 1)

@@ -42,10 +42,7 @@ const (
 // processes, talking over a real Unix socket, against a real API server,
 // and follows a Machine from creation to deletion, through a driver crash.
 func TestEndToEnd(t *testing.T) {
-	root := repoRoot(t)
-	bin := t.TempDir()
-	managerBin := goBuild(t, filepath.Join(root, "cmd"), "./machina-manager", bin, "machina-manager")
-	driverBin := goBuild(t, filepath.Join(root, "drivers", "inmemory"), "./cmd/machina-driver-inmemory", bin, "machina-driver-inmemory")
+	managerBin, driverBin := buildBinaries(t)
 
 	env := testenv.Start(t)
 	c := env.Client
@@ -56,23 +53,13 @@ func TestEndToEnd(t *testing.T) {
 	socket := filepath.Join(sockets, "driver.sock")
 	endpoint := "unix://" + socket
 	stateFile := filepath.Join(t.TempDir(), "vms.json")
-	startDriver := func() *child {
-		p := start(t, "driver", driverBin, "--endpoint="+endpoint, "--state-file="+stateFile)
-		waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		require.NoError(t, waitFile(waitCtx, socket))
-		return p
-	}
-	driver := startDriver()
+	// The driver is restarted within a subtest but must live as long as
+	// the whole test: this closure holds the test's t.
+	restartDriver := func() *child { return startDriver(t, driverBin, socket, "--state-file="+stateFile) }
+	driver := restartDriver()
 
 	metricsAddr, healthAddr := freeAddress(t), freeAddress(t)
-	manager := start(t, "manager", managerBin,
-		"--control-kubeconfig="+env.Kubeconfig,
-		"--namespace="+e2eNamespace,
-		"--driver-endpoint="+endpoint,
-		"--metrics-bind-address="+metricsAddr,
-		"--health-probe-bind-address="+healthAddr,
-		"--leader-elect=true",
+	manager := start(t, "manager", managerBin, managerFlags(env.Kubeconfig, e2eNamespace, endpoint, metricsAddr, healthAddr,
 		"--leader-elect-lease-duration=4s",
 		"--leader-elect-renew-deadline=3s",
 		"--leader-elect-retry-period=500ms",
@@ -80,7 +67,7 @@ func TestEndToEnd(t *testing.T) {
 		"--driver-status-timeout=5s",
 		"--concurrent-syncs=5",
 		"--v=1",
-	)
+	)...)
 	health := "http://" + healthAddr
 
 	requireHTTP(t, manager, health+"/healthz", http.StatusOK)
@@ -91,21 +78,12 @@ func TestEndToEnd(t *testing.T) {
 			lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != ""
 	}, waitFor, poll, "the manager never took its lease")
 
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e2eNamespace, Name: "e2e-secret"},
-		Data:       map[string][]byte{"userData": []byte("#cloud-config\n"), "apiToken": []byte("t0ps3cret")},
-	}
-	class := &v1alpha1.MachineClass{
-		ObjectMeta:   metav1.ObjectMeta{Namespace: e2eNamespace, Name: "e2e-class"},
-		ProviderSpec: runtime.RawExtension{Raw: []byte(providerSpec)},
-		SecretRef:    &corev1.SecretReference{Namespace: e2eNamespace, Name: secret.Name},
-	}
+	secret, class := createClass(t, c, e2eNamespace, "e2e-class", "e2e-secret",
+		map[string][]byte{"userData": []byte("#cloud-config\n"), "apiToken": []byte("t0ps3cret")})
 	machine := &v1alpha1.Machine{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e2eNamespace, Name: "e2e-machine"},
 		Spec:       v1alpha1.MachineSpec{Class: v1alpha1.ClassSpec{Kind: "MachineClass", Name: class.Name}},
 	}
-	require.NoError(t, c.Create(ctx, secret))
-	require.NoError(t, c.Create(ctx, class))
 	require.NoError(t, c.Create(ctx, machine))
 
 	// The VM exists once the machine has a provider ID and names its node.
@@ -165,7 +143,7 @@ func TestEndToEnd(t *testing.T) {
 				got.Status.LastOperation.State == v1alpha1.MachineStateFailed
 		}, waitFor, poll, "the controller never reported the unreachable driver on the new machine")
 
-		driver = startDriver()
+		driver = restartDriver()
 		requireHTTP(t, manager, health+"/readyz", http.StatusOK)
 		require.True(t, manager.Running())
 		requirePhase(t, c, machine, v1alpha1.MachineRunning)
@@ -350,6 +328,24 @@ func requireVM(t *testing.T, endpoint string, m *v1alpha1.Machine, want codes.Co
 		})
 		return status.Code(last) == want
 	}, waitFor, poll, "GetMachineStatus(%s) never answered %s; last: %v", m.Name, want, last)
+}
+
+// createClass creates in namespace the Secret secretName with data and the
+// MachineClass className of providerSpec that refers to it.
+func createClass(t *testing.T, c client.Client, namespace, className, secretName string, data map[string][]byte) (*corev1.Secret, *v1alpha1.MachineClass) {
+	t.Helper()
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: secretName},
+		Data:       data,
+	}
+	class := &v1alpha1.MachineClass{
+		ObjectMeta:   metav1.ObjectMeta{Namespace: namespace, Name: className},
+		ProviderSpec: runtime.RawExtension{Raw: []byte(providerSpec)},
+		SecretRef:    &corev1.SecretReference{Namespace: namespace, Name: secretName},
+	}
+	require.NoError(t, c.Create(t.Context(), secret))
+	require.NoError(t, c.Create(t.Context(), class))
+	return secret, class
 }
 
 // requireHTTP waits until url answers want, failing early if the manager

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"net/http"
@@ -18,7 +17,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -69,10 +67,7 @@ func outageFlags() ([]string, time.Duration) {
 // once their Nodes are Ready; a scale-up gets its machine; no machine is
 // Failed or replaced.
 func TestAPIServerOutageWithTwoReplicas(t *testing.T) {
-	root := repoRoot(t)
-	bin := t.TempDir()
-	managerBin := goBuild(t, filepath.Join(root, "cmd"), "./machina-manager", bin, "machina-manager")
-	driverBin := goBuild(t, filepath.Join(root, "drivers", "inmemory"), "./cmd/machina-driver-inmemory", bin, "machina-driver-inmemory")
+	managerBin, driverBin := buildBinaries(t)
 
 	env := testenv.Start(t, testenv.Restartable(t.TempDir()))
 	c := env.Client
@@ -83,10 +78,7 @@ func TestAPIServerOutageWithTwoReplicas(t *testing.T) {
 	// whichever replica leads.
 	socket := filepath.Join(socketDir(t), "driver.sock")
 	endpoint := "unix://" + socket
-	start(t, "driver", driverBin, "--endpoint="+endpoint)
-	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	require.NoError(t, waitFile(waitCtx, socket))
+	startDriver(t, driverBin, socket)
 
 	type replica struct {
 		p       *child
@@ -100,17 +92,11 @@ func TestAPIServerOutageWithTwoReplicas(t *testing.T) {
 		replicas[i] = replica{
 			metrics: "http://" + metricsAddr + "/metrics",
 			health:  "http://" + healthAddr,
-			p: start(t, []string{"manager-a", "manager-b"}[i], managerBin, append([]string{
-				"--control-kubeconfig=" + env.Kubeconfig,
-				"--namespace=" + e2eNamespace,
-				"--driver-endpoint=" + endpoint,
-				"--metrics-bind-address=" + metricsAddr,
-				"--health-probe-bind-address=" + healthAddr,
-				"--leader-elect=true",
+			p: start(t, []string{"manager-a", "manager-b"}[i], managerBin, managerFlags(env.Kubeconfig, e2eNamespace, endpoint, metricsAddr, healthAddr, append([]string{
 				"--machine-health-timeout=" + healthTimeout.String(),
 				"--concurrent-syncs=5",
 				"--v=1",
-			}, timingFlags...)...),
+			}, timingFlags...)...)...),
 		}
 	}
 	t.Cleanup(func() {
@@ -144,15 +130,7 @@ func TestAPIServerOutageWithTwoReplicas(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return len(leaders()) == 1 }, waitFor, poll, "no replica leads")
 
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e2eNamespace, Name: "outage-secret"},
-		Data:       map[string][]byte{"userData": []byte("#cloud-config\n")},
-	}
-	class := &v1alpha1.MachineClass{
-		ObjectMeta:   metav1.ObjectMeta{Namespace: e2eNamespace, Name: "outage-class"},
-		ProviderSpec: runtime.RawExtension{Raw: []byte(providerSpec)},
-		SecretRef:    &corev1.SecretReference{Namespace: e2eNamespace, Name: secret.Name},
-	}
+	_, class := createClass(t, c, e2eNamespace, "outage-class", "outage-secret", map[string][]byte{"userData": []byte("#cloud-config\n")})
 	labels := map[string]string{"set": "outage"}
 	set := &v1alpha1.MachineSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e2eNamespace, Name: "outage"},
@@ -165,8 +143,6 @@ func TestAPIServerOutageWithTwoReplicas(t *testing.T) {
 			},
 		},
 	}
-	require.NoError(t, c.Create(ctx, secret))
-	require.NoError(t, c.Create(ctx, class))
 	require.NoError(t, c.Create(ctx, set))
 
 	// The test plays the kubelets: each machine's Node joins Ready.

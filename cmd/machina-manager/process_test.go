@@ -46,6 +46,43 @@ func goBuild(t *testing.T, moduleDir, pkg, dir, name string) string {
 	return out
 }
 
+// buildBinaries builds machina-manager and machina-driver-inmemory into a
+// temporary directory and returns their paths.
+func buildBinaries(t *testing.T) (managerBin, driverBin string) {
+	t.Helper()
+	root := repoRoot(t)
+	bin := t.TempDir()
+	managerBin = goBuild(t, filepath.Join(root, "cmd"), "./machina-manager", bin, "machina-manager")
+	driverBin = goBuild(t, filepath.Join(root, "drivers", "inmemory"), "./cmd/machina-driver-inmemory", bin, "machina-driver-inmemory")
+	return managerBin, driverBin
+}
+
+// startDriver runs the inmemory driver serving socket, with args, and
+// waits up to 30s for the socket to appear.
+func startDriver(t *testing.T, driverBin, socket string, args ...string) *child {
+	t.Helper()
+	p := start(t, "driver", driverBin, append([]string{"--endpoint=unix://" + socket}, args...)...)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, waitFile(ctx, socket))
+	return p
+}
+
+// managerFlags are the flags of a manager with leader election, working in
+// namespace against the API server of kubeconfig and the driver at
+// endpoint, serving metrics and probes on metricsAddr and healthAddr,
+// followed by more.
+func managerFlags(kubeconfig, namespace, endpoint, metricsAddr, healthAddr string, more ...string) []string {
+	return append([]string{
+		"--control-kubeconfig=" + kubeconfig,
+		"--namespace=" + namespace,
+		"--driver-endpoint=" + endpoint,
+		"--metrics-bind-address=" + metricsAddr,
+		"--health-probe-bind-address=" + healthAddr,
+		"--leader-elect=true",
+	}, more...)
+}
+
 // child is a started binary whose output goes to log, shown when the test
 // fails.
 type child struct {
