@@ -169,12 +169,13 @@ func TestDemoRunsTheLifecycleAndLeavesNothing(t *testing.T) {
 	for _, want := range []string{
 		"3 machines of class virtualnode-small Running, their Nodes Ready",
 		"rolled out: 3 machines of class virtualnode-large, the old machines and their Nodes gone",
+		"updated in place: the same 3 machines, now in the MachineSet of template demo.machina.io/config=v2, their Nodes updated by their agents",
 		"scaled to zero: every machine drained and deleted, every Node gone",
 		"The demo went through the whole lifecycle",
 	} {
 		assert.Contains(t, out, want)
 	}
-	assert.Equal(t, 3, strings.Count(out, "] Done in "), "three steps, each reported once")
+	assert.Equal(t, 4, strings.Count(out, "] Done in "), "four steps, each reported once")
 	dir := p.workDir(t)
 	assert.NoDirExists(t, dir)
 	assert.Empty(t, processesUsing(t, dir), "every process of the demo has stopped")

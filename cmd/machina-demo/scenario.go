@@ -22,7 +22,8 @@ const (
 )
 
 // scenario applies the examples and walks the MachineDeployment through
-// creation, a rolling update and (without --keep) a scale-down to zero.
+// creation, a rolling update, an in-place update and (without --keep) a
+// scale-down to zero.
 func (d *demo) scenario(ctx context.Context) error {
 	examples := filepath.Join(d.cfg.repo, "deploy", "examples")
 	objs, err := manifests.Render(examples)
@@ -57,6 +58,10 @@ func (d *demo) scenario(ctx context.Context) error {
 		func(s *snapshot) bool {
 			return s.settled(deploymentName, largeClass, replicas) && s.machineNodes() == replicas
 		}); err != nil {
+		return err
+	}
+
+	if err := d.inPlaceUpdate(ctx, step); err != nil {
 		return err
 	}
 
