@@ -2,6 +2,7 @@ package machine
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -29,10 +30,15 @@ type kubelet struct {
 	mu         sync.Mutex
 	hold       map[string]bool
 	registered map[string]bool
+	// vmMu is held by the driver while it deletes a VM, and by the kubelet
+	// from its look at the VM to the Node's creation: a kubelet whose list
+	// of VMs is a moment old would otherwise register a Node again after
+	// the controller deleted the VM and then the Node.
+	vmMu *sync.Mutex
 }
 
-func startKubelet(t *testing.T, ctx context.Context, c client.Client, mem *inmemory.Driver, ns string) *kubelet {
-	k := &kubelet{c: c, mem: mem, ns: ns, hold: map[string]bool{}, registered: map[string]bool{}}
+func startKubelet(t *testing.T, ctx context.Context, c client.Client, mem *inmemory.Driver, vmMu *sync.Mutex, ns string) *kubelet {
+	k := &kubelet{c: c, mem: mem, ns: ns, hold: map[string]bool{}, registered: map[string]bool{}, vmMu: vmMu}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -98,6 +104,11 @@ func (k *kubelet) sync(ctx context.Context) {
 }
 
 func (k *kubelet) register(ctx context.Context, vm inmemory.VM) {
+	k.vmMu.Lock()
+	defer k.vmMu.Unlock()
+	if !slices.ContainsFunc(k.mem.VMs(), func(v inmemory.VM) bool { return v.ProviderID == vm.ProviderID }) {
+		return
+	}
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:   vm.NodeName,

@@ -146,7 +146,7 @@ func newWorld(t *testing.T, control, target *testenv.Env, memOpts inmemory.Optio
 			t.Logf("last log lines:\n%s", logs)
 		}
 	})
-	w.kubelet = startKubelet(t, ctx, target.Client, w.mem, ns)
+	w.kubelet = startKubelet(t, ctx, target.Client, w.mem, &w.drv.vmMu, ns)
 	w.rec = startRecorder(t, ctx, control, ns)
 	return w
 }
@@ -384,6 +384,9 @@ type recordingDriver struct {
 	mu         sync.Mutex
 	times      map[string][]time.Time
 	lastCreate *driverv1alpha1.CreateMachineRequest
+	// vmMu keeps the kubelet from registering a Node while a VM is
+	// deleted (kubelet.vmMu).
+	vmMu sync.Mutex
 }
 
 func (r *recordingDriver) note(rpc string) {
@@ -412,6 +415,8 @@ func (r *recordingDriver) CreateMachine(ctx context.Context, req *driverv1alpha1
 
 func (r *recordingDriver) DeleteMachine(ctx context.Context, req *driverv1alpha1.DeleteMachineRequest) (*driverv1alpha1.DeleteMachineResponse, error) {
 	r.note(inmemory.MethodDeleteMachine)
+	r.vmMu.Lock()
+	defer r.vmMu.Unlock()
 	return r.Driver.DeleteMachine(ctx, req)
 }
 
