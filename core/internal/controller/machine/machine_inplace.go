@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
 	"github.com/machina-io/machina/core/internal/drain"
@@ -75,6 +77,14 @@ func (r *Reconciler) reconcileInPlace(ctx context.Context, s *scope) (phase.Resu
 			}
 		}
 	}
+	if current == v1alpha1.MachineRunning && missedGoSignal(s.node) {
+		// The go signal was written but the phase was not (the Machine's
+		// write failed after the Node's, or the manager stopped between
+		// them): catch up, then take the agent's answer if it came
+		// meanwhile (NextReason has already turned it into the reason).
+		r.enterInPlaceUpdating(s)
+		current, inPlacePhase = v1alpha1.MachineInPlaceUpdating, true
+	}
 	if inPlacePhase {
 		// reconcileHealth does not look at machines in these phases.
 		copyNodeConditions(s, s.node)
@@ -83,11 +93,6 @@ func (r *Reconciler) reconcileInPlace(ctx context.Context, s *scope) (phase.Resu
 	switch reason := inplace.Reason(s.node); {
 	case current == v1alpha1.MachineRunning && reason == v1alpha1.SelectedForUpdate:
 		return r.drainForInPlace(ctx, s)
-	case current == v1alpha1.MachineRunning && (reason == v1alpha1.DrainSuccessful || reason == v1alpha1.ReadyForUpdate):
-		// The go signal was written but the phase was not (the Machine's
-		// write failed after the Node's): catch up.
-		r.enterInPlaceUpdating(s)
-		return r.inPlaceTimeout(s), nil
 	case inPlacePhase && reason == inplace.ReasonUpdateCancelled:
 		setPhase(s, v1alpha1.MachineRunning, false)
 		setLastOperation(s, v1alpha1.MachineOperationInPlaceUpdate, v1alpha1.MachineStateFailed, "",
@@ -120,6 +125,23 @@ func (r *Reconciler) reconcileInPlace(ctx context.Context, s *scope) (phase.Resu
 		return phase.Result{}, nil
 	}
 	return phase.Result{}, nil
+}
+
+// missedGoSignal tells whether a node was given the go signal
+// (DrainSuccessful, ReadyForUpdate), or, still selected, has answered it
+// (an update-result with UpdateSuccessful or UpdateFailed): its machine
+// should be in an in-place phase, and a Running one missed the
+// InPlaceUpdating write. The result's label tells a fresh answer from a
+// finished update: the rollout takes it off before the machine is Running
+// again.
+func missedGoSignal(n *corev1.Node) bool {
+	switch inplace.Reason(n) {
+	case v1alpha1.DrainSuccessful, v1alpha1.ReadyForUpdate:
+		return true
+	case v1alpha1.UpdateSuccessful, v1alpha1.UpdateFailed:
+		return inplace.IsSelected(n) && inplace.Result(n) != ""
+	}
+	return false
 }
 
 func isInPlacePhase(p v1alpha1.MachinePhase) bool {
