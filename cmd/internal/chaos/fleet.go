@@ -98,13 +98,10 @@ func (f *fleet) driverClass(name string) *driverv1alpha1.MachineClass {
 // secretName is the Secret of the fleet's classes; it holds the canary.
 const secretName = "chaos-secret"
 
-// createObjects creates the fleet's namespace, the Secret with the canary
-// in its user data and in a credential key, the two classes and the
+// createObjects creates, in the fleet's namespace, the Secret with the
+// canary in its user data and in a credential key, the two classes and the
 // deployment with no replicas.
 func (f *fleet) createObjects(ctx context.Context, c client.Client, canary string) error {
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.namespace}}); err != nil {
-		return err
-	}
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.namespace, Name: secretName},
 		Data: map[string][]byte{

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -156,8 +158,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (report *Report, err er
 	return s.report, nil
 }
 
-// startFleet starts the fleet's driver and manager, waits until the
-// manager is ready, and creates the fleet's objects.
+// startFleet starts the fleet's driver, creates its namespace, starts its
+// manager, waits until the manager is ready, and creates the fleet's
+// objects.
 func (s *suite) startFleet(ctx context.Context, f *fleet, canary string) (*fleet, error) {
 	var err error
 	if f.socket, err = socketPath(f.name); err != nil {
@@ -191,6 +194,10 @@ func (s *suite) startFleet(ctx context.Context, f *fleet, canary string) (*fleet
 		return nil, err
 	}
 	if f.healthAddr, err = freeAddress(); err != nil {
+		return nil, err
+	}
+	// The manager refuses to start without its namespace.
+	if err := s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.namespace}}); err != nil {
 		return nil, err
 	}
 	args := append([]string{
