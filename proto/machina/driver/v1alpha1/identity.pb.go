@@ -36,6 +36,9 @@ const (
 	// MachineService.GetVolumeIDs is implemented (enables waiting for the
 	// detach of non-CSI volumes during a drain).
 	Capability_TYPE_GET_VOLUME_IDS Capability_Type = 3
+	// MachineService.UpdateMachine is implemented (enables applying a
+	// changed MachineClass to running VMs without replacing them).
+	Capability_TYPE_UPDATE_MACHINE Capability_Type = 4
 )
 
 // Enum value maps for Capability_Type.
@@ -45,12 +48,14 @@ var (
 		1: "TYPE_INITIALIZE_MACHINE",
 		2: "TYPE_LIST_MACHINES",
 		3: "TYPE_GET_VOLUME_IDS",
+		4: "TYPE_UPDATE_MACHINE",
 	}
 	Capability_Type_value = map[string]int32{
 		"TYPE_UNSPECIFIED":        0,
 		"TYPE_INITIALIZE_MACHINE": 1,
 		"TYPE_LIST_MACHINES":      2,
 		"TYPE_GET_VOLUME_IDS":     3,
+		"TYPE_UPDATE_MACHINE":     4,
 	}
 )
 
@@ -408,15 +413,16 @@ const file_machina_driver_v1alpha1_identity_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x1e\n" +
 	"\x1cGetPluginCapabilitiesRequest\"h\n" +
 	"\x1dGetPluginCapabilitiesResponse\x12G\n" +
-	"\fcapabilities\x18\x01 \x03(\v2#.machina.driver.v1alpha1.CapabilityR\fcapabilities\"\xb6\x01\n" +
+	"\fcapabilities\x18\x01 \x03(\v2#.machina.driver.v1alpha1.CapabilityR\fcapabilities\"\xd0\x01\n" +
 	"\n" +
 	"Capability\x12<\n" +
-	"\x04type\x18\x01 \x01(\x0e2(.machina.driver.v1alpha1.Capability.TypeR\x04type\"j\n" +
+	"\x04type\x18\x01 \x01(\x0e2(.machina.driver.v1alpha1.Capability.TypeR\x04type\"\x83\x01\n" +
 	"\x04Type\x12\x14\n" +
 	"\x10TYPE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17TYPE_INITIALIZE_MACHINE\x10\x01\x12\x16\n" +
 	"\x12TYPE_LIST_MACHINES\x10\x02\x12\x17\n" +
-	"\x13TYPE_GET_VOLUME_IDS\x10\x03\"\x0e\n" +
+	"\x13TYPE_GET_VOLUME_IDS\x10\x03\x12\x17\n" +
+	"\x13TYPE_UPDATE_MACHINE\x10\x04\"\x0e\n" +
 	"\fProbeRequest\"A\n" +
 	"\rProbeResponse\x120\n" +
 	"\x05ready\x18\x01 \x01(\v2\x1a.google.protobuf.BoolValueR\x05ready2\xe2\x02\n" +

@@ -1422,6 +1422,233 @@ func (x *VolumeID) GetVolumeId() string {
 	return ""
 }
 
+type UpdateMachineRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// REQUIRED. Machine.provider_id is set.
+	Machine *Machine `protobuf:"bytes,1,opt,name=machine,proto3" json:"machine,omitempty"`
+	// REQUIRED. The class the VM was created or last updated with, as the core
+	// recorded it (name, provider, provider_spec, node_template).
+	OldMachineClass *MachineClass `protobuf:"bytes,2,opt,name=old_machine_class,json=oldMachineClass,proto3" json:"old_machine_class,omitempty"`
+	// REQUIRED. The class the VM is to match after the call.
+	MachineClass *MachineClass `protobuf:"bytes,3,opt,name=machine_class,json=machineClass,proto3" json:"machine_class,omitempty"`
+	// OPTIONAL. The secrets of machine_class, as in CreateMachineRequest.
+	Secrets map[string][]byte `protobuf:"bytes,4,rep,name=secrets,proto3" json:"secrets,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// OPTIONAL.
+	LastKnownState string `protobuf:"bytes,5,opt,name=last_known_state,json=lastKnownState,proto3" json:"last_known_state,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *UpdateMachineRequest) Reset() {
+	*x = UpdateMachineRequest{}
+	mi := &file_machina_driver_v1alpha1_machine_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateMachineRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateMachineRequest) ProtoMessage() {}
+
+func (x *UpdateMachineRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_machina_driver_v1alpha1_machine_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateMachineRequest.ProtoReflect.Descriptor instead.
+func (*UpdateMachineRequest) Descriptor() ([]byte, []int) {
+	return file_machina_driver_v1alpha1_machine_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *UpdateMachineRequest) GetMachine() *Machine {
+	if x != nil {
+		return x.Machine
+	}
+	return nil
+}
+
+func (x *UpdateMachineRequest) GetOldMachineClass() *MachineClass {
+	if x != nil {
+		return x.OldMachineClass
+	}
+	return nil
+}
+
+func (x *UpdateMachineRequest) GetMachineClass() *MachineClass {
+	if x != nil {
+		return x.MachineClass
+	}
+	return nil
+}
+
+func (x *UpdateMachineRequest) GetSecrets() map[string][]byte {
+	if x != nil {
+		return x.Secrets
+	}
+	return nil
+}
+
+func (x *UpdateMachineRequest) GetLastKnownState() string {
+	if x != nil {
+		return x.LastKnownState
+	}
+	return ""
+}
+
+type UpdateMachineResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// REQUIRED: exactly one of applied and needs_new_vm.
+	//
+	// Types that are valid to be assigned to Result:
+	//
+	//	*UpdateMachineResponse_Applied
+	//	*UpdateMachineResponse_NeedsNewVm
+	Result isUpdateMachineResponse_Result `protobuf_oneof:"result"`
+	// OPTIONAL. Stored on the Machine, as in CreateMachineResponse.
+	LastKnownState string `protobuf:"bytes,3,opt,name=last_known_state,json=lastKnownState,proto3" json:"last_known_state,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *UpdateMachineResponse) Reset() {
+	*x = UpdateMachineResponse{}
+	mi := &file_machina_driver_v1alpha1_machine_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateMachineResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateMachineResponse) ProtoMessage() {}
+
+func (x *UpdateMachineResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_machina_driver_v1alpha1_machine_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateMachineResponse.ProtoReflect.Descriptor instead.
+func (*UpdateMachineResponse) Descriptor() ([]byte, []int) {
+	return file_machina_driver_v1alpha1_machine_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *UpdateMachineResponse) GetResult() isUpdateMachineResponse_Result {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *UpdateMachineResponse) GetApplied() *GetMachineStatusResponse {
+	if x != nil {
+		if x, ok := x.Result.(*UpdateMachineResponse_Applied); ok {
+			return x.Applied
+		}
+	}
+	return nil
+}
+
+func (x *UpdateMachineResponse) GetNeedsNewVm() *NeedsNewVM {
+	if x != nil {
+		if x, ok := x.Result.(*UpdateMachineResponse_NeedsNewVm); ok {
+			return x.NeedsNewVm
+		}
+	}
+	return nil
+}
+
+func (x *UpdateMachineResponse) GetLastKnownState() string {
+	if x != nil {
+		return x.LastKnownState
+	}
+	return ""
+}
+
+type isUpdateMachineResponse_Result interface {
+	isUpdateMachineResponse_Result()
+}
+
+type UpdateMachineResponse_Applied struct {
+	// The VM now matches machine_class. Its status, as GetMachineStatus
+	// would answer it now.
+	Applied *GetMachineStatusResponse `protobuf:"bytes,1,opt,name=applied,proto3,oneof"`
+}
+
+type UpdateMachineResponse_NeedsNewVm struct {
+	// The VM cannot take machine_class without being replaced. The driver
+	// changed nothing.
+	NeedsNewVm *NeedsNewVM `protobuf:"bytes,2,opt,name=needs_new_vm,json=needsNewVm,proto3,oneof"`
+}
+
+func (*UpdateMachineResponse_Applied) isUpdateMachineResponse_Result() {}
+
+func (*UpdateMachineResponse_NeedsNewVm) isUpdateMachineResponse_Result() {}
+
+// NeedsNewVM is the answer of UpdateMachine for a change the running VM
+// cannot take.
+type NeedsNewVM struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// REQUIRED. Why, for humans: which field of the class differs and cannot
+	// be applied in place. At most 1024 bytes; never a secret value.
+	Reason        string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NeedsNewVM) Reset() {
+	*x = NeedsNewVM{}
+	mi := &file_machina_driver_v1alpha1_machine_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NeedsNewVM) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NeedsNewVM) ProtoMessage() {}
+
+func (x *NeedsNewVM) ProtoReflect() protoreflect.Message {
+	mi := &file_machina_driver_v1alpha1_machine_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NeedsNewVM.ProtoReflect.Descriptor instead.
+func (*NeedsNewVM) Descriptor() ([]byte, []int) {
+	return file_machina_driver_v1alpha1_machine_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *NeedsNewVM) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 var File_machina_driver_v1alpha1_machine_proto protoreflect.FileDescriptor
 
 const file_machina_driver_v1alpha1_machine_proto_rawDesc = "" +
@@ -1555,14 +1782,33 @@ const file_machina_driver_v1alpha1_machine_proto_rawDesc = "" +
 	"volume_ids\x18\x01 \x03(\v2!.machina.driver.v1alpha1.VolumeIDR\tvolumeIds\"]\n" +
 	"\bVolumeID\x124\n" +
 	"\x16persistent_volume_name\x18\x01 \x01(\tR\x14persistentVolumeName\x12\x1b\n" +
-	"\tvolume_id\x18\x02 \x01(\tR\bvolumeId2\xbf\x05\n" +
+	"\tvolume_id\x18\x02 \x01(\tR\bvolumeId\"\xb3\x03\n" +
+	"\x14UpdateMachineRequest\x12:\n" +
+	"\amachine\x18\x01 \x01(\v2 .machina.driver.v1alpha1.MachineR\amachine\x12Q\n" +
+	"\x11old_machine_class\x18\x02 \x01(\v2%.machina.driver.v1alpha1.MachineClassR\x0foldMachineClass\x12J\n" +
+	"\rmachine_class\x18\x03 \x01(\v2%.machina.driver.v1alpha1.MachineClassR\fmachineClass\x12Z\n" +
+	"\asecrets\x18\x04 \x03(\v2:.machina.driver.v1alpha1.UpdateMachineRequest.SecretsEntryB\x04\xc8\xe7\x1c\x01R\asecrets\x12(\n" +
+	"\x10last_known_state\x18\x05 \x01(\tR\x0elastKnownState\x1a:\n" +
+	"\fSecretsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"\xe3\x01\n" +
+	"\x15UpdateMachineResponse\x12M\n" +
+	"\aapplied\x18\x01 \x01(\v21.machina.driver.v1alpha1.GetMachineStatusResponseH\x00R\aapplied\x12G\n" +
+	"\fneeds_new_vm\x18\x02 \x01(\v2#.machina.driver.v1alpha1.NeedsNewVMH\x00R\n" +
+	"needsNewVm\x12(\n" +
+	"\x10last_known_state\x18\x03 \x01(\tR\x0elastKnownStateB\b\n" +
+	"\x06result\"$\n" +
+	"\n" +
+	"NeedsNewVM\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason2\xaf\x06\n" +
 	"\x0eMachineService\x12n\n" +
 	"\rCreateMachine\x12-.machina.driver.v1alpha1.CreateMachineRequest\x1a..machina.driver.v1alpha1.CreateMachineResponse\x12z\n" +
 	"\x11InitializeMachine\x121.machina.driver.v1alpha1.InitializeMachineRequest\x1a2.machina.driver.v1alpha1.InitializeMachineResponse\x12n\n" +
 	"\rDeleteMachine\x12-.machina.driver.v1alpha1.DeleteMachineRequest\x1a..machina.driver.v1alpha1.DeleteMachineResponse\x12w\n" +
 	"\x10GetMachineStatus\x120.machina.driver.v1alpha1.GetMachineStatusRequest\x1a1.machina.driver.v1alpha1.GetMachineStatusResponse\x12k\n" +
 	"\fListMachines\x12,.machina.driver.v1alpha1.ListMachinesRequest\x1a-.machina.driver.v1alpha1.ListMachinesResponse\x12k\n" +
-	"\fGetVolumeIDs\x12,.machina.driver.v1alpha1.GetVolumeIDsRequest\x1a-.machina.driver.v1alpha1.GetVolumeIDsResponseBLZJgithub.com/machina-io/machina/proto/machina/driver/v1alpha1;driverv1alpha1b\x06proto3"
+	"\fGetVolumeIDs\x12,.machina.driver.v1alpha1.GetVolumeIDsRequest\x1a-.machina.driver.v1alpha1.GetVolumeIDsResponse\x12n\n" +
+	"\rUpdateMachine\x12-.machina.driver.v1alpha1.UpdateMachineRequest\x1a..machina.driver.v1alpha1.UpdateMachineResponseBLZJgithub.com/machina-io/machina/proto/machina/driver/v1alpha1;driverv1alpha1b\x06proto3"
 
 var (
 	file_machina_driver_v1alpha1_machine_proto_rawDescOnce sync.Once
@@ -1576,7 +1822,7 @@ func file_machina_driver_v1alpha1_machine_proto_rawDescGZIP() []byte {
 	return file_machina_driver_v1alpha1_machine_proto_rawDescData
 }
 
-var file_machina_driver_v1alpha1_machine_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_machina_driver_v1alpha1_machine_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_machina_driver_v1alpha1_machine_proto_goTypes = []any{
 	(*Machine)(nil),                   // 0: machina.driver.v1alpha1.Machine
 	(*NodeTemplate)(nil),              // 1: machina.driver.v1alpha1.NodeTemplate
@@ -1599,65 +1845,77 @@ var file_machina_driver_v1alpha1_machine_proto_goTypes = []any{
 	(*PersistentVolume)(nil),          // 18: machina.driver.v1alpha1.PersistentVolume
 	(*GetVolumeIDsResponse)(nil),      // 19: machina.driver.v1alpha1.GetVolumeIDsResponse
 	(*VolumeID)(nil),                  // 20: machina.driver.v1alpha1.VolumeID
-	nil,                               // 21: machina.driver.v1alpha1.Machine.LabelsEntry
-	nil,                               // 22: machina.driver.v1alpha1.Machine.AnnotationsEntry
-	nil,                               // 23: machina.driver.v1alpha1.NodeTemplate.LabelsEntry
-	nil,                               // 24: machina.driver.v1alpha1.NodeTemplate.AnnotationsEntry
-	nil,                               // 25: machina.driver.v1alpha1.ClassNodeTemplate.CapacityEntry
-	nil,                               // 26: machina.driver.v1alpha1.ClassNodeTemplate.VirtualCapacityEntry
-	nil,                               // 27: machina.driver.v1alpha1.CreateMachineRequest.SecretsEntry
-	nil,                               // 28: machina.driver.v1alpha1.InitializeMachineRequest.SecretsEntry
-	nil,                               // 29: machina.driver.v1alpha1.DeleteMachineRequest.SecretsEntry
-	nil,                               // 30: machina.driver.v1alpha1.GetMachineStatusRequest.SecretsEntry
-	nil,                               // 31: machina.driver.v1alpha1.ListMachinesRequest.SecretsEntry
+	(*UpdateMachineRequest)(nil),      // 21: machina.driver.v1alpha1.UpdateMachineRequest
+	(*UpdateMachineResponse)(nil),     // 22: machina.driver.v1alpha1.UpdateMachineResponse
+	(*NeedsNewVM)(nil),                // 23: machina.driver.v1alpha1.NeedsNewVM
+	nil,                               // 24: machina.driver.v1alpha1.Machine.LabelsEntry
+	nil,                               // 25: machina.driver.v1alpha1.Machine.AnnotationsEntry
+	nil,                               // 26: machina.driver.v1alpha1.NodeTemplate.LabelsEntry
+	nil,                               // 27: machina.driver.v1alpha1.NodeTemplate.AnnotationsEntry
+	nil,                               // 28: machina.driver.v1alpha1.ClassNodeTemplate.CapacityEntry
+	nil,                               // 29: machina.driver.v1alpha1.ClassNodeTemplate.VirtualCapacityEntry
+	nil,                               // 30: machina.driver.v1alpha1.CreateMachineRequest.SecretsEntry
+	nil,                               // 31: machina.driver.v1alpha1.InitializeMachineRequest.SecretsEntry
+	nil,                               // 32: machina.driver.v1alpha1.DeleteMachineRequest.SecretsEntry
+	nil,                               // 33: machina.driver.v1alpha1.GetMachineStatusRequest.SecretsEntry
+	nil,                               // 34: machina.driver.v1alpha1.ListMachinesRequest.SecretsEntry
+	nil,                               // 35: machina.driver.v1alpha1.UpdateMachineRequest.SecretsEntry
 }
 var file_machina_driver_v1alpha1_machine_proto_depIdxs = []int32{
-	21, // 0: machina.driver.v1alpha1.Machine.labels:type_name -> machina.driver.v1alpha1.Machine.LabelsEntry
-	22, // 1: machina.driver.v1alpha1.Machine.annotations:type_name -> machina.driver.v1alpha1.Machine.AnnotationsEntry
+	24, // 0: machina.driver.v1alpha1.Machine.labels:type_name -> machina.driver.v1alpha1.Machine.LabelsEntry
+	25, // 1: machina.driver.v1alpha1.Machine.annotations:type_name -> machina.driver.v1alpha1.Machine.AnnotationsEntry
 	1,  // 2: machina.driver.v1alpha1.Machine.node_template:type_name -> machina.driver.v1alpha1.NodeTemplate
-	23, // 3: machina.driver.v1alpha1.NodeTemplate.labels:type_name -> machina.driver.v1alpha1.NodeTemplate.LabelsEntry
-	24, // 4: machina.driver.v1alpha1.NodeTemplate.annotations:type_name -> machina.driver.v1alpha1.NodeTemplate.AnnotationsEntry
+	26, // 3: machina.driver.v1alpha1.NodeTemplate.labels:type_name -> machina.driver.v1alpha1.NodeTemplate.LabelsEntry
+	27, // 4: machina.driver.v1alpha1.NodeTemplate.annotations:type_name -> machina.driver.v1alpha1.NodeTemplate.AnnotationsEntry
 	2,  // 5: machina.driver.v1alpha1.NodeTemplate.taints:type_name -> machina.driver.v1alpha1.Taint
 	4,  // 6: machina.driver.v1alpha1.MachineClass.node_template:type_name -> machina.driver.v1alpha1.ClassNodeTemplate
-	25, // 7: machina.driver.v1alpha1.ClassNodeTemplate.capacity:type_name -> machina.driver.v1alpha1.ClassNodeTemplate.CapacityEntry
-	26, // 8: machina.driver.v1alpha1.ClassNodeTemplate.virtual_capacity:type_name -> machina.driver.v1alpha1.ClassNodeTemplate.VirtualCapacityEntry
+	28, // 7: machina.driver.v1alpha1.ClassNodeTemplate.capacity:type_name -> machina.driver.v1alpha1.ClassNodeTemplate.CapacityEntry
+	29, // 8: machina.driver.v1alpha1.ClassNodeTemplate.virtual_capacity:type_name -> machina.driver.v1alpha1.ClassNodeTemplate.VirtualCapacityEntry
 	0,  // 9: machina.driver.v1alpha1.CreateMachineRequest.machine:type_name -> machina.driver.v1alpha1.Machine
 	3,  // 10: machina.driver.v1alpha1.CreateMachineRequest.machine_class:type_name -> machina.driver.v1alpha1.MachineClass
-	27, // 11: machina.driver.v1alpha1.CreateMachineRequest.secrets:type_name -> machina.driver.v1alpha1.CreateMachineRequest.SecretsEntry
+	30, // 11: machina.driver.v1alpha1.CreateMachineRequest.secrets:type_name -> machina.driver.v1alpha1.CreateMachineRequest.SecretsEntry
 	5,  // 12: machina.driver.v1alpha1.CreateMachineResponse.addresses:type_name -> machina.driver.v1alpha1.NodeAddress
 	0,  // 13: machina.driver.v1alpha1.InitializeMachineRequest.machine:type_name -> machina.driver.v1alpha1.Machine
 	3,  // 14: machina.driver.v1alpha1.InitializeMachineRequest.machine_class:type_name -> machina.driver.v1alpha1.MachineClass
-	28, // 15: machina.driver.v1alpha1.InitializeMachineRequest.secrets:type_name -> machina.driver.v1alpha1.InitializeMachineRequest.SecretsEntry
+	31, // 15: machina.driver.v1alpha1.InitializeMachineRequest.secrets:type_name -> machina.driver.v1alpha1.InitializeMachineRequest.SecretsEntry
 	5,  // 16: machina.driver.v1alpha1.InitializeMachineResponse.addresses:type_name -> machina.driver.v1alpha1.NodeAddress
 	0,  // 17: machina.driver.v1alpha1.DeleteMachineRequest.machine:type_name -> machina.driver.v1alpha1.Machine
 	3,  // 18: machina.driver.v1alpha1.DeleteMachineRequest.machine_class:type_name -> machina.driver.v1alpha1.MachineClass
-	29, // 19: machina.driver.v1alpha1.DeleteMachineRequest.secrets:type_name -> machina.driver.v1alpha1.DeleteMachineRequest.SecretsEntry
+	32, // 19: machina.driver.v1alpha1.DeleteMachineRequest.secrets:type_name -> machina.driver.v1alpha1.DeleteMachineRequest.SecretsEntry
 	0,  // 20: machina.driver.v1alpha1.GetMachineStatusRequest.machine:type_name -> machina.driver.v1alpha1.Machine
 	3,  // 21: machina.driver.v1alpha1.GetMachineStatusRequest.machine_class:type_name -> machina.driver.v1alpha1.MachineClass
-	30, // 22: machina.driver.v1alpha1.GetMachineStatusRequest.secrets:type_name -> machina.driver.v1alpha1.GetMachineStatusRequest.SecretsEntry
+	33, // 22: machina.driver.v1alpha1.GetMachineStatusRequest.secrets:type_name -> machina.driver.v1alpha1.GetMachineStatusRequest.SecretsEntry
 	5,  // 23: machina.driver.v1alpha1.GetMachineStatusResponse.addresses:type_name -> machina.driver.v1alpha1.NodeAddress
 	3,  // 24: machina.driver.v1alpha1.ListMachinesRequest.machine_class:type_name -> machina.driver.v1alpha1.MachineClass
-	31, // 25: machina.driver.v1alpha1.ListMachinesRequest.secrets:type_name -> machina.driver.v1alpha1.ListMachinesRequest.SecretsEntry
+	34, // 25: machina.driver.v1alpha1.ListMachinesRequest.secrets:type_name -> machina.driver.v1alpha1.ListMachinesRequest.SecretsEntry
 	16, // 26: machina.driver.v1alpha1.ListMachinesResponse.machines:type_name -> machina.driver.v1alpha1.ListedMachine
 	18, // 27: machina.driver.v1alpha1.GetVolumeIDsRequest.volumes:type_name -> machina.driver.v1alpha1.PersistentVolume
 	20, // 28: machina.driver.v1alpha1.GetVolumeIDsResponse.volume_ids:type_name -> machina.driver.v1alpha1.VolumeID
-	6,  // 29: machina.driver.v1alpha1.MachineService.CreateMachine:input_type -> machina.driver.v1alpha1.CreateMachineRequest
-	8,  // 30: machina.driver.v1alpha1.MachineService.InitializeMachine:input_type -> machina.driver.v1alpha1.InitializeMachineRequest
-	10, // 31: machina.driver.v1alpha1.MachineService.DeleteMachine:input_type -> machina.driver.v1alpha1.DeleteMachineRequest
-	12, // 32: machina.driver.v1alpha1.MachineService.GetMachineStatus:input_type -> machina.driver.v1alpha1.GetMachineStatusRequest
-	14, // 33: machina.driver.v1alpha1.MachineService.ListMachines:input_type -> machina.driver.v1alpha1.ListMachinesRequest
-	17, // 34: machina.driver.v1alpha1.MachineService.GetVolumeIDs:input_type -> machina.driver.v1alpha1.GetVolumeIDsRequest
-	7,  // 35: machina.driver.v1alpha1.MachineService.CreateMachine:output_type -> machina.driver.v1alpha1.CreateMachineResponse
-	9,  // 36: machina.driver.v1alpha1.MachineService.InitializeMachine:output_type -> machina.driver.v1alpha1.InitializeMachineResponse
-	11, // 37: machina.driver.v1alpha1.MachineService.DeleteMachine:output_type -> machina.driver.v1alpha1.DeleteMachineResponse
-	13, // 38: machina.driver.v1alpha1.MachineService.GetMachineStatus:output_type -> machina.driver.v1alpha1.GetMachineStatusResponse
-	15, // 39: machina.driver.v1alpha1.MachineService.ListMachines:output_type -> machina.driver.v1alpha1.ListMachinesResponse
-	19, // 40: machina.driver.v1alpha1.MachineService.GetVolumeIDs:output_type -> machina.driver.v1alpha1.GetVolumeIDsResponse
-	35, // [35:41] is the sub-list for method output_type
-	29, // [29:35] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	0,  // 29: machina.driver.v1alpha1.UpdateMachineRequest.machine:type_name -> machina.driver.v1alpha1.Machine
+	3,  // 30: machina.driver.v1alpha1.UpdateMachineRequest.old_machine_class:type_name -> machina.driver.v1alpha1.MachineClass
+	3,  // 31: machina.driver.v1alpha1.UpdateMachineRequest.machine_class:type_name -> machina.driver.v1alpha1.MachineClass
+	35, // 32: machina.driver.v1alpha1.UpdateMachineRequest.secrets:type_name -> machina.driver.v1alpha1.UpdateMachineRequest.SecretsEntry
+	13, // 33: machina.driver.v1alpha1.UpdateMachineResponse.applied:type_name -> machina.driver.v1alpha1.GetMachineStatusResponse
+	23, // 34: machina.driver.v1alpha1.UpdateMachineResponse.needs_new_vm:type_name -> machina.driver.v1alpha1.NeedsNewVM
+	6,  // 35: machina.driver.v1alpha1.MachineService.CreateMachine:input_type -> machina.driver.v1alpha1.CreateMachineRequest
+	8,  // 36: machina.driver.v1alpha1.MachineService.InitializeMachine:input_type -> machina.driver.v1alpha1.InitializeMachineRequest
+	10, // 37: machina.driver.v1alpha1.MachineService.DeleteMachine:input_type -> machina.driver.v1alpha1.DeleteMachineRequest
+	12, // 38: machina.driver.v1alpha1.MachineService.GetMachineStatus:input_type -> machina.driver.v1alpha1.GetMachineStatusRequest
+	14, // 39: machina.driver.v1alpha1.MachineService.ListMachines:input_type -> machina.driver.v1alpha1.ListMachinesRequest
+	17, // 40: machina.driver.v1alpha1.MachineService.GetVolumeIDs:input_type -> machina.driver.v1alpha1.GetVolumeIDsRequest
+	21, // 41: machina.driver.v1alpha1.MachineService.UpdateMachine:input_type -> machina.driver.v1alpha1.UpdateMachineRequest
+	7,  // 42: machina.driver.v1alpha1.MachineService.CreateMachine:output_type -> machina.driver.v1alpha1.CreateMachineResponse
+	9,  // 43: machina.driver.v1alpha1.MachineService.InitializeMachine:output_type -> machina.driver.v1alpha1.InitializeMachineResponse
+	11, // 44: machina.driver.v1alpha1.MachineService.DeleteMachine:output_type -> machina.driver.v1alpha1.DeleteMachineResponse
+	13, // 45: machina.driver.v1alpha1.MachineService.GetMachineStatus:output_type -> machina.driver.v1alpha1.GetMachineStatusResponse
+	15, // 46: machina.driver.v1alpha1.MachineService.ListMachines:output_type -> machina.driver.v1alpha1.ListMachinesResponse
+	19, // 47: machina.driver.v1alpha1.MachineService.GetVolumeIDs:output_type -> machina.driver.v1alpha1.GetVolumeIDsResponse
+	22, // 48: machina.driver.v1alpha1.MachineService.UpdateMachine:output_type -> machina.driver.v1alpha1.UpdateMachineResponse
+	42, // [42:49] is the sub-list for method output_type
+	35, // [35:42] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_machina_driver_v1alpha1_machine_proto_init() }
@@ -1666,13 +1924,17 @@ func file_machina_driver_v1alpha1_machine_proto_init() {
 		return
 	}
 	file_machina_driver_v1alpha1_options_proto_init()
+	file_machina_driver_v1alpha1_machine_proto_msgTypes[22].OneofWrappers = []any{
+		(*UpdateMachineResponse_Applied)(nil),
+		(*UpdateMachineResponse_NeedsNewVm)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_machina_driver_v1alpha1_machine_proto_rawDesc), len(file_machina_driver_v1alpha1_machine_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   32,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -25,6 +25,7 @@ const (
 	MachineService_GetMachineStatus_FullMethodName  = "/machina.driver.v1alpha1.MachineService/GetMachineStatus"
 	MachineService_ListMachines_FullMethodName      = "/machina.driver.v1alpha1.MachineService/ListMachines"
 	MachineService_GetVolumeIDs_FullMethodName      = "/machina.driver.v1alpha1.MachineService/GetVolumeIDs"
+	MachineService_UpdateMachine_FullMethodName     = "/machina.driver.v1alpha1.MachineService/UpdateMachine"
 )
 
 // MachineServiceClient is the client API for MachineService service.
@@ -53,6 +54,10 @@ type MachineServiceClient interface {
 	// Maps persistent volumes to the volume IDs the provider reports for the
 	// disks attached to a VM. OPTIONAL: Capability.TYPE_GET_VOLUME_IDS.
 	GetVolumeIDs(ctx context.Context, in *GetVolumeIDsRequest, opts ...grpc.CallOption) (*GetVolumeIDsResponse, error)
+	// Applies a changed MachineClass to the running VM of a machine, or
+	// answers that the change needs a new VM (leaving the VM untouched).
+	// Idempotent. OPTIONAL: Capability.TYPE_UPDATE_MACHINE.
+	UpdateMachine(ctx context.Context, in *UpdateMachineRequest, opts ...grpc.CallOption) (*UpdateMachineResponse, error)
 }
 
 type machineServiceClient struct {
@@ -123,6 +128,16 @@ func (c *machineServiceClient) GetVolumeIDs(ctx context.Context, in *GetVolumeID
 	return out, nil
 }
 
+func (c *machineServiceClient) UpdateMachine(ctx context.Context, in *UpdateMachineRequest, opts ...grpc.CallOption) (*UpdateMachineResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateMachineResponse)
+	err := c.cc.Invoke(ctx, MachineService_UpdateMachine_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MachineServiceServer is the server API for MachineService service.
 // All implementations must embed UnimplementedMachineServiceServer
 // for forward compatibility.
@@ -149,6 +164,10 @@ type MachineServiceServer interface {
 	// Maps persistent volumes to the volume IDs the provider reports for the
 	// disks attached to a VM. OPTIONAL: Capability.TYPE_GET_VOLUME_IDS.
 	GetVolumeIDs(context.Context, *GetVolumeIDsRequest) (*GetVolumeIDsResponse, error)
+	// Applies a changed MachineClass to the running VM of a machine, or
+	// answers that the change needs a new VM (leaving the VM untouched).
+	// Idempotent. OPTIONAL: Capability.TYPE_UPDATE_MACHINE.
+	UpdateMachine(context.Context, *UpdateMachineRequest) (*UpdateMachineResponse, error)
 	mustEmbedUnimplementedMachineServiceServer()
 }
 
@@ -176,6 +195,9 @@ func (UnimplementedMachineServiceServer) ListMachines(context.Context, *ListMach
 }
 func (UnimplementedMachineServiceServer) GetVolumeIDs(context.Context, *GetVolumeIDsRequest) (*GetVolumeIDsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetVolumeIDs not implemented")
+}
+func (UnimplementedMachineServiceServer) UpdateMachine(context.Context, *UpdateMachineRequest) (*UpdateMachineResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateMachine not implemented")
 }
 func (UnimplementedMachineServiceServer) mustEmbedUnimplementedMachineServiceServer() {}
 func (UnimplementedMachineServiceServer) testEmbeddedByValue()                        {}
@@ -306,6 +328,24 @@ func _MachineService_GetVolumeIDs_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MachineService_UpdateMachine_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateMachineRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MachineServiceServer).UpdateMachine(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MachineService_UpdateMachine_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MachineServiceServer).UpdateMachine(ctx, req.(*UpdateMachineRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // MachineService_ServiceDesc is the grpc.ServiceDesc for MachineService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -336,6 +376,10 @@ var MachineService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetVolumeIDs",
 			Handler:    _MachineService_GetVolumeIDs_Handler,
+		},
+		{
+			MethodName: "UpdateMachine",
+			Handler:    _MachineService_UpdateMachine_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

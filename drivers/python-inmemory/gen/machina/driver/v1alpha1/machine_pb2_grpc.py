@@ -49,6 +49,11 @@ class MachineServiceStub(object):
                 request_serializer=machina_dot_driver_dot_v1alpha1_dot_machine__pb2.GetVolumeIDsRequest.SerializeToString,
                 response_deserializer=machina_dot_driver_dot_v1alpha1_dot_machine__pb2.GetVolumeIDsResponse.FromString,
                 )
+        self.UpdateMachine = channel.unary_unary(
+                '/machina.driver.v1alpha1.MachineService/UpdateMachine',
+                request_serializer=machina_dot_driver_dot_v1alpha1_dot_machine__pb2.UpdateMachineRequest.SerializeToString,
+                response_deserializer=machina_dot_driver_dot_v1alpha1_dot_machine__pb2.UpdateMachineResponse.FromString,
+                )
 
 
 class MachineServiceServicer(object):
@@ -105,6 +110,15 @@ class MachineServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UpdateMachine(self, request, context):
+        """Applies a changed MachineClass to the running VM of a machine, or
+        answers that the change needs a new VM (leaving the VM untouched).
+        Idempotent. OPTIONAL: Capability.TYPE_UPDATE_MACHINE.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MachineServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -137,6 +151,11 @@ def add_MachineServiceServicer_to_server(servicer, server):
                     servicer.GetVolumeIDs,
                     request_deserializer=machina_dot_driver_dot_v1alpha1_dot_machine__pb2.GetVolumeIDsRequest.FromString,
                     response_serializer=machina_dot_driver_dot_v1alpha1_dot_machine__pb2.GetVolumeIDsResponse.SerializeToString,
+            ),
+            'UpdateMachine': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateMachine,
+                    request_deserializer=machina_dot_driver_dot_v1alpha1_dot_machine__pb2.UpdateMachineRequest.FromString,
+                    response_serializer=machina_dot_driver_dot_v1alpha1_dot_machine__pb2.UpdateMachineResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -252,5 +271,22 @@ class MachineService(object):
         return grpc.experimental.unary_unary(request, target, '/machina.driver.v1alpha1.MachineService/GetVolumeIDs',
             machina_dot_driver_dot_v1alpha1_dot_machine__pb2.GetVolumeIDsRequest.SerializeToString,
             machina_dot_driver_dot_v1alpha1_dot_machine__pb2.GetVolumeIDsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def UpdateMachine(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/machina.driver.v1alpha1.MachineService/UpdateMachine',
+            machina_dot_driver_dot_v1alpha1_dot_machine__pb2.UpdateMachineRequest.SerializeToString,
+            machina_dot_driver_dot_v1alpha1_dot_machine__pb2.UpdateMachineResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
