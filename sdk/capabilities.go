@@ -14,6 +14,7 @@ var optionalRPCs = map[string]driverv1alpha1.Capability_Type{
 	driverv1alpha1.MachineService_InitializeMachine_FullMethodName: driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE,
 	driverv1alpha1.MachineService_ListMachines_FullMethodName:      driverv1alpha1.Capability_TYPE_LIST_MACHINES,
 	driverv1alpha1.MachineService_GetVolumeIDs_FullMethodName:      driverv1alpha1.Capability_TYPE_GET_VOLUME_IDS,
+	driverv1alpha1.MachineService_UpdateMachine_FullMethodName:     driverv1alpha1.Capability_TYPE_UPDATE_MACHINE,
 }
 
 // capabilitiesOf derives the advertised capabilities from the optional
@@ -31,6 +32,8 @@ func capabilitiesOf(d Driver, hidden map[driverv1alpha1.Capability_Type]bool) []
 	add(ok, driverv1alpha1.Capability_TYPE_LIST_MACHINES)
 	_, ok = d.(VolumeMapper)
 	add(ok, driverv1alpha1.Capability_TYPE_GET_VOLUME_IDS)
+	_, ok = d.(Updater)
+	add(ok, driverv1alpha1.Capability_TYPE_UPDATE_MACHINE)
 	slices.Sort(caps)
 	return caps
 }

@@ -4,7 +4,7 @@
 // a Unix socket.
 //
 // A driver implements Driver (CreateMachine, DeleteMachine,
-// GetMachineStatus) and, optionally, Initializer, Lister and VolumeMapper;
+// GetMachineStatus) and, optionally, Initializer, Lister, VolumeMapper and Updater;
 // implementing one of these advertises its capability. Prober reports
 // readiness. The SDK does the rest:
 //

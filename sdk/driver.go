@@ -48,6 +48,20 @@ type VolumeMapper interface {
 	GetVolumeIDs(context.Context, *driverv1alpha1.GetVolumeIDsRequest) (*driverv1alpha1.GetVolumeIDsResponse, error)
 }
 
+// Updater is implemented by drivers that can apply a changed MachineClass to
+// a running VM. Implementing it advertises Capability.TYPE_UPDATE_MACHINE.
+//
+// UpdateMachine compares req.OldMachineClass (what the VM was created or
+// last updated with) with req.MachineClass. When every difference can be
+// applied to the running VM, it applies them and answers Applied with the
+// VM's status, as GetMachineStatus would answer it. Otherwise it changes
+// nothing and answers NeedsNewVM with a reason (see the helpers Applied and
+// NeedsNewVM). It is idempotent: a VM that already matches the new class is
+// answered Applied.
+type Updater interface {
+	UpdateMachine(context.Context, *driverv1alpha1.UpdateMachineRequest) (*driverv1alpha1.UpdateMachineResponse, error)
+}
+
 // Prober is implemented by drivers that are not always ready to serve, for
 // example while they authenticate to their cloud. Without it, Probe answers
 // ready. A non-nil error is returned to the caller as the Probe's error.

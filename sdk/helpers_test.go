@@ -89,6 +89,14 @@ func (d fullDriver) GetVolumeIDs(context.Context, *driverv1alpha1.GetVolumeIDsRe
 	return &driverv1alpha1.GetVolumeIDsResponse{}, nil
 }
 
+func (d fullDriver) UpdateMachine(_ context.Context, req *driverv1alpha1.UpdateMachineRequest) (*driverv1alpha1.UpdateMachineResponse, error) {
+	d.calls.Add(1)
+	if req.GetMachine().GetName() == "refuse" {
+		return NeedsNewVM("machineType differs"), nil
+	}
+	return Applied(&driverv1alpha1.GetMachineStatusResponse{ProviderId: req.GetMachine().GetProviderId()}, "updated"), nil
+}
+
 // probingDriver reports readiness through Prober.
 type probingDriver struct {
 	*testDriver
@@ -218,6 +226,19 @@ func validCreate(name string) *driverv1alpha1.CreateMachineRequest {
 		MachineClass: validClass(),
 		Secrets:      map[string][]byte{"password": []byte(canary)},
 		UserData:     []byte("#cloud-config\n# " + canary),
+	}
+}
+
+func validUpdate(name string) *driverv1alpha1.UpdateMachineRequest {
+	m := validMachine(name)
+	m.ProviderId = "test:///" + name
+	next := validClass()
+	next.ProviderSpec = []byte(`{"size":"small","tags":{"team":"b"}}`)
+	return &driverv1alpha1.UpdateMachineRequest{
+		Machine:         m,
+		OldMachineClass: validClass(),
+		MachineClass:    next,
+		Secrets:         map[string][]byte{"password": []byte(canary)},
 	}
 }
 

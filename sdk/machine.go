@@ -50,3 +50,10 @@ func (m machineService) GetVolumeIDs(ctx context.Context, req *driverv1alpha1.Ge
 	}
 	return m.UnimplementedMachineServiceServer.GetVolumeIDs(ctx, req)
 }
+
+func (m machineService) UpdateMachine(ctx context.Context, req *driverv1alpha1.UpdateMachineRequest) (*driverv1alpha1.UpdateMachineResponse, error) {
+	if u, ok := m.d.(Updater); ok {
+		return u.UpdateMachine(ctx, req)
+	}
+	return m.UnimplementedMachineServiceServer.UpdateMachine(ctx, req)
+}

@@ -35,7 +35,7 @@ type Server struct {
 }
 
 // NewServer validates info and returns a Server for d. The optional
-// interfaces d implements (Initializer, Lister, VolumeMapper) decide the
+// interfaces d implements (Initializer, Lister, VolumeMapper, Updater) decide the
 // advertised capabilities, minus those hidden with WithoutCapability.
 func NewServer(info Info, d Driver, opts ...Option) (*Server, error) {
 	if err := info.Validate(); err != nil {

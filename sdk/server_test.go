@@ -85,12 +85,14 @@ func TestCapabilities(t *testing.T) {
 		driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE,
 		driverv1alpha1.Capability_TYPE_LIST_MACHINES,
 		driverv1alpha1.Capability_TYPE_GET_VOLUME_IDS,
+		driverv1alpha1.Capability_TYPE_UPDATE_MACHINE,
 	}
 	initReq := &driverv1alpha1.InitializeMachineRequest{
 		Machine: &driverv1alpha1.Machine{Name: "m", Namespace: "default", ProviderId: "test:///m"}, MachineClass: validClass(),
 	}
 	listReq := &driverv1alpha1.ListMachinesRequest{MachineClass: validClass()}
 	volReq := &driverv1alpha1.GetVolumeIDsRequest{Volumes: []*driverv1alpha1.PersistentVolume{{Name: "pv", Spec: []byte(`{}`)}}}
+	updateReq := validUpdate("m")
 
 	type call func(context.Context, *running) error
 	calls := map[driverv1alpha1.Capability_Type]call{
@@ -106,6 +108,10 @@ func TestCapabilities(t *testing.T) {
 			_, err := r.machines().GetVolumeIDs(ctx, volReq)
 			return err
 		},
+		driverv1alpha1.Capability_TYPE_UPDATE_MACHINE: func(ctx context.Context, r *running) error {
+			_, err := r.machines().UpdateMachine(ctx, updateReq)
+			return err
+		},
 	}
 
 	tests := []struct {
@@ -119,7 +125,7 @@ func TestCapabilities(t *testing.T) {
 		{
 			name: "list hidden", full: true,
 			opts: []Option{WithoutCapability(driverv1alpha1.Capability_TYPE_LIST_MACHINES)},
-			want: []driverv1alpha1.Capability_Type{driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE, driverv1alpha1.Capability_TYPE_GET_VOLUME_IDS},
+			want: []driverv1alpha1.Capability_Type{driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE, driverv1alpha1.Capability_TYPE_GET_VOLUME_IDS, driverv1alpha1.Capability_TYPE_UPDATE_MACHINE},
 		},
 		{
 			name: "all hidden", full: true,
@@ -127,6 +133,7 @@ func TestCapabilities(t *testing.T) {
 				WithoutCapability(driverv1alpha1.Capability_TYPE_LIST_MACHINES),
 				WithoutCapability(driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE),
 				WithoutCapability(driverv1alpha1.Capability_TYPE_GET_VOLUME_IDS),
+				WithoutCapability(driverv1alpha1.Capability_TYPE_UPDATE_MACHINE),
 			},
 			want: nil,
 		},
@@ -380,12 +387,16 @@ func TestLogsNameMethodsButNeverSecrets(t *testing.T) {
 		MachineClass: validClass(), Secrets: map[string][]byte{"token": []byte(canary)},
 	})
 	require.NoError(t, err)
+	update := validUpdate("updated-machine")
+	update.Secrets = map[string][]byte{"token": []byte(canary)}
+	_, err = r.machines().UpdateMachine(callCtx(t), update)
+	require.NoError(t, err)
 	_, err = r.identity().Probe(callCtx(t), &driverv1alpha1.ProbeRequest{})
 	require.NoError(t, err)
 
 	out := logs.String()
 	for _, want := range []string{
-		"CreateMachine", "ListMachines", "Probe", "grpc.code", "ResourceExhausted", "InvalidArgument",
+		"CreateMachine", "ListMachines", "UpdateMachine", "updated-machine", "Probe", "grpc.code", "ResourceExhausted", "InvalidArgument",
 		"grpc.time_ms", "logged-machine", `test:///logged-machine`, // request and response content
 	} {
 		assert.Contains(t, out, want)

@@ -82,6 +82,14 @@ func validateRequest(req any) error {
 		)
 	case *driverv1alpha1.GetVolumeIDsRequest:
 		return validateVolumes(r.GetVolumes())
+	case *driverv1alpha1.UpdateMachineRequest:
+		return firstError(
+			validateMachine(r.GetMachine(), true),
+			validateClass("old_machine_class", r.GetOldMachineClass()),
+			validateMachineClass(r.GetMachineClass()),
+			validateSecrets(r.GetSecrets()),
+			maxBytes("last_known_state", len(r.GetLastKnownState()), maxLastKnownState),
+		)
 	}
 	// Identity RPCs have no arguments.
 	return nil
@@ -116,16 +124,22 @@ func validateMachine(m *driverv1alpha1.Machine, needProviderID bool) error {
 }
 
 func validateMachineClass(c *driverv1alpha1.MachineClass) error {
+	return validateClass("machine_class", c)
+}
+
+// validateClass checks the class in the request's field of that name
+// (UpdateMachine carries two).
+func validateClass(field string, c *driverv1alpha1.MachineClass) error {
 	if c == nil {
-		return fmt.Errorf("machine_class is required")
+		return fmt.Errorf("%s is required", field)
 	}
-	if err := validateObjectName("machine_class.name", c.GetName()); err != nil {
+	if err := validateObjectName(field+".name", c.GetName()); err != nil {
 		return err
 	}
-	if err := validateNamespace("machine_class.namespace", c.GetNamespace()); err != nil {
+	if err := validateNamespace(field+".namespace", c.GetNamespace()); err != nil {
 		return err
 	}
-	return validateProviderSpec(c.GetProviderSpec())
+	return validateProviderSpecField(field+".provider_spec", c.GetProviderSpec())
 }
 
 // validateSameNamespace refuses a create whose class is in another
@@ -166,7 +180,10 @@ func validateObjectName(field, name string) error {
 // is the driver's business, and is not quoted in the error: a provider spec
 // may hold values its owner would not want in a log.
 func validateProviderSpec(spec []byte) error {
-	const field = "machine_class.provider_spec"
+	return validateProviderSpecField("machine_class.provider_spec", spec)
+}
+
+func validateProviderSpecField(field string, spec []byte) error {
 	if len(spec) == 0 {
 		return fmt.Errorf("%s is required", field)
 	}

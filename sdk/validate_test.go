@@ -48,6 +48,24 @@ func TestValidationOverTheSocket(t *testing.T) {
 			_, err := r.machines().GetMachineStatus(callCtx(t), &driverv1alpha1.GetMachineStatusRequest{Machine: validMachine("m")})
 			return err
 		}, "machine_class is required"},
+		{"update without provider id", func() error {
+			req := validUpdate("m")
+			req.Machine.ProviderId = ""
+			_, err := r.machines().UpdateMachine(callCtx(t), req)
+			return err
+		}, "machine.provider_id is required"},
+		{"update without old class", func() error {
+			req := validUpdate("m")
+			req.OldMachineClass = nil
+			_, err := r.machines().UpdateMachine(callCtx(t), req)
+			return err
+		}, "old_machine_class is required"},
+		{"update with an old provider spec that is not an object", func() error {
+			req := validUpdate("m")
+			req.OldMachineClass.ProviderSpec = []byte(`[1]`)
+			_, err := r.machines().UpdateMachine(callCtx(t), req)
+			return err
+		}, "old_machine_class.provider_spec must be a JSON object"},
 		{"class name missing", func() error {
 			_, err := r.machines().CreateMachine(callCtx(t), mutateCreate(func(r *driverv1alpha1.CreateMachineRequest) { r.MachineClass.Name = "" }))
 			return err
