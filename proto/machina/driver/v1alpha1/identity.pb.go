@@ -133,7 +133,13 @@ type GetPluginInfoResponse struct {
 	VendorVersion string `protobuf:"bytes,2,opt,name=vendor_version,json=vendorVersion,proto3" json:"vendor_version,omitempty"`
 	// OPTIONAL. Free-form facts about the build (commit, provider SDK
 	// version). At most 16 entries, keys and values at most 128 bytes each.
-	Manifest      map[string]string `protobuf:"bytes,3,rep,name=manifest,proto3" json:"manifest,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Manifest map[string]string `protobuf:"bytes,3,rep,name=manifest,proto3" json:"manifest,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// OPTIONAL. The MachineClass `provider` values the driver serves (e.g.
+	// "AWS", "inmemory"), each at most 63 characters. A core that runs
+	// several drivers routes the calls for a class to the one driver that
+	// lists the class's provider; a driver that lists none can only run as
+	// the single driver of a core, serving every provider.
+	Providers     []string `protobuf:"bytes,4,rep,name=providers,proto3" json:"providers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -185,6 +191,13 @@ func (x *GetPluginInfoResponse) GetVendorVersion() string {
 func (x *GetPluginInfoResponse) GetManifest() map[string]string {
 	if x != nil {
 		return x.Manifest
+	}
+	return nil
+}
+
+func (x *GetPluginInfoResponse) GetProviders() []string {
+	if x != nil {
+		return x.Providers
 	}
 	return nil
 }
@@ -403,11 +416,12 @@ var File_machina_driver_v1alpha1_identity_proto protoreflect.FileDescriptor
 const file_machina_driver_v1alpha1_identity_proto_rawDesc = "" +
 	"\n" +
 	"&machina/driver/v1alpha1/identity.proto\x12\x17machina.driver.v1alpha1\x1a\x1egoogle/protobuf/wrappers.proto\"\x16\n" +
-	"\x14GetPluginInfoRequest\"\xe9\x01\n" +
+	"\x14GetPluginInfoRequest\"\x87\x02\n" +
 	"\x15GetPluginInfoResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
 	"\x0evendor_version\x18\x02 \x01(\tR\rvendorVersion\x12X\n" +
-	"\bmanifest\x18\x03 \x03(\v2<.machina.driver.v1alpha1.GetPluginInfoResponse.ManifestEntryR\bmanifest\x1a;\n" +
+	"\bmanifest\x18\x03 \x03(\v2<.machina.driver.v1alpha1.GetPluginInfoResponse.ManifestEntryR\bmanifest\x12\x1c\n" +
+	"\tproviders\x18\x04 \x03(\tR\tproviders\x1a;\n" +
 	"\rManifestEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x1e\n" +

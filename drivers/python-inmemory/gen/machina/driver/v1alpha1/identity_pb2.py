@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import wrappers_pb2 as google_dot_protobuf_dot_wrappers__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&machina/driver/v1alpha1/identity.proto\x12\x17machina.driver.v1alpha1\x1a\x1egoogle/protobuf/wrappers.proto\"\x16\n\x14GetPluginInfoRequest\"\xe9\x01\n\x15GetPluginInfoResponse\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12%\n\x0evendor_version\x18\x02 \x01(\tR\rvendorVersion\x12X\n\x08manifest\x18\x03 \x03(\x0b\x32<.machina.driver.v1alpha1.GetPluginInfoResponse.ManifestEntryR\x08manifest\x1a;\n\rManifestEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\x1e\n\x1cGetPluginCapabilitiesRequest\"h\n\x1dGetPluginCapabilitiesResponse\x12G\n\x0c\x63\x61pabilities\x18\x01 \x03(\x0b\x32#.machina.driver.v1alpha1.CapabilityR\x0c\x63\x61pabilities\"\xd0\x01\n\nCapability\x12<\n\x04type\x18\x01 \x01(\x0e\x32(.machina.driver.v1alpha1.Capability.TypeR\x04type\"\x83\x01\n\x04Type\x12\x14\n\x10TYPE_UNSPECIFIED\x10\x00\x12\x1b\n\x17TYPE_INITIALIZE_MACHINE\x10\x01\x12\x16\n\x12TYPE_LIST_MACHINES\x10\x02\x12\x17\n\x13TYPE_GET_VOLUME_IDS\x10\x03\x12\x17\n\x13TYPE_UPDATE_MACHINE\x10\x04\"\x0e\n\x0cProbeRequest\"A\n\rProbeResponse\x12\x30\n\x05ready\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.BoolValueR\x05ready2\xe2\x02\n\x0fIdentityService\x12n\n\rGetPluginInfo\x12-.machina.driver.v1alpha1.GetPluginInfoRequest\x1a..machina.driver.v1alpha1.GetPluginInfoResponse\x12\x86\x01\n\x15GetPluginCapabilities\x12\x35.machina.driver.v1alpha1.GetPluginCapabilitiesRequest\x1a\x36.machina.driver.v1alpha1.GetPluginCapabilitiesResponse\x12V\n\x05Probe\x12%.machina.driver.v1alpha1.ProbeRequest\x1a&.machina.driver.v1alpha1.ProbeResponseBLZJgithub.com/machina-io/machina/proto/machina/driver/v1alpha1;driverv1alpha1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&machina/driver/v1alpha1/identity.proto\x12\x17machina.driver.v1alpha1\x1a\x1egoogle/protobuf/wrappers.proto\"\x16\n\x14GetPluginInfoRequest\"\x87\x02\n\x15GetPluginInfoResponse\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12%\n\x0evendor_version\x18\x02 \x01(\tR\rvendorVersion\x12X\n\x08manifest\x18\x03 \x03(\x0b\x32<.machina.driver.v1alpha1.GetPluginInfoResponse.ManifestEntryR\x08manifest\x12\x1c\n\tproviders\x18\x04 \x03(\tR\tproviders\x1a;\n\rManifestEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\x1e\n\x1cGetPluginCapabilitiesRequest\"h\n\x1dGetPluginCapabilitiesResponse\x12G\n\x0c\x63\x61pabilities\x18\x01 \x03(\x0b\x32#.machina.driver.v1alpha1.CapabilityR\x0c\x63\x61pabilities\"\xd0\x01\n\nCapability\x12<\n\x04type\x18\x01 \x01(\x0e\x32(.machina.driver.v1alpha1.Capability.TypeR\x04type\"\x83\x01\n\x04Type\x12\x14\n\x10TYPE_UNSPECIFIED\x10\x00\x12\x1b\n\x17TYPE_INITIALIZE_MACHINE\x10\x01\x12\x16\n\x12TYPE_LIST_MACHINES\x10\x02\x12\x17\n\x13TYPE_GET_VOLUME_IDS\x10\x03\x12\x17\n\x13TYPE_UPDATE_MACHINE\x10\x04\"\x0e\n\x0cProbeRequest\"A\n\rProbeResponse\x12\x30\n\x05ready\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.BoolValueR\x05ready2\xe2\x02\n\x0fIdentityService\x12n\n\rGetPluginInfo\x12-.machina.driver.v1alpha1.GetPluginInfoRequest\x1a..machina.driver.v1alpha1.GetPluginInfoResponse\x12\x86\x01\n\x15GetPluginCapabilities\x12\x35.machina.driver.v1alpha1.GetPluginCapabilitiesRequest\x1a\x36.machina.driver.v1alpha1.GetPluginCapabilitiesResponse\x12V\n\x05Probe\x12%.machina.driver.v1alpha1.ProbeRequest\x1a&.machina.driver.v1alpha1.ProbeResponseBLZJgithub.com/machina-io/machina/proto/machina/driver/v1alpha1;driverv1alpha1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'machina.driver.v1alpha1.identity_pb2', globals())
@@ -27,21 +27,21 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _GETPLUGININFOREQUEST._serialized_start=99
   _GETPLUGININFOREQUEST._serialized_end=121
   _GETPLUGININFORESPONSE._serialized_start=124
-  _GETPLUGININFORESPONSE._serialized_end=357
-  _GETPLUGININFORESPONSE_MANIFESTENTRY._serialized_start=298
-  _GETPLUGININFORESPONSE_MANIFESTENTRY._serialized_end=357
-  _GETPLUGINCAPABILITIESREQUEST._serialized_start=359
-  _GETPLUGINCAPABILITIESREQUEST._serialized_end=389
-  _GETPLUGINCAPABILITIESRESPONSE._serialized_start=391
-  _GETPLUGINCAPABILITIESRESPONSE._serialized_end=495
-  _CAPABILITY._serialized_start=498
-  _CAPABILITY._serialized_end=706
-  _CAPABILITY_TYPE._serialized_start=575
-  _CAPABILITY_TYPE._serialized_end=706
-  _PROBEREQUEST._serialized_start=708
-  _PROBEREQUEST._serialized_end=722
-  _PROBERESPONSE._serialized_start=724
-  _PROBERESPONSE._serialized_end=789
-  _IDENTITYSERVICE._serialized_start=792
-  _IDENTITYSERVICE._serialized_end=1146
+  _GETPLUGININFORESPONSE._serialized_end=387
+  _GETPLUGININFORESPONSE_MANIFESTENTRY._serialized_start=328
+  _GETPLUGININFORESPONSE_MANIFESTENTRY._serialized_end=387
+  _GETPLUGINCAPABILITIESREQUEST._serialized_start=389
+  _GETPLUGINCAPABILITIESREQUEST._serialized_end=419
+  _GETPLUGINCAPABILITIESRESPONSE._serialized_start=421
+  _GETPLUGINCAPABILITIESRESPONSE._serialized_end=525
+  _CAPABILITY._serialized_start=528
+  _CAPABILITY._serialized_end=736
+  _CAPABILITY_TYPE._serialized_start=605
+  _CAPABILITY_TYPE._serialized_end=736
+  _PROBEREQUEST._serialized_start=738
+  _PROBEREQUEST._serialized_end=752
+  _PROBERESPONSE._serialized_start=754
+  _PROBERESPONSE._serialized_end=819
+  _IDENTITYSERVICE._serialized_start=822
+  _IDENTITYSERVICE._serialized_end=1176
 # @@protoc_insertion_point(module_scope)
