@@ -22,12 +22,13 @@ const (
 	MethodGetMachineStatus  = "GetMachineStatus"
 	MethodListMachines      = "ListMachines"
 	MethodGetVolumeIDs      = "GetVolumeIDs"
+	MethodUpdateMachine     = "UpdateMachine"
 	MethodProbe             = "Probe"
 )
 
 var methods = []string{
 	MethodCreateMachine, MethodInitializeMachine, MethodDeleteMachine,
-	MethodGetMachineStatus, MethodListMachines, MethodGetVolumeIDs, MethodProbe,
+	MethodGetMachineStatus, MethodListMachines, MethodGetVolumeIDs, MethodUpdateMachine, MethodProbe,
 }
 
 func isMethod(m string) bool { return slices.Contains(methods, m) }
@@ -58,6 +59,10 @@ type VM struct {
 	BootDelay time.Duration     `json:"bootDelay,omitempty"`
 	// Created is when CreateMachine created the VM.
 	Created time.Time `json:"created"`
+	// Updates counts the UpdateMachine calls that changed the VM;
+	// Updated is when the last one did.
+	Updates int       `json:"updates,omitempty"`
+	Updated time.Time `json:"updated,omitzero"`
 }
 
 func (v *VM) clone() VM {
@@ -68,7 +73,7 @@ func (v *VM) clone() VM {
 }
 
 // Driver is the inmemory driver. It implements the SDK's Driver, Initializer,
-// Lister, VolumeMapper and Prober interfaces. All methods are safe for
+// Lister, VolumeMapper, Updater and Prober interfaces. All methods are safe for
 // concurrent use.
 type Driver struct {
 	opts Options
@@ -225,6 +230,7 @@ func (d *Driver) Capabilities() []driverv1alpha1.Capability_Type {
 		driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE,
 		driverv1alpha1.Capability_TYPE_LIST_MACHINES,
 		driverv1alpha1.Capability_TYPE_GET_VOLUME_IDS,
+		driverv1alpha1.Capability_TYPE_UPDATE_MACHINE,
 	} {
 		if d.opts.capabilityEnabled(c) {
 			out = append(out, c)

@@ -278,16 +278,19 @@ func TestDisabledCapabilitiesAnswerUnimplemented(t *testing.T) {
 		driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE,
 		driverv1alpha1.Capability_TYPE_LIST_MACHINES,
 		driverv1alpha1.Capability_TYPE_GET_VOLUME_IDS,
+		driverv1alpha1.Capability_TYPE_UPDATE_MACHINE,
 	}})
 	ctx := context.Background()
 	assert.Empty(t, d.Capabilities())
-	_, err := d.InitializeMachine(ctx, &driverv1alpha1.InitializeMachineRequest{})
+	_, err := d.UpdateMachine(ctx, &driverv1alpha1.UpdateMachineRequest{})
+	requireCode(t, codes.Unimplemented, err)
+	_, err = d.InitializeMachine(ctx, &driverv1alpha1.InitializeMachineRequest{})
 	requireCode(t, codes.Unimplemented, err)
 	_, err = d.ListMachines(ctx, &driverv1alpha1.ListMachinesRequest{})
 	requireCode(t, codes.Unimplemented, err)
 	_, err = d.GetVolumeIDs(ctx, &driverv1alpha1.GetVolumeIDsRequest{})
 	requireCode(t, codes.Unimplemented, err)
-	assert.Len(t, New(Options{}).Capabilities(), 3)
+	assert.Len(t, New(Options{}).Capabilities(), 4)
 }
 
 func TestInvalidRequestsNameTheField(t *testing.T) {

@@ -72,10 +72,11 @@ var capabilityNames = map[string]driverv1alpha1.Capability_Type{
 	"initialize": driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE,
 	"list":       driverv1alpha1.Capability_TYPE_LIST_MACHINES,
 	"volumes":    driverv1alpha1.Capability_TYPE_GET_VOLUME_IDS,
+	"update":     driverv1alpha1.Capability_TYPE_UPDATE_MACHINE,
 }
 
 // ParseCapabilities parses a comma-separated list of the short capability
-// names "initialize", "list" and "volumes" (as taken by the flag
+// names "initialize", "list", "volumes" and "update" (as taken by the flag
 // --disable-capability). Empty elements are ignored.
 func ParseCapabilities(s string) ([]driverv1alpha1.Capability_Type, error) {
 	var out []driverv1alpha1.Capability_Type
@@ -86,7 +87,7 @@ func ParseCapabilities(s string) ([]driverv1alpha1.Capability_Type, error) {
 		}
 		c, ok := capabilityNames[strings.ToLower(name)]
 		if !ok {
-			return nil, fmt.Errorf("unknown capability %q (want initialize, list or volumes)", name)
+			return nil, fmt.Errorf("unknown capability %q (want initialize, list, volumes or update)", name)
 		}
 		if !slices.Contains(out, c) {
 			out = append(out, c)

@@ -11,6 +11,7 @@ var (
 	_ sdk.Initializer  = (*Driver)(nil)
 	_ sdk.Lister       = (*Driver)(nil)
 	_ sdk.VolumeMapper = (*Driver)(nil)
+	_ sdk.Updater      = (*Driver)(nil)
 	_ sdk.Prober       = (*Driver)(nil)
 )
 

@@ -42,6 +42,7 @@ func TestServedDriverAdvertisesAndServesEveryCapability(t *testing.T) {
 		driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE,
 		driverv1alpha1.Capability_TYPE_LIST_MACHINES,
 		driverv1alpha1.Capability_TYPE_GET_VOLUME_IDS,
+		driverv1alpha1.Capability_TYPE_UPDATE_MACHINE,
 	}, capabilityTypes(caps))
 
 	created, err := machines.CreateMachine(ctx, createReq("m1", "small", "{}"))
@@ -60,12 +61,16 @@ func TestServedDriverAdvertisesAndServesEveryCapability(t *testing.T) {
 		{Name: "pv", Spec: []byte(`{"hostPath":{"path":"/inmemory/pv"}}`)},
 	}})
 	require.NoError(t, err)
+	updated, err := machines.UpdateMachine(ctx, updateReq(m, "{}", `{"tags":{"team":"a"}}`))
+	require.NoError(t, err)
+	assert.Equal(t, created.GetProviderId(), updated.GetApplied().GetProviderId())
 }
 
 func TestServedDriverWithDisabledCapabilitiesAnswersUnimplemented(t *testing.T) {
 	d := New(Options{DisabledCapabilities: []driverv1alpha1.Capability_Type{
 		driverv1alpha1.Capability_TYPE_LIST_MACHINES,
 		driverv1alpha1.Capability_TYPE_GET_VOLUME_IDS,
+		driverv1alpha1.Capability_TYPE_UPDATE_MACHINE,
 	}})
 	conn := serve(t, d)
 	ctx := context.Background()

@@ -71,7 +71,7 @@ func parseConfig(fs *flag.FlagSet, args []string, getenv func(string) string) (*
 	fs.StringVar(&c.opts.CSIDriverName, "csi-driver-name", inmemory.DefaultCSIDriverName,
 		"CSI driver whose volumes GetVolumeIDs maps to their volume handles")
 	fs.Var(listFlag{&c.disabled}, "disable-capability",
-		"comma-separated optional capabilities to switch off: initialize, list, volumes (repeatable)")
+		"comma-separated optional capabilities to switch off: initialize, list, volumes, update (repeatable)")
 	fs.Var(listFlag{&c.faults}, "fault",
 		"faults to inject, METHOD:KEY=VALUE,...[;METHOD:...], keys code, message, rate, seed, every, count, latency, after (repeatable)")
 	fs.IntVar(&c.opts.CrashAfter, "crash-after", 0,

@@ -149,7 +149,7 @@ func TestStateFileSurvivesACrash(t *testing.T) {
 
 func TestFlagsAndEnvironmentConfigureTheProcess(t *testing.T) {
 	p := start(t, []string{"MACHINA_INMEMORY_FAULTS=CreateMachine:code=RESOURCE_EXHAUSTED,count=1"},
-		"--disable-capability=list,volumes")
+		"--disable-capability=list,volumes,update")
 	ctx := context.Background()
 	identity := driverv1alpha1.NewIdentityServiceClient(p.conn)
 	machines := driverv1alpha1.NewMachineServiceClient(p.conn)
