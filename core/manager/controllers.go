@@ -42,6 +42,7 @@ func (m *Manager) setupControllers(dc *driver.Client, mgr *term) error {
 			HealthTimeout:                 m.opts.MachineHealthTimeout,
 			DrainTimeout:                  m.opts.MachineDrainTimeout,
 			InPlaceUpdateTimeout:          m.opts.MachineInPlaceUpdateTimeout,
+			PreserveTimeout:               m.opts.MachinePreserveTimeout,
 			PVDetachTimeout:               m.opts.MachinePVDetachTimeout,
 			NodeConditions:                m.opts.NodeConditions,
 			BootstrapTokenAuthExtraGroups: m.opts.BootstrapTokenAuthExtraGroups,

@@ -65,6 +65,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 		"how long from deletion a Node is drained gracefully before the drain is forced")
 	fs.DurationVar(&o.MachineInPlaceUpdateTimeout, "machine-inplace-update-timeout", o.MachineInPlaceUpdateTimeout,
 		"how long, from the go signal, a node's agent may take to update the node in place before the machine is InPlaceUpdateFailed")
+	fs.DurationVar(&o.MachinePreserveTimeout, "machine-preserve-timeout", o.MachinePreserveTimeout,
+		"how long a machine asked to be preserved (annotation node.machine.sapcloud.io/preserve) is kept; spec.machinePreserveTimeout wins")
 	fs.IntVar(&o.MachineMaxEvictRetries, "machine-max-evict-retries", o.MachineMaxEvictRetries,
 		"accepted for MCM compatibility; the drain retries evictions until --machine-drain-timeout instead")
 	fs.DurationVar(&o.MachinePVDetachTimeout, "machine-pv-detach-timeout", o.MachinePVDetachTimeout,

@@ -112,6 +112,7 @@ type Options struct {
 	MachineHealthTimeout          time.Duration // --machine-health-timeout
 	MachineDrainTimeout           time.Duration // --machine-drain-timeout
 	MachineInPlaceUpdateTimeout   time.Duration // --machine-inplace-update-timeout
+	MachinePreserveTimeout        time.Duration // --machine-preserve-timeout
 	MachineMaxEvictRetries        int           // --machine-max-evict-retries (accepted; see docs)
 	MachinePVDetachTimeout        time.Duration // --machine-pv-detach-timeout
 	MachinePVReattachTimeout      time.Duration // --machine-pv-reattach-timeout (accepted; see docs)
@@ -202,6 +203,7 @@ func DefaultOptions() Options {
 		MachineHealthTimeout:        machine.DefaultHealthTimeout,
 		MachineDrainTimeout:         machine.DefaultDrainTimeout,
 		MachineInPlaceUpdateTimeout: machine.DefaultInPlaceUpdateTimeout,
+		MachinePreserveTimeout:      machine.DefaultPreserveTimeout,
 		MachineMaxEvictRetries:      360,
 		MachinePVDetachTimeout:      2 * time.Minute,
 		MachinePVReattachTimeout:    90 * time.Second,
@@ -257,6 +259,7 @@ func (o *Options) Validate() error {
 		"--machine-health-timeout":                       o.MachineHealthTimeout,
 		"--machine-drain-timeout":                        o.MachineDrainTimeout,
 		"--machine-inplace-update-timeout":               o.MachineInPlaceUpdateTimeout,
+		"--machine-preserve-timeout":                     o.MachinePreserveTimeout,
 		"--machine-pv-detach-timeout":                    o.MachinePVDetachTimeout,
 		"--machine-pv-reattach-timeout":                  o.MachinePVReattachTimeout,
 		"--resource-exhausted-retry":                     o.ResourceExhaustedRetry,

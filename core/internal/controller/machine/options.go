@@ -24,6 +24,7 @@ const (
 	DefaultVMStatusCheckPeriod     = 5 * time.Minute
 	DefaultVMStatusCheckRate       = 10
 	DefaultInPlaceUpdateTimeout    = inplace.DefaultTimeout
+	DefaultPreserveTimeout         = 96 * time.Hour
 )
 
 // DefaultNodeConditions are the node conditions that make a machine
@@ -51,6 +52,10 @@ type Options struct {
 	// result of an in-place update before the machine becomes
 	// InPlaceUpdateFailed.
 	InPlaceUpdateTimeout time.Duration
+	// PreserveTimeout (--machine-preserve-timeout) is how long a machine
+	// stays preserved (machine_preserve.go) once preservation starts;
+	// spec.machinePreserveTimeout overrides it per machine.
+	PreserveTimeout time.Duration
 	// NodeConditions (--node-conditions) are the node condition types that
 	// make a machine unhealthy when True.
 	NodeConditions []string
@@ -105,6 +110,7 @@ func (o Options) withDefaults() Options {
 	def(&o.HealthTimeout, DefaultHealthTimeout)
 	def(&o.DrainTimeout, DefaultDrainTimeout)
 	def(&o.InPlaceUpdateTimeout, DefaultInPlaceUpdateTimeout)
+	def(&o.PreserveTimeout, DefaultPreserveTimeout)
 	def(&o.ShortRetry, DefaultShortRetry)
 	def(&o.MediumRetry, DefaultMediumRetry)
 	def(&o.LongRetry, DefaultLongRetry)
