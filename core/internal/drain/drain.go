@@ -36,6 +36,10 @@ type Options struct {
 	// deleted again with a zero grace period so that a Node with no kubelet
 	// left does not keep them forever.
 	Force bool
+	// NoCordon leaves the Node schedulable: the caller keeps new pods off
+	// it by other means (a preserved machine's NoSchedule taint), so that
+	// a cordon a user set, or did not set, is left as it is.
+	NoCordon bool
 
 	// Wait is the wait for a pod's volumes that the previous pass returned
 	// (Result.Waiting), nil when there was none.
@@ -142,7 +146,8 @@ func (r Result) Summary() string {
 	return strings.Join(parts, ", ")
 }
 
-// Pass runs one drain pass over the Node named nodeName: it cordons the Node,
+// Pass runs one drain pass over the Node named nodeName: it cordons the Node
+// (unless opts.NoCordon),
 // then evicts every pod without a PersistentVolumeClaim that is not
 // terminating yet, and evicts the pods with claims one at a time, by
 // priority, each after the volumes of the previous one have detached (see
@@ -163,8 +168,10 @@ func (d *Drainer) Pass(ctx context.Context, nodeName string, opts Options) (Resu
 	}
 	res.NodeFound = true
 
-	if err := d.cordon(ctx, node); err != nil {
-		return res, err
+	if !opts.NoCordon {
+		if err := d.cordon(ctx, node); err != nil {
+			return res, err
+		}
 	}
 
 	helper := d.helper(ctx, opts)

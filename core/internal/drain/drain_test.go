@@ -252,6 +252,22 @@ func TestDrain(t *testing.T) {
 		assert.True(t, res.Drained())
 	})
 
+	t.Run("NoCordon evicts and leaves the node schedulable", func(t *testing.T) {
+		c.t = t
+		const ns, node = "nocordon", "node-nocordon"
+		c.namespace(ns)
+		c.node(node)
+		c.pod(ns, "web-1", node, ownedBy("ReplicaSet", "web"), labelled("app", "web"))
+
+		res, err := d.Pass(c.ctx(), node, Options{NoCordon: true})
+		require.NoError(t, err)
+		assert.Equal(t, 1, res.Evicted, res.Summary())
+		assert.Equal(t, "terminating", c.podState(ns, "web-1"))
+		n, err := c.cs.CoreV1().Nodes().Get(c.ctx(), node, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.False(t, n.Spec.Unschedulable, "the node is not cordoned")
+	})
+
 	t.Run("missing node", func(t *testing.T) {
 		c.t = t
 		res, err := d.Pass(c.ctx(), "no-such-node", Options{})
