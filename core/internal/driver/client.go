@@ -103,6 +103,19 @@ func (c *Client) GetVolumeIDs(ctx context.Context, req *driverv1alpha1.GetVolume
 	return c.machine.GetVolumeIDs(ctx, req)
 }
 
+// UpdateMachine applies a changed class to the VM of a machine, or learns
+// that it needs a new VM. It answers UNIMPLEMENTED, without calling the
+// driver, unless the driver advertised TYPE_UPDATE_MACHINE. Serialised with
+// the machine's other calls; bounded by Options.CallTimeout.
+func (c *Client) UpdateMachine(ctx context.Context, req *driverv1alpha1.UpdateMachineRequest) (*driverv1alpha1.UpdateMachineResponse, error) {
+	if err := c.requireCapability(driverv1alpha1.Capability_TYPE_UPDATE_MACHINE, "UpdateMachine"); err != nil {
+		return nil, err
+	}
+	return machineCall(ctx, c, req.GetMachine(), c.opts.CallTimeout, func(ctx context.Context) (*driverv1alpha1.UpdateMachineResponse, error) {
+		return c.machine.UpdateMachine(ctx, req)
+	})
+}
+
 // machineCall runs call while holding the lock of machine m, with its own
 // timeout. The timeout starts once the lock is held, so a call queued
 // behind a slow create of the same machine is not charged for the wait;

@@ -56,6 +56,7 @@ func TestCapabilityGating(t *testing.T) {
 	initReq := &driverv1alpha1.InitializeMachineRequest{Machine: testMachine("m1"), MachineClass: testClass()}
 	listReq := &driverv1alpha1.ListMachinesRequest{MachineClass: testClass()}
 	volReq := &driverv1alpha1.GetVolumeIDsRequest{Volumes: []*driverv1alpha1.PersistentVolume{{Name: "pv1", Spec: []byte(`{}`)}}}
+	updateReq := &driverv1alpha1.UpdateMachineRequest{Machine: testMachine("m1"), OldMachineClass: testClass(), MachineClass: testClass()}
 
 	t.Run("unadvertised RPCs are refused locally", func(t *testing.T) {
 		path := socketPath(t)
@@ -68,6 +69,7 @@ func TestCapabilityGating(t *testing.T) {
 			driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE,
 			driverv1alpha1.Capability_TYPE_LIST_MACHINES,
 			driverv1alpha1.Capability_TYPE_GET_VOLUME_IDS,
+			driverv1alpha1.Capability_TYPE_UPDATE_MACHINE,
 		} {
 			assert.False(t, c.Has(cp), cp.String())
 		}
@@ -81,8 +83,11 @@ func TestCapabilityGating(t *testing.T) {
 		_, err = c.GetVolumeIDs(ctx, volReq)
 		assert.Equal(t, codes.Unimplemented, Code(err))
 		assert.Contains(t, err.Error(), "TYPE_GET_VOLUME_IDS")
+		_, err = c.UpdateMachine(ctx, updateReq)
+		assert.Equal(t, codes.Unimplemented, Code(err))
+		assert.Contains(t, err.Error(), "TYPE_UPDATE_MACHINE")
 
-		for _, rpc := range []string{"InitializeMachine", "ListMachines", "GetVolumeIDs"} {
+		for _, rpc := range []string{"InitializeMachine", "ListMachines", "GetVolumeIDs", "UpdateMachine"} {
 			assert.Zero(t, d.callCount(rpc), "%s must not reach the driver", rpc)
 		}
 	})
@@ -93,6 +98,7 @@ func TestCapabilityGating(t *testing.T) {
 			driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE,
 			driverv1alpha1.Capability_TYPE_LIST_MACHINES,
 			driverv1alpha1.Capability_TYPE_GET_VOLUME_IDS,
+			driverv1alpha1.Capability_TYPE_UPDATE_MACHINE,
 		)
 		serve(t, path, d)
 		c := connect(t, path, testOptions(&logBuffer{}))
@@ -101,6 +107,7 @@ func TestCapabilityGating(t *testing.T) {
 			driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE,
 			driverv1alpha1.Capability_TYPE_LIST_MACHINES,
 			driverv1alpha1.Capability_TYPE_GET_VOLUME_IDS,
+			driverv1alpha1.Capability_TYPE_UPDATE_MACHINE,
 		}, c.Capabilities())
 		_, err := c.InitializeMachine(ctx, initReq)
 		require.NoError(t, err)
@@ -108,7 +115,9 @@ func TestCapabilityGating(t *testing.T) {
 		require.NoError(t, err)
 		_, err = c.GetVolumeIDs(ctx, volReq)
 		require.NoError(t, err)
-		for _, rpc := range []string{"InitializeMachine", "ListMachines", "GetVolumeIDs"} {
+		_, err = c.UpdateMachine(ctx, updateReq)
+		require.NoError(t, err)
+		for _, rpc := range []string{"InitializeMachine", "ListMachines", "GetVolumeIDs", "UpdateMachine"} {
 			assert.Equal(t, 1, d.callCount(rpc), rpc)
 		}
 	})

@@ -41,7 +41,7 @@ type Options struct {
 	// ListTimeout bounds one ListMachines call.
 	ListTimeout time.Duration
 	// CallTimeout bounds every other call: InitializeMachine, GetVolumeIDs,
-	// GetPluginInfo and GetPluginCapabilities.
+	// UpdateMachine, GetPluginInfo and GetPluginCapabilities.
 	CallTimeout time.Duration
 	// ProbeTimeout bounds one Probe call.
 	ProbeTimeout time.Duration

@@ -196,6 +196,15 @@ func (d *testDriver) ListMachines(context.Context, *driverv1alpha1.ListMachinesR
 	return &driverv1alpha1.ListMachinesResponse{}, nil
 }
 
+func (d *testDriver) UpdateMachine(ctx context.Context, req *driverv1alpha1.UpdateMachineRequest) (*driverv1alpha1.UpdateMachineResponse, error) {
+	if err := d.machineCall(ctx, "UpdateMachine", req.GetMachine()); err != nil {
+		return nil, err
+	}
+	return &driverv1alpha1.UpdateMachineResponse{Result: &driverv1alpha1.UpdateMachineResponse_Applied{
+		Applied: &driverv1alpha1.GetMachineStatusResponse{ProviderId: req.GetMachine().GetProviderId()},
+	}}, nil
+}
+
 func (d *testDriver) GetVolumeIDs(context.Context, *driverv1alpha1.GetVolumeIDsRequest) (*driverv1alpha1.GetVolumeIDsResponse, error) {
 	return &driverv1alpha1.GetVolumeIDsResponse{}, nil
 }
