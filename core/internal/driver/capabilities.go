@@ -21,6 +21,8 @@ type DriverInfo struct {
 	VendorVersion string
 	// Manifest holds free-form facts about the driver's build.
 	Manifest map[string]string
+	// Providers are the MachineClass provider values the driver serves.
+	Providers []string
 }
 
 // identity is the driver's info and capabilities as last read.
@@ -32,7 +34,10 @@ type identity struct {
 // driverNameRE is the Driver API's rule for plugin names.
 var driverNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$`)
 
-const maxDriverNameLength = 63
+const (
+	maxDriverNameLength = 63
+	maxProviderLength   = 63
+)
 
 // readIdentity asks the driver for its info and capabilities. Both RPCs are
 // REQUIRED, so UNIMPLEMENTED means the driver does not serve this API.
@@ -51,6 +56,10 @@ func (c *Client) readIdentity(ctx context.Context, log logr.Logger) (identity, e
 		return identity{}, fmt.Errorf("driver %q: GetPluginInfo: vendor_version is required", info.GetName())
 	}
 
+	if err := validateProviders(info.GetName(), info.GetProviders()); err != nil {
+		return identity{}, err
+	}
+
 	capsResp, err := c.identity.GetPluginCapabilities(ctx, &driverv1alpha1.GetPluginCapabilitiesRequest{})
 	if err != nil {
 		return identity{}, identityError("GetPluginCapabilities", err)
@@ -60,6 +69,7 @@ func (c *Client) readIdentity(ctx context.Context, log logr.Logger) (identity, e
 			Name:          info.GetName(),
 			VendorVersion: info.GetVendorVersion(),
 			Manifest:      maps.Clone(info.GetManifest()),
+			Providers:     slices.Clone(info.GetProviders()),
 		},
 		caps: parseCapabilities(capsResp, log),
 	}, nil
@@ -80,6 +90,24 @@ func validateDriverName(name string) error {
 		return fmt.Errorf("GetPluginInfo: driver name %q is longer than %d characters", name, maxDriverNameLength)
 	case !driverNameRE.MatchString(name):
 		return fmt.Errorf("GetPluginInfo: driver name %q must consist of lower-case alphanumerics, '-' and '.', and start and end with an alphanumeric", name)
+	}
+	return nil
+}
+
+// validateProviders checks the providers a driver lists: each one
+// non-empty, at most 63 characters, listed once.
+func validateProviders(driver string, providers []string) error {
+	seen := map[string]bool{}
+	for _, p := range providers {
+		switch {
+		case p == "":
+			return fmt.Errorf("driver %q: GetPluginInfo: an empty provider", driver)
+		case len(p) > maxProviderLength:
+			return fmt.Errorf("driver %q: GetPluginInfo: provider %q is longer than %d characters", driver, p, maxProviderLength)
+		case seen[p]:
+			return fmt.Errorf("driver %q: GetPluginInfo: provider %q is listed twice", driver, p)
+		}
+		seen[p] = true
 	}
 	return nil
 }
@@ -123,8 +151,22 @@ func (c *Client) Info() DriverInfo {
 	defer c.mu.RUnlock()
 	info := c.id.info
 	info.Manifest = maps.Clone(info.Manifest)
+	info.Providers = slices.Clone(info.Providers)
 	return info
 }
+
+// Providers returns the provider values the driver listed in
+// GetPluginInfo, as of the last time the client read them.
+func (c *Client) Providers() []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return slices.Clone(c.id.info.Providers)
+}
+
+// Name is the driver's name in metrics, logs and readiness checks:
+// Options.Name, or else the name the driver gave itself.
+// It is fixed when Connect returns.
+func (c *Client) Name() string { return c.name }
 
 // driverName is the driver's name, used as the provider label of metrics.
 func (c *Client) driverName() string {

@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -14,12 +15,15 @@ import (
 // use. Create it with Connect and release it with Close.
 type Client struct {
 	endpoint string
+	name     string
 	opts     Options
 	conn     *grpc.ClientConn
 	identity driverv1alpha1.IdentityServiceClient
 	machine  driverv1alpha1.MachineServiceClient
-	metrics  *clientMetrics
-	locks    *machineLocks
+	// metrics are the driver's collectors: unregistered ones until Connect
+	// knows the driver's name, then those registered with its label.
+	metrics atomic.Pointer[clientMetrics]
+	locks   *machineLocks
 
 	mu sync.RWMutex
 	id identity

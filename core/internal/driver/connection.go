@@ -50,15 +50,17 @@ func Connect(ctx context.Context, endpoint string, opts Options) (*Client, error
 	if err != nil {
 		return nil, err
 	}
-	metrics, err := registerClientMetrics(opts.Registerer)
-	if err != nil {
-		return nil, fmt.Errorf("registering driver client metrics: %w", err)
-	}
 	c := &Client{
 		endpoint: endpoint,
+		name:     opts.Name,
 		opts:     opts,
-		metrics:  metrics,
 		locks:    newMachineLocks(),
+	}
+	// The metrics are labelled with the driver's name. Without
+	// Options.Name it is known only once the driver said it; the calls of
+	// the connect sequence then go to collectors that are not registered.
+	if err := c.useMetrics(); err != nil {
+		return nil, err
 	}
 	dialOpts := []grpc.DialOption{
 		// The socket is the trust boundary (mode 0600, shared only with the
@@ -95,13 +97,36 @@ func Connect(ctx context.Context, endpoint string, opts Options) (*Client, error
 		return nil, err
 	}
 	c.setIdentity(id)
-	log.Info("Connected to driver", "driver", id.info.Name, "version", id.info.VendorVersion, "capabilities", capabilityNames(id.caps))
+	if c.name == "" {
+		c.name = id.info.Name
+		if err := c.useMetrics(); err != nil {
+			_ = conn.Close()
+			return nil, err
+		}
+	}
+	log = log.WithValues("driver", c.name)
+	log.Info("Connected to driver", "driverName", id.info.Name, "version", id.info.VendorVersion, "providers", id.info.Providers, "capabilities", capabilityNames(id.caps))
 
 	watchCtx, stop := context.WithCancel(context.Background())
 	c.stopWatch = stop
 	c.watchDone = make(chan struct{})
-	go c.watch(watchCtx, opts.Logger.WithValues("endpoint", endpoint))
+	go c.watch(watchCtx, opts.Logger.WithValues("endpoint", endpoint, "driver", c.name))
 	return c, nil
+}
+
+// useMetrics points the client at the collectors registered for its name,
+// or at unregistered ones while it has none.
+func (c *Client) useMetrics() error {
+	if c.name == "" {
+		c.metrics.Store(newClientMetrics())
+		return nil
+	}
+	m, err := registerClientMetrics(c.opts.Registerer, c.name)
+	if err != nil {
+		return fmt.Errorf("registering driver client metrics: %w", err)
+	}
+	c.metrics.Store(m)
+	return nil
 }
 
 // start runs the connect sequence: connection, readiness, identity.

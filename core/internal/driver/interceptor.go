@@ -24,7 +24,7 @@ import (
 // not the time a call waited for another call on the same machine.
 func (c *Client) interceptors() []grpc.UnaryClientInterceptor {
 	return []grpc.UnaryClientInterceptor{
-		c.metrics.grpc.UnaryClientInterceptor(),
+		c.recordGRPC,
 		c.recordMCM,
 		// The interceptor builds its fields for every call; skip it when
 		// the call's logger would write none of its lines (the default
@@ -47,10 +47,16 @@ func (c *Client) logsCalls(ctx context.Context, _ interceptors.CallMeta) bool {
 	return c.loggerFor(ctx).V(logFailureLevel).Enabled()
 }
 
+// recordGRPC measures an RPC in go-grpc-middleware's client metrics of
+// the driver's current collectors.
+func (c *Client) recordGRPC(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	return c.metrics.Load().unary(ctx, method, req, reply, cc, invoker, opts...)
+}
+
 // recordMCM measures an RPC in MCM's metrics, labelled by the driver's name.
 func (c *Client) recordMCM(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	start := time.Now()
 	err := invoker(ctx, method, req, reply, cc, opts...)
-	c.metrics.observeMCM(path.Base(method), c.driverName(), Code(err), time.Since(start))
+	c.metrics.Load().observeMCM(path.Base(method), c.driverName(), Code(err), time.Since(start))
 	return err
 }

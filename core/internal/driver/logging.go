@@ -76,7 +76,8 @@ func (c *Client) logCall(ctx context.Context, lvl logging.Level, msg string, fie
 	if !log.Enabled() {
 		return
 	}
-	kv := make([]any, 0, len(fields))
+	kv := make([]any, 0, len(fields)+2)
+	kv = append(kv, "driver", c.Name())
 	for it := logging.Fields(fields).Iterator(); it.Next(); {
 		k, v := it.At()
 		if m, ok := v.(proto.Message); ok {

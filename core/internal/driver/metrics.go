@@ -1,12 +1,13 @@
 package driver
 
 import (
-	"errors"
 	"strconv"
+	"sync"
 	"time"
 
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 )
 
@@ -42,15 +43,22 @@ var mcmOperations = map[string]string{
 //     mcm_cloud_api_driver_request_duration_seconds{provider,operation} and
 //     mcm_cloud_api_driver_requests_failed_total{provider,operation,error_code},
 //     error_code being the numeric gRPC code, as in MCM.
+//
+// Every series also carries the label driver, the client's Name: each
+// driver of a manager has its own collectors, registered through
+// prometheus.WrapRegistererWith.
 type clientMetrics struct {
 	grpc        *grpcprom.ClientMetrics
+	unary       grpc.UnaryClientInterceptor
 	mcmDuration *prometheus.HistogramVec
 	mcmFailed   *prometheus.CounterVec
 }
 
 func newClientMetrics() *clientMetrics {
+	g := grpcprom.NewClientMetrics(grpcprom.WithClientHandlingTimeHistogram(grpcprom.WithHistogramBuckets(durationBuckets)))
 	return &clientMetrics{
-		grpc: grpcprom.NewClientMetrics(grpcprom.WithClientHandlingTimeHistogram(grpcprom.WithHistogramBuckets(durationBuckets))),
+		grpc:  g,
+		unary: g.UnaryClientInterceptor(),
 		mcmDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "mcm",
 			Subsystem: "cloud_api",
@@ -67,23 +75,37 @@ func newClientMetrics() *clientMetrics {
 	}
 }
 
-// registerClientMetrics registers the client's metrics with reg. Every
-// Client of a process (and every test) shares one set per registry: when an
-// identical collector is registered already, it is used instead, as
-// prometheus.AlreadyRegisteredError suggests.
-func registerClientMetrics(reg prometheus.Registerer) (*clientMetrics, error) {
-	m := newClientMetrics()
-	err := reg.Register(m)
-	if err == nil {
+// registered holds the collectors registered per registry and driver name.
+// Every Client of a process (and every test) with the same driver name
+// shares one set per registry: a client that connects again to a driver
+// already measured uses the collectors registered for it. The registry
+// cannot give them back itself: the AlreadyRegisteredError of a wrapping
+// registerer holds the wrapped collector.
+var registered = struct {
+	sync.Mutex
+	sets map[registeredKey]*clientMetrics
+}{sets: map[registeredKey]*clientMetrics{}}
+
+type registeredKey struct {
+	reg    prometheus.Registerer
+	driver string
+}
+
+// registerClientMetrics registers a driver's metrics with reg, labelled
+// driver=name, or returns those registered for name before.
+func registerClientMetrics(reg prometheus.Registerer, name string) (*clientMetrics, error) {
+	registered.Lock()
+	defer registered.Unlock()
+	key := registeredKey{reg: reg, driver: name}
+	if m, ok := registered.sets[key]; ok {
 		return m, nil
 	}
-	var already prometheus.AlreadyRegisteredError
-	if errors.As(err, &already) {
-		if existing, ok := already.ExistingCollector.(*clientMetrics); ok {
-			return existing, nil
-		}
+	m := newClientMetrics()
+	if err := prometheus.WrapRegistererWith(prometheus.Labels{"driver": name}, reg).Register(m); err != nil {
+		return nil, err
 	}
-	return nil, err
+	registered.sets[key] = m
+	return m, nil
 }
 
 // Describe implements prometheus.Collector.

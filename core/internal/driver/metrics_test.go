@@ -28,6 +28,7 @@ func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	opts := testOptions(&logBuffer{})
 	opts.Registerer = reg
+	opts.Name = "pool-a"
 	c := connect(t, path, opts)
 	ctx := context.Background()
 
@@ -58,7 +59,11 @@ func TestMetrics(t *testing.T) {
 	// Identity RPCs have no MCM counterpart.
 	assert.Equal(t, uint64(0), histogramCount(t, reg, "mcm_cloud_api_driver_request_duration_seconds", map[string]string{"provider": testDriverName, "operation": "GetPluginInfo"}))
 
-	c2, err := registerClientMetrics(reg) // a second client on the same registry shares the collectors
+	// Every series carries the driver's name.
+	assert.Equal(t, 1.0, counterValue(t, reg, "grpc_client_handled_total", map[string]string{"grpc_method": "CreateMachine", "grpc_code": "OK", "driver": "pool-a"}))
+	assert.Equal(t, uint64(2), histogramCount(t, reg, "mcm_cloud_api_driver_request_duration_seconds", map[string]string{"driver": "pool-a", "operation": "create_machine"}))
+
+	c2, err := registerClientMetrics(reg, "pool-a") // a second client on the same registry shares the collectors
 	require.NoError(t, err)
 	assert.Equal(t, 1.0, testutil.ToFloat64(c2.mcmFailed.WithLabelValues(testDriverName, "create_machine", "13")))
 	assert.Equal(t, 1, testutil.CollectAndCount(c2.mcmFailed), "only the failed create is counted")
@@ -70,6 +75,7 @@ func TestMetricsSharedRegistry(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	opts := testOptions(&logBuffer{})
 	opts.Registerer = reg
+	opts.Name = "pool-a"
 	connect(t, path, opts)
 	connect(t, path, opts) // must not fail with "duplicate metrics collector registration"
 
@@ -78,10 +84,40 @@ func TestMetricsSharedRegistry(t *testing.T) {
 	assert.Equal(t, 2.0, counterValue(t, reg, "grpc_client_handled_total", map[string]string{"grpc_method": "Probe", "grpc_code": "OK"}))
 }
 
+// Without a configured name, the series are labelled with the name the
+// driver gives itself, and two drivers of one registry keep apart.
+func TestMetricsPerDriver(t *testing.T) {
+	pathA, pathB := socketPath(t), socketPath(t)
+	serve(t, pathA, newTestDriver())
+	serve(t, pathB, newTestDriver())
+	reg := prometheus.NewRegistry()
+	opts := testOptions(&logBuffer{})
+	opts.Registerer = reg
+	a := connect(t, pathA, opts)
+	assert.Equal(t, testDriverName, a.Name())
+	opts.Name = "pool-b"
+	b := connect(t, pathB, opts)
+	assert.Equal(t, "pool-b", b.Name())
+
+	ctx := context.Background()
+	_, err := a.CreateMachine(ctx, &driverv1alpha1.CreateMachineRequest{Machine: testMachine("m1"), MachineClass: testClass()})
+	require.NoError(t, err)
+	for _, name := range []string{"m2", "m3"} {
+		_, err = b.CreateMachine(ctx, &driverv1alpha1.CreateMachineRequest{Machine: testMachine(name), MachineClass: testClass()})
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 1.0, counterValue(t, reg, "grpc_client_handled_total", map[string]string{"grpc_method": "CreateMachine", "driver": testDriverName}))
+	assert.Equal(t, 2.0, counterValue(t, reg, "grpc_client_handled_total", map[string]string{"grpc_method": "CreateMachine", "driver": "pool-b"}))
+	assert.Equal(t, uint64(2), histogramCount(t, reg, "mcm_cloud_api_driver_request_duration_seconds", map[string]string{"driver": "pool-b", "operation": "create_machine"}))
+	// Only a named client measures its connect sequence.
+	assert.Equal(t, 0.0, counterValue(t, reg, "grpc_client_handled_total", map[string]string{"grpc_method": "Probe", "driver": testDriverName}))
+	assert.Equal(t, 1.0, counterValue(t, reg, "grpc_client_handled_total", map[string]string{"grpc_method": "Probe", "driver": "pool-b"}))
+}
+
 func TestMetricsConflictingRegistration(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "grpc_client_handling_seconds", Help: "not a histogram"}))
-	_, err := registerClientMetrics(reg)
+	_, err := registerClientMetrics(reg, "pool-a")
 	require.Error(t, err)
 }
 

@@ -51,6 +51,13 @@ type Options struct {
 	// WaitLogInterval is how often Connect logs that it is still waiting.
 	WaitLogInterval time.Duration
 
+	// Name is the operator's name for the driver (the name of
+	// --driver-endpoint name=unix:///...): the "driver" label of the
+	// client's metrics, the "driver" field of its log lines and the name of
+	// its readiness check. Empty: the name the driver gives itself in
+	// GetPluginInfo.
+	Name string
+
 	// Logger is used when a call's context carries no logger, and for the
 	// client's own messages (connect, reconnect). Default: the
 	// controller-runtime root logger named "driver".

@@ -30,9 +30,10 @@ type testDriver struct {
 	driverv1alpha1.UnimplementedIdentityServiceServer
 	driverv1alpha1.UnimplementedMachineServiceServer
 
-	name    string
-	version string
-	caps    []driverv1alpha1.Capability_Type
+	name      string
+	version   string
+	caps      []driverv1alpha1.Capability_Type
+	providers []string
 
 	mu          sync.Mutex
 	probes      []probeAnswer // answered in turn; the last one repeats
@@ -103,7 +104,7 @@ func (d *testDriver) maxInFlightFor(machine string) int {
 }
 
 func (d *testDriver) GetPluginInfo(context.Context, *driverv1alpha1.GetPluginInfoRequest) (*driverv1alpha1.GetPluginInfoResponse, error) {
-	return &driverv1alpha1.GetPluginInfoResponse{Name: d.name, VendorVersion: d.version}, nil
+	return &driverv1alpha1.GetPluginInfoResponse{Name: d.name, VendorVersion: d.version, Providers: d.providers}, nil
 }
 
 func (d *testDriver) GetPluginCapabilities(context.Context, *driverv1alpha1.GetPluginCapabilitiesRequest) (*driverv1alpha1.GetPluginCapabilitiesResponse, error) {
