@@ -61,6 +61,16 @@ const (
 	// histogram machina_machine_join_duration_seconds and the join's
 	// lastOperation description carry the same, without a write per machine.
 	MachineJoinDurationAnnotation = "node.machine.sapcloud.io/machine-join-duration"
+	// ClassHashAnnotation is machina's: the hash of the MachineClass contents
+	// (provider, provider spec, node template, secret references; never
+	// secret values) the machine's VM was created or last updated with.
+	// The class update controller compares it with the class's current
+	// hash and calls the driver's UpdateMachine when they differ.
+	ClassHashAnnotation = "classupdate.machina.io/class-hash"
+	// ClassHashNeedsNewVMAnnotation is machina's: the class hash the driver
+	// answered "needs a new VM" for, so that it is not asked again; the
+	// machine waits for a rollout to replace it.
+	ClassHashNeedsNewVMAnnotation = "classupdate.machina.io/needs-new-vm"
 )
 
 // Annotations on MachineSets and MachineDeployments.
@@ -214,4 +224,10 @@ const (
 	// MachineConditionDrained reports the drain of the machine's node: True
 	// once drained, False while pods remain (the message counts them).
 	MachineConditionDrained = "Drained"
+	// MachineConditionClassUpdated reports whether the machine's VM matches
+	// its MachineClass's current contents: True once UpdateMachine applied
+	// them; False with reason NeedsNewVM when the driver cannot apply them
+	// to the running VM (a rollout must replace the machine), and with
+	// reason UpdateFailed or PreviousClassUnknown otherwise.
+	MachineConditionClassUpdated = "ClassUpdated"
 )
