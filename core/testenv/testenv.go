@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	machinav1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 )
 
@@ -44,7 +45,8 @@ type Env struct {
 	// Client is a client for Config using Scheme; it reads straight from the
 	// API server (no cache).
 	Client client.Client
-	// Scheme knows the client-go built-in types and machine.sapcloud.io/v1alpha1.
+	// Scheme knows the client-go built-in types, machine.sapcloud.io/v1alpha1
+	// and machineconfiguration.openshift.io/v1.
 	Scheme *runtime.Scheme
 	// Kubeconfig is the path of a kubeconfig file for Config, for code and
 	// processes that take a --kubeconfig flag.
@@ -198,14 +200,17 @@ func (e *Env) StartAPIServer() error {
 	return e.env.ControlPlane.GetAPIServer().Start()
 }
 
-// NewScheme returns a scheme with the client-go built-in types and
-// machine.sapcloud.io/v1alpha1.
+// NewScheme returns a scheme with the client-go built-in types,
+// machine.sapcloud.io/v1alpha1 and machineconfiguration.openshift.io/v1.
 func NewScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	if err := machinav1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := mcfgv1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	return scheme, nil

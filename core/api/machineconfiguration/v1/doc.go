@@ -1,0 +1,26 @@
+// Package v1 holds the machineconfiguration.openshift.io/v1 API types:
+// MachineConfig, MachineConfigPool and KubeletConfig, the subset of
+// OpenShift's machine-config-operator (MCO) API that machina implements.
+//
+// The types are wire-compatible with that subset of
+// github.com/openshift/api/machineconfiguration/v1 (vendored by
+// openshift/machine-config-operator): every field keeps its JSON name, so a
+// MachineConfig written for OpenShift (files, systemd units, kernel
+// arguments) applies unchanged. spec.config of a MachineConfig is an Ignition
+// object kept as raw JSON: fields machina does not know are stored as
+// written (x-kubernetes-preserve-unknown-fields), not refused; ParseIgnition
+// reads the subset machina acts on.
+//
+// Machina adds one field, optional, so an MCO client loses nothing:
+//
+//   - MachineConfigPool spec.machineOwnerRef: the pool's nodes are the nodes
+//     of the machines of a MachineSet or MachineDeployment, instead of the
+//     nodes nodeSelector selects.
+//
+// Fields of the MCO API outside the subset (pinnedImageSets, osImageStream,
+// KubeletConfig tlsSecurityProfile's effect, ...) are described in
+// docs/machine-config.md.
+//
+// +kubebuilder:object:generate=true
+// +groupName=machineconfiguration.openshift.io
+package v1

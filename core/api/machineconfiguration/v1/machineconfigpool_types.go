@@ -1,0 +1,137 @@
+package v1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// MachineConfigPool groups nodes that run the same configuration: the
+// MachineConfigs its machineConfigSelector selects, rendered into one
+// MachineConfig and rolled out to the nodes its nodeSelector (or
+// machineOwnerRef) selects, maxUnavailable at a time.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=mcp
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Config",type=string,JSONPath=`.status.configuration.name`
+// +kubebuilder:printcolumn:name="Updated",type=string,JSONPath=`.status.conditions[?(@.type=="Updated")].status`,description="When all the machines in the pool are updated to the correct machine config."
+// +kubebuilder:printcolumn:name="Updating",type=string,JSONPath=`.status.conditions[?(@.type=="Updating")].status`,description="When at least one of machine is not either not updated or is in the process of updating to the desired machine config."
+// +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`,description="When progress is blocked on updating one or more nodes or the pool configuration is failing."
+// +kubebuilder:printcolumn:name="MachineCount",type=integer,JSONPath=`.status.machineCount`,description="Total number of machines in the machine config pool"
+// +kubebuilder:printcolumn:name="ReadyMachineCount",type=integer,JSONPath=`.status.readyMachineCount`,description="Total number of ready machines targeted by the pool"
+// +kubebuilder:printcolumn:name="UpdatedMachineCount",type=integer,JSONPath=`.status.updatedMachineCount`,description="Total number of machines targeted by the pool that have the CurrentMachineConfig as their config"
+// +kubebuilder:printcolumn:name="DegradedMachineCount",type=integer,JSONPath=`.status.degradedMachineCount`,description="Total number of machines marked degraded (or unreconcilable)"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type MachineConfigPool struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   MachineConfigPoolSpec   `json:"spec,omitempty"`
+	Status MachineConfigPoolStatus `json:"status,omitempty"`
+}
+
+// MachineConfigPoolSpec is what the user asks of a pool.
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.nodeSelector) && has(self.machineOwnerRef))",message="nodeSelector and machineOwnerRef are mutually exclusive"
+type MachineConfigPoolSpec struct {
+	// MachineConfigSelector selects the MachineConfigs rendered for the
+	// pool, usually by the label machineconfiguration.openshift.io/role.
+	// A pool without it renders nothing.
+	// +optional
+	MachineConfigSelector *metav1.LabelSelector `json:"machineConfigSelector,omitempty"`
+
+	// NodeSelector selects the pool's nodes. An empty selector ({}) would
+	// select every node and is refused by the update controller.
+	// +optional
+	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+
+	// MachineOwnerRef is a machina extension: the pool's nodes are the
+	// nodes of the machines of this MachineSet or MachineDeployment, instead
+	// of nodeSelector's.
+	// +optional
+	MachineOwnerRef *MachineOwnerReference `json:"machineOwnerRef,omitempty"`
+
+	// Paused stops the rollout of a new configuration to the pool's nodes.
+	// Rendering and spec.configuration still move.
+	// +optional
+	Paused bool `json:"paused"`
+
+	// MaxUnavailable is how many nodes (a number, or a percentage of the
+	// pool's nodes rounded down) may be updating or unavailable at once.
+	// Unset means 1; 0 is treated as 1.
+	// +kubebuilder:validation:XIntOrString
+	// +optional
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+
+	// Configuration is the target rendered MachineConfig, written by the
+	// render controller.
+	// +optional
+	Configuration MachineConfigPoolStatusConfiguration `json:"configuration"`
+}
+
+// MachineOwnerReference names a MachineSet or MachineDeployment
+// (machine.sapcloud.io/v1alpha1) whose machines' nodes form a pool.
+type MachineOwnerReference struct {
+	// Kind is MachineSet or MachineDeployment.
+	// +kubebuilder:validation:Enum=MachineSet;MachineDeployment
+	Kind string `json:"kind"`
+	// Namespace of the MachineSet or MachineDeployment.
+	// +kubebuilder:validation:MinLength=1
+	Namespace string `json:"namespace"`
+	// Name of the MachineSet or MachineDeployment.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+}
+
+// MachineConfigPoolStatusConfiguration names a rendered MachineConfig and
+// the MachineConfigs it was rendered from.
+type MachineConfigPoolStatusConfiguration struct {
+	corev1.ObjectReference `json:",inline"`
+
+	// Source lists the MachineConfigs the rendered one was made from, in
+	// merge order.
+	// +optional
+	Source []corev1.ObjectReference `json:"source,omitempty"`
+}
+
+// MachineConfigPoolStatus is what the controllers observe of a pool.
+type MachineConfigPoolStatus struct {
+	// ObservedGeneration is the generation of the spec last acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Configuration is the rendered MachineConfig every node of the pool
+	// runs: it is copied from spec.configuration once the pool is updated.
+	// +optional
+	Configuration MachineConfigPoolStatusConfiguration `json:"configuration"`
+
+	// MachineCount is the number of nodes in the pool.
+	MachineCount int32 `json:"machineCount"`
+	// UpdatedMachineCount is the number of nodes that run the target
+	// configuration (desired = current = target, state Done).
+	UpdatedMachineCount int32 `json:"updatedMachineCount"`
+	// ReadyMachineCount is the number of updated nodes that are also Ready
+	// and schedulable.
+	ReadyMachineCount int32 `json:"readyMachineCount"`
+	// UnavailableMachineCount is the number of nodes not ready or updating.
+	UnavailableMachineCount int32 `json:"unavailableMachineCount"`
+	// DegradedMachineCount is the number of nodes whose state is Degraded or
+	// Unreconcilable.
+	DegradedMachineCount int32 `json:"degradedMachineCount"`
+
+	// Conditions: Updated, Updating, Degraded, NodeDegraded, RenderDegraded.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// MachineConfigPoolList is a list of MachineConfigPools.
+//
+// +kubebuilder:object:root=true
+type MachineConfigPoolList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []MachineConfigPool `json:"items"`
+}
