@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
@@ -28,11 +29,11 @@ type stateMetrics struct {
 
 	machineItems, machineInfo, machinePhase, machineCondition *prometheus.Desc
 
-	setItems, setInfo, setCondition *prometheus.Desc
-	setGauges                       []objectGauge[*v1alpha1.MachineSet]
+	setItems, setInfo, setCondition, setFailed *prometheus.Desc
+	setGauges                                  []objectGauge[*v1alpha1.MachineSet]
 
-	deploymentItems, deploymentInfo, deploymentCondition *prometheus.Desc
-	deploymentGauges                                     []objectGauge[*v1alpha1.MachineDeployment]
+	deploymentItems, deploymentInfo, deploymentCondition, deploymentFailed *prometheus.Desc
+	deploymentGauges                                                       []objectGauge[*v1alpha1.MachineDeployment]
 }
 
 // objectGauge is one per-object gauge labelled name and namespace.
@@ -60,6 +61,10 @@ var phaseValues = map[v1alpha1.MachinePhase]float64{
 
 func newStateMetrics(reader client.Reader) *stateMetrics {
 	nn := []string{"name", "namespace"}
+	// MCM's labels of a failed machine in a set's or deployment's
+	// status.failedMachines.
+	failed := []string{"name", "namespace", "failed_machine_name", "failed_machine_provider_id", "failed_machine_owner_ref",
+		"failed_machine_last_operation_state", "failed_machine_last_operation_machine_operation_type"}
 	cond := []string{"name", "namespace", "condition"}
 	desc := func(name, help string, labels []string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, labels, nil)
@@ -87,6 +92,7 @@ func newStateMetrics(reader client.Reader) *stateMetrics {
 		setInfo: desc("mcm_machine_set_info", "Information about a MachineSet (value 1).",
 			[]string{"name", "namespace", "createdAt", "spec_machine_class_api_group", "spec_machine_class_kind", "spec_machine_class_name"}),
 		setCondition: desc("mcm_machine_set_status_condition", "Conditions of a MachineSet: True 1, False 0, Unknown 2.", cond),
+		setFailed:    desc("mcm_machine_set_failed_machines", "A machine in status.failedMachines of a MachineSet (value 1).", failed),
 		setGauges: []objectGauge[ms]{
 			gauge("mcm_machine_set_info_spec_replicas", "spec.replicas of a MachineSet.",
 				func(s ms) float64 { return float64(s.Spec.Replicas) }),
@@ -107,6 +113,8 @@ func newStateMetrics(reader client.Reader) *stateMetrics {
 			[]string{"name", "namespace", "createdAt", "spec_strategy_type"}),
 		deploymentCondition: desc("mcm_machine_deployment_status_condition",
 			"Conditions of a MachineDeployment: True 1, False 0, Unknown 2.", cond),
+		deploymentFailed: desc("mcm_machine_deployment_failed_machines",
+			"A machine in status.failedMachines of a MachineDeployment (value 1).", failed),
 		deploymentGauges: []objectGauge[md]{
 			gauge("mcm_machine_deployment_info_spec_replicas", "spec.replicas of a MachineDeployment.",
 				func(d md) float64 { return float64(d.Spec.Replicas) }),
@@ -118,6 +126,19 @@ func newStateMetrics(reader client.Reader) *stateMetrics {
 				func(d md) float64 { return int32Value(d.Spec.RevisionHistoryLimit) }),
 			gauge("mcm_machine_deployment_info_spec_progress_deadline_seconds", "spec.progressDeadlineSeconds of a MachineDeployment (0 unset).",
 				func(d md) float64 { return int32Value(d.Spec.ProgressDeadlineSeconds) }),
+			gauge("mcm_machine_deployment_info_spec_rolling_update_max_surge",
+				"maxSurge of a RollingUpdate MachineDeployment in machines (a percentage resolved against spec.replicas, rounded up; 0 for other strategies).",
+				func(d md) float64 { return rollingUpdateValue(d, true) }),
+			gauge("mcm_machine_deployment_info_spec_rolling_update_max_unavailable",
+				"maxUnavailable of a RollingUpdate MachineDeployment in machines (a percentage resolved against spec.replicas, rounded down; 0 for other strategies).",
+				func(d md) float64 { return rollingUpdateValue(d, false) }),
+			gauge("mcm_machine_deployment_info_spec_rollback_to_revision", "spec.rollbackTo.revision of a MachineDeployment (0 unset).",
+				func(d md) float64 {
+					if d.Spec.RollbackTo == nil {
+						return 0
+					}
+					return float64(d.Spec.RollbackTo.Revision)
+				}),
 			gauge("mcm_machine_deployment_status_replicas", "status.replicas of a MachineDeployment.",
 				func(d md) float64 { return float64(d.Status.Replicas) }),
 			gauge("mcm_machine_deployment_status_updated_replicas", "status.updatedReplicas of a MachineDeployment.",
@@ -128,6 +149,8 @@ func newStateMetrics(reader client.Reader) *stateMetrics {
 				func(d md) float64 { return float64(d.Status.AvailableReplicas) }),
 			gauge("mcm_machine_deployment_status_unavailable_replicas", "status.unavailableReplicas of a MachineDeployment.",
 				func(d md) float64 { return float64(d.Status.UnavailableReplicas) }),
+			gauge("mcm_machine_deployment_status_collision_count", "status.collisionCount of a MachineDeployment (0 unset).",
+				func(d md) float64 { return int32Value(d.Status.CollisionCount) }),
 		},
 	}
 }
@@ -154,8 +177,8 @@ func (s *stateMetrics) register(reg prometheus.Registerer) error {
 func (s *stateMetrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		s.machineItems, s.machineInfo, s.machinePhase, s.machineCondition,
-		s.setItems, s.setInfo, s.setCondition,
-		s.deploymentItems, s.deploymentInfo, s.deploymentCondition,
+		s.setItems, s.setInfo, s.setCondition, s.setFailed,
+		s.deploymentItems, s.deploymentInfo, s.deploymentCondition, s.deploymentFailed,
 	} {
 		ch <- d
 	}
@@ -222,6 +245,11 @@ func (s *stateMetrics) collectSets(ctx context.Context, ch chan<- prometheus.Met
 			ch <- prometheus.MustNewConstMetric(s.setCondition, prometheus.GaugeValue,
 				conditionValue(string(c.Status)), ms.Name, ms.Namespace, string(c.Type))
 		}
+		if ms.Status.FailedMachines != nil {
+			for _, f := range *ms.Status.FailedMachines {
+				s.collectFailed(ch, s.setFailed, ms.Name, ms.Namespace, &f)
+			}
+		}
 	}
 }
 
@@ -243,7 +271,46 @@ func (s *stateMetrics) collectDeployments(ctx context.Context, ch chan<- prometh
 			ch <- prometheus.MustNewConstMetric(s.deploymentCondition, prometheus.GaugeValue,
 				conditionValue(string(c.Status)), md.Name, md.Namespace, string(c.Type))
 		}
+		for _, f := range md.Status.FailedMachines {
+			if f != nil {
+				s.collectFailed(ch, s.deploymentFailed, md.Name, md.Namespace, f)
+			}
+		}
 	}
+}
+
+// collectFailed emits one failed machine of an object's status.failedMachines.
+// A status could list a machine twice; the duplicate is left out, since a
+// collector must not emit the same series twice in one scrape.
+func (s *stateMetrics) collectFailed(ch chan<- prometheus.Metric, d *prometheus.Desc, name, namespace string, f *v1alpha1.MachineSummary) {
+	m, err := prometheus.NewConstMetric(d, prometheus.GaugeValue, 1, name, namespace, f.Name, f.ProviderID, f.OwnerRef,
+		string(f.LastOperation.State), string(f.LastOperation.Type))
+	if err == nil {
+		ch <- m
+	}
+}
+
+// rollingUpdateValue is maxSurge (surge) or maxUnavailable of a RollingUpdate
+// deployment in machines. MCM exports IntOrString.IntValue(), which is 0 for
+// a percentage; machina resolves the percentage against spec.replicas as the
+// rollout does, so the gauge says how many machines it means.
+func rollingUpdateValue(d *v1alpha1.MachineDeployment, surge bool) float64 {
+	ru := d.Spec.Strategy.RollingUpdate
+	if d.Spec.Strategy.Type != v1alpha1.RollingUpdateMachineDeploymentStrategyType || ru == nil {
+		return 0
+	}
+	v := ru.MaxUnavailable
+	if surge {
+		v = ru.MaxSurge
+	}
+	if v == nil {
+		return 0
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(v, int(d.Spec.Replicas), surge)
+	if err != nil {
+		return 0
+	}
+	return float64(n)
 }
 
 // createdAt renders a creation time as MCM does: Unix seconds.
