@@ -3,6 +3,7 @@ package sdk
 import (
 	"context"
 	"maps"
+	"slices"
 
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -20,6 +21,7 @@ func (i identityService) GetPluginInfo(context.Context, *driverv1alpha1.GetPlugi
 		Name:          i.s.info.Name,
 		VendorVersion: i.s.info.Version,
 		Manifest:      maps.Clone(i.s.info.Manifest),
+		Providers:     slices.Clone(i.s.info.Providers),
 	}, nil
 }
 

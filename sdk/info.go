@@ -18,10 +18,17 @@ type Info struct {
 	// Manifest holds optional facts about the build (commit, provider SDK
 	// version): at most 16 entries, keys and values at most 128 bytes.
 	Manifest map[string]string
+	// Providers are the MachineClass provider values the driver serves
+	// (e.g. "AWS"): each 1 to 63 characters, listed once. A core with
+	// several drivers routes a class to the driver that lists its
+	// provider; a driver that lists none can only be a core's only driver.
+	// WithProviders sets them from configuration.
+	Providers []string
 }
 
 const (
 	maxNameLength       = 63
+	maxProviderLength   = 63
 	maxManifestEntries  = 16
 	maxManifestKeyValue = 128
 )
@@ -61,6 +68,16 @@ func (i Info) Validate() error {
 		if k == "" || len(k) > maxManifestKeyValue || len(v) > maxManifestKeyValue {
 			errs = append(errs, fmt.Errorf("manifest entry %q: keys must be 1 to %d bytes and values at most %d bytes", k, maxManifestKeyValue, maxManifestKeyValue))
 		}
+	}
+	seen := map[string]bool{}
+	for _, p := range i.Providers {
+		switch {
+		case p == "" || len(p) > maxProviderLength:
+			errs = append(errs, fmt.Errorf("provider %q must be 1 to %d characters", p, maxProviderLength))
+		case seen[p]:
+			errs = append(errs, fmt.Errorf("provider %q is listed twice", p))
+		}
+		seen[p] = true
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid driver info: %w", errors.Join(errs...))

@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"log/slog"
+	"slices"
 	"time"
 
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
@@ -16,6 +17,7 @@ type options struct {
 	hidden      map[driverv1alpha1.Capability_Type]bool
 	registerer  prometheus.Registerer
 	gracePeriod time.Duration
+	providers   []string
 }
 
 // defaultGracePeriod bounds how long Serve waits for in-flight calls after
@@ -60,6 +62,14 @@ func WithMetricsRegisterer(r prometheus.Registerer) Option {
 			o.registerer = r
 		}
 	}
+}
+
+// WithProviders sets the MachineClass provider values the driver serves
+// (Info.Providers), for a driver that takes them from its configuration.
+// A core with several drivers routes a class to the one that lists its
+// provider; listing none is fine for the only driver of a core.
+func WithProviders(providers ...string) Option {
+	return func(o *options) { o.providers = slices.Clone(providers) }
 }
 
 // WithGracePeriod bounds how long Serve waits for in-flight calls to finish

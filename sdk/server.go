@@ -38,16 +38,20 @@ type Server struct {
 // interfaces d implements (Initializer, Lister, VolumeMapper, Updater) decide the
 // advertised capabilities, minus those hidden with WithoutCapability.
 func NewServer(info Info, d Driver, opts ...Option) (*Server, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.providers != nil {
+		info.Providers = o.providers
+	}
 	if err := info.Validate(); err != nil {
 		return nil, err
 	}
 	if d == nil {
 		return nil, errors.New("driver is nil")
 	}
-	s := &Server{info: info, driver: d, opts: defaultOptions()}
-	for _, o := range opts {
-		o(&s.opts)
-	}
+	s := &Server{info: info, driver: d, opts: o}
 	s.caps = capabilitiesOf(d, s.opts.hidden)
 	m, err := newMetrics(s.opts.registerer)
 	if err != nil {

@@ -39,6 +39,29 @@ func TestIdentity(t *testing.T) {
 	assert.True(t, probe.GetReady().GetValue())
 }
 
+func TestIdentityProviders(t *testing.T) {
+	info, err := startServer(t, newServer(t, newTestDriver())).identity().GetPluginInfo(callCtx(t), &driverv1alpha1.GetPluginInfoRequest{})
+	require.NoError(t, err)
+	assert.Empty(t, info.GetProviders(), "a driver lists no providers unless told")
+
+	withInfo := testInfo
+	withInfo.Providers = []string{"AWS"}
+	s, err := NewServer(withInfo, newTestDriver())
+	require.NoError(t, err)
+	info, err = startServer(t, s).identity().GetPluginInfo(callCtx(t), &driverv1alpha1.GetPluginInfoRequest{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"AWS"}, info.GetProviders())
+
+	// WithProviders replaces Info.Providers, and is validated as they are.
+	s, err = NewServer(withInfo, newTestDriver(), WithProviders("inmemory", "virtualnode"))
+	require.NoError(t, err)
+	info, err = startServer(t, s).identity().GetPluginInfo(callCtx(t), &driverv1alpha1.GetPluginInfoRequest{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"inmemory", "virtualnode"}, info.GetProviders())
+	_, err = NewServer(testInfo, newTestDriver(), WithProviders("x", "x"))
+	require.ErrorContains(t, err, `provider "x" is listed twice`)
+}
+
 func TestProbeFromProber(t *testing.T) {
 	notReady := startServer(t, newServer(t, probingDriver{testDriver: newTestDriver(), ready: false}))
 	probe, err := notReady.identity().Probe(callCtx(t), &driverv1alpha1.ProbeRequest{})
