@@ -232,6 +232,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (phase.Resul
 		r.reconcileNodeTemplate,
 		r.reconcileInPlace,
 		r.reconcileHealth,
+		r.reconcilePreservation, // machine_preserve.go
 		r.reconcileVMCheck,
 	)
 }

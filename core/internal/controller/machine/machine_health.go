@@ -33,6 +33,12 @@ func (r *Reconciler) reconcileHealth(ctx context.Context, s *scope) (phase.Resul
 	}
 	switch current {
 	case v1alpha1.MachinePending, v1alpha1.MachineRunning, v1alpha1.MachineUnknown:
+	case v1alpha1.MachineFailed:
+		// A preserved Failed machine recovers when its Node does
+		// (machine_preserve.go); any other stays Failed until replaced.
+		if !preservedForRecovery(m, s.now) {
+			return phase.Result{}, nil
+		}
 	default:
 		return phase.Result{}, nil
 	}
@@ -55,6 +61,9 @@ func (r *Reconciler) reconcileHealth(ctx context.Context, s *scope) (phase.Resul
 	}
 	if node != nil {
 		copyNodeConditions(s, node)
+	}
+	if current == v1alpha1.MachineFailed {
+		return r.recoverPreserved(s, healthy), nil
 	}
 
 	if healthy {
