@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/classupdate"
 	"github.com/machina-io/machina/core/internal/controller/machine"
 	"github.com/machina-io/machina/core/internal/controller/machineclass"
 	"github.com/machina-io/machina/core/internal/controller/machinedeployment"
@@ -79,6 +80,23 @@ func (m *Manager) setupControllers(dc *driver.Client, mgr *term) error {
 
 	if err := (&machineclass.Reconciler{}).SetupWithManager(mgr, workers); err != nil {
 		return fmt.Errorf("machineclass controller: %w", err)
+	}
+	// Class updates: a changed MachineClass reaches the running VMs of its
+	// machines through UpdateMachine, --class-update-max-concurrent at a
+	// time, for drivers with the capability.
+	if m.opts.ClassUpdateMaxConcurrent > 0 {
+		drivers, err := driver.NewSet([]*driver.Client{dc}, true)
+		if err != nil {
+			return fmt.Errorf("class update controller: %w", err)
+		}
+		classUpdates := &classupdate.Reconciler{
+			Drivers: drivers,
+			Gate:    m.gate,
+			Options: classupdate.Options{MaxConcurrent: m.opts.ClassUpdateMaxConcurrent},
+		}
+		if err := classUpdates.SetupWithManager(mgr, workers); err != nil {
+			return fmt.Errorf("class update controller: %w", err)
+		}
 	}
 	if err := (&secret.Reconciler{}).SetupWithManager(mgr, workers); err != nil {
 		return fmt.Errorf("secret controller: %w", err)

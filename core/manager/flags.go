@@ -83,6 +83,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 		"retry period after a create failed with RESOURCE_EXHAUSTED (no capacity or quota)")
 	fs.DurationVar(&o.MachineVMStatusCheckPeriod, "machine-vm-statuscheck-period", o.MachineVMStatusCheckPeriod,
 		"without a target cluster (--target-kubeconfig=none): how often each Available machine's VM is looked up, a machine whose VM is gone is replaced through the health timeout; 0: never")
+	fs.IntVar(&o.ClassUpdateMaxConcurrent, "class-update-max-concurrent", o.ClassUpdateMaxConcurrent,
+		"after a MachineClass changed, how many of its machines are updated at a time through the driver's UpdateMachine (drivers with the capability only); 0: class changes reach existing VMs only by a rollout")
 
 	fs.BoolVar(&o.AutoscalerScaleDownAnnotationDuringRollout, "autoscaler-scaledown-annotation-during-rollout",
 		o.AutoscalerScaleDownAnnotationDuringRollout,

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 
+	"github.com/machina-io/machina/core/internal/controller/classupdate"
 	"github.com/machina-io/machina/core/internal/controller/machine"
 	"github.com/machina-io/machina/core/internal/controller/safety/meltdown"
 	"github.com/machina-io/machina/core/internal/driver"
@@ -130,6 +131,12 @@ type Options struct {
 	// deployment's replicas ("10%"). The Machine controller consults it through
 	// a meltdown.Guard.
 	MachineMaxReplacements string
+	// ClassUpdateMaxConcurrent (--class-update-max-concurrent) is how many
+	// machines of one MachineClass the class update controller updates at a
+	// time through the driver's UpdateMachine after the class changed; 0
+	// turns class updates off (machines keep their VMs as created, as with
+	// a driver without the capability).
+	ClassUpdateMaxConcurrent int
 
 	// Machine sets and deployments (MCM's machine-controller-manager flags).
 	AutoscalerScaleDownAnnotationDuringRollout bool // --autoscaler-scaledown-annotation-during-rollout
@@ -211,6 +218,7 @@ func DefaultOptions() Options {
 		ResourceExhaustedRetry:      machine.DefaultResourceExhaustedRetry,
 		MachineVMStatusCheckPeriod:  machine.DefaultVMStatusCheckPeriod,
 		MachineMaxReplacements:      meltdown.DefaultMaxReplacements,
+		ClassUpdateMaxConcurrent:    classupdate.DefaultMaxConcurrent,
 
 		AutoscalerScaleDownAnnotationDuringRollout: true,
 
@@ -288,6 +296,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MachineVMStatusCheckPeriod < 0 {
 		bad("--machine-vm-statuscheck-period must not be negative (0 turns the check off), got %v", o.MachineVMStatusCheckPeriod)
+	}
+	if o.ClassUpdateMaxConcurrent < 0 {
+		bad("--class-update-max-concurrent must not be negative (0 turns class updates off), got %d", o.ClassUpdateMaxConcurrent)
 	}
 	if o.MachineMaxEvictRetries < 0 {
 		bad("--machine-max-evict-retries must not be negative, got %d", o.MachineMaxEvictRetries)

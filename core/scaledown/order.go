@@ -51,6 +51,19 @@ func Preserved(m *v1alpha1.Machine, now time.Time) bool {
 	return preserveAnnotationValues[m.Annotations[v1alpha1.PreserveAnnotation]]
 }
 
+func autoPreserved(m *v1alpha1.Machine) bool {
+	return m.Annotations[v1alpha1.PreserveAnnotation] == v1alpha1.PreserveValueAutoPreserved
+}
+
+// expiry is when the machine's preservation ends; a machine whose expiry is
+// not stamped yet counts as preserved for the longest.
+func expiry(m *v1alpha1.Machine) time.Time {
+	if exp := m.Status.CurrentStatus.PreserveExpiryTime; exp != nil {
+		return exp.Time
+	}
+	return time.Unix(1<<62, 0)
+}
+
 // Priority reads the machinepriority annotation; lower means deleted first.
 // A missing or unparsable value counts as the default, 3.
 func Priority(m *v1alpha1.Machine) int {
@@ -92,7 +105,9 @@ type Key string
 
 // The keys of the scale-down order.
 const (
-	// KeyPreserved: a machine that is not preserved goes before a preserved one.
+	// KeyPreserved: a machine that is not preserved goes before a preserved
+	// one; among preserved machines, an automatically preserved one before
+	// one a user preserved, then the earlier expiry first.
 	KeyPreserved Key = "preserved"
 	// KeyPriority: the lower machinepriority annotation goes first (the
 	// cluster-autoscaler marks its choices with "1").
@@ -113,8 +128,20 @@ const (
 // whether a goes first. For two machines that are the same object it
 // returns KeyName and false.
 func Decide(a, b *v1alpha1.Machine, now time.Time) (Key, bool) {
-	if pa, pb := Preserved(a, now), Preserved(b, now); pa != pb {
+	pa, pb := Preserved(a, now), Preserved(b, now)
+	if pa != pb {
 		return KeyPreserved, !pa
+	}
+	if pa {
+		// Among preserved machines (MCM's ActiveMachines.Less): the ones
+		// the controller preserved before the ones a user asked for, then
+		// the earlier expiry first.
+		if aa, ab := autoPreserved(a), autoPreserved(b); aa != ab {
+			return KeyPreserved, aa
+		}
+		if ea, eb := expiry(a), expiry(b); !ea.Equal(eb) {
+			return KeyPreserved, ea.Before(eb)
+		}
 	}
 	if pa, pb := Priority(a), Priority(b); pa != pb {
 		return KeyPriority, pa < pb

@@ -40,6 +40,13 @@ func TestDecide(t *testing.T) {
 		}), machine("a", func(m *v1alpha1.Machine) {
 			m.Status.CurrentStatus.PreserveExpiryTime = &metav1.Time{Time: now.Add(time.Minute)}
 		})},
+		{KeyPreserved, machine("b", annotate(v1alpha1.PreserveAnnotation, v1alpha1.PreserveValueAutoPreserved)),
+			machine("a", annotate(v1alpha1.PreserveAnnotation, v1alpha1.PreserveValueWhenFailed))},
+		{KeyPreserved, machine("b", func(m *v1alpha1.Machine) {
+			m.Status.CurrentStatus.PreserveExpiryTime = &metav1.Time{Time: now.Add(time.Minute)}
+		}), machine("a", func(m *v1alpha1.Machine) {
+			m.Status.CurrentStatus.PreserveExpiryTime = &metav1.Time{Time: now.Add(time.Hour)}
+		})},
 		{KeyPriority, machine("b", annotate(v1alpha1.MachinePriorityAnnotation, "1")), machine("a")},
 		{KeyMarked, machine("b", annotate(v1alpha1.MarkedForDeletionTimeAnnotation, now.Format(time.RFC3339))), machine("a")},
 		{KeyMarked, machine("b", annotate(v1alpha1.MarkedForDeletionTimeAnnotation, now.Add(-time.Minute).Format(time.RFC3339))),

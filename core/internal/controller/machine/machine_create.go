@@ -103,6 +103,7 @@ func (r *Reconciler) reconcileCreate(ctx context.Context, s *scope) (phase.Resul
 		}
 		initialize = r.Driver.Has(driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE)
 		r.normal(s, reasonCreated, actionCreate, "Created VM %s", vm.providerID)
+		r.observeMCMCreate(ctx, s)
 
 	default:
 		// NOT_FOUND for a machine that has a provider ID: its VM vanished.
@@ -132,6 +133,7 @@ func (r *Reconciler) reconcileCreate(ctx context.Context, s *scope) (phase.Resul
 		}
 		recordVM(s, ivm, r.Target != nil)
 		r.normal(s, reasonInitialized, actionCreate, "Initialized VM %s", ivm.providerID)
+		r.observeMCMInitialize(ctx, s)
 	}
 
 	// Step 4: wait for the Node (or, without a target cluster, done). A
@@ -158,7 +160,8 @@ func (r *Reconciler) reconcileCreate(ctx context.Context, s *scope) (phase.Resul
 
 // recordVM writes what the driver said about the VM onto the Machine:
 // spec.providerID, the label "node", the default deletion priority, the
-// addresses and the driver's last_known_state.
+// hash of the class contents it is made from, the addresses and the
+// driver's last_known_state.
 func recordVM(s *scope, vm vmInfo, withTarget bool) {
 	m := s.machine
 	m.Spec.ProviderID = vm.providerID
@@ -173,6 +176,13 @@ func recordVM(s *scope, vm vmInfo, withTarget bool) {
 			m.Annotations = map[string]string{}
 		}
 		m.Annotations[v1alpha1.MachinePriorityAnnotation] = v1alpha1.DefaultMachinePriority
+	}
+	// The class contents the VM is made from, for the class update
+	// controller; once set, only a successful UpdateMachine changes it.
+	if _, ok := m.Annotations[v1alpha1.ClassHashAnnotation]; !ok && s.class != nil {
+		if hash, err := driverclass.Hash(s.class); err == nil {
+			m.Annotations[v1alpha1.ClassHashAnnotation] = hash
+		}
 	}
 	if addrs := nodeAddresses(vm.addresses); len(addrs) > 0 {
 		m.Status.Addresses = addrs

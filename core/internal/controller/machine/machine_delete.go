@@ -80,7 +80,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (phase.Resul
 }
 
 // stepTerminating marks the machine as being deleted.
-func (r *Reconciler) stepTerminating(_ context.Context, s *scope) (v1alpha1.DeletionStep, phase.Result, error) {
+func (r *Reconciler) stepTerminating(ctx context.Context, s *scope) (v1alpha1.DeletionStep, phase.Result, error) {
+	if err := r.markNodeTerminating(ctx, s); err != nil {
+		return v1alpha1.DeletionStepTerminating, phase.Result{}, err
+	}
 	setPhase(s, v1alpha1.MachineTerminating, false)
 	s.machine.Status.CurrentStatus.PreserveExpiryTime = nil
 	setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "",
@@ -201,6 +204,9 @@ func (r *Reconciler) stepDrain(ctx context.Context, s *scope) (v1alpha1.Deletion
 		return v1alpha1.DeletionStepDeleteVM, phase.Result{}, nil
 	}
 
+	if blocked, ok := r.drainBlocked(s, node.Name, res); ok {
+		return v1alpha1.DeletionStepDrain, blocked, nil
+	}
 	msg := fmt.Sprintf("Draining node %s: %s", node.Name, res.Summary())
 	prev := s.machine.Status.LastOperation.Description
 	setMachineCondition(s, v1alpha1.MachineConditionDrained, metav1.ConditionFalse, "Draining", msg)
@@ -285,6 +291,7 @@ func (r *Reconciler) stepDeleteVM(ctx context.Context, s *scope) (v1alpha1.Delet
 		what = fmt.Sprintf("VM %s deleted", m.Spec.ProviderID)
 	}
 	setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "", what+"; deleting the node")
+	r.observeMCMDelete(ctx, s)
 	return v1alpha1.DeletionStepDeleteNode, phase.Result{}, nil
 }
 

@@ -137,6 +137,8 @@ func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, node *corev1.N
 		setLastOperation(s, v1alpha1.MachineOperationCreate, v1alpha1.MachineStateSuccessful, "",
 			fmt.Sprintf("Machine joined the cluster as node %s in %s", node.Name, joinedIn))
 		joinDuration.WithLabelValues(m.Namespace, m.Labels[v1alpha1.MachineDeploymentNameLabel]).Observe(s.now.Sub(m.CreationTimestamp.Time).Seconds())
+		r.observeMCMJoin(ctx, s)
+		setJoinDuration(s, joinedIn)
 		r.normal(s, reasonJoined, actionCreate, "Joined the cluster as node %s in %s", node.Name, joinedIn)
 		// The bootstrap token has done its job.
 		if r.Tokens != nil {
@@ -158,6 +160,7 @@ func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, node *corev1.N
 	setPhase(s, v1alpha1.MachineFailed, false)
 	setLastOperation(s, v1alpha1.MachineOperationCreate, v1alpha1.MachineStateFailed, "", desc)
 	r.warning(s, reasonFailed, actionCreate, "%s", desc)
+	r.countMCMFailedJoin(ctx, s)
 	return phase.Result{}, nil
 }
 

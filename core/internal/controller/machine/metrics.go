@@ -38,6 +38,7 @@ func observeDrain(s *scope, result string) {
 		start = t.Time
 	}
 	drainDuration.WithLabelValues(m.Namespace, m.Labels[v1alpha1.MachineDeploymentNameLabel], result).Observe(s.now.Sub(start).Seconds())
+	observeMCMDrain(s, s.now.Sub(start))
 }
 
 func init() {

@@ -11,6 +11,9 @@ import (
 // status.unhealthySince), so no retry or phase change extends it.
 
 func (r *Reconciler) creationTimeout(s *scope) time.Duration {
+	if d, ok := effectiveCreationTimeout(s); ok {
+		return d
+	}
 	if d := s.config().MachineCreationTimeout; d != nil && d.Duration > 0 {
 		return d.Duration
 	}

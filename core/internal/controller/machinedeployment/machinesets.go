@@ -314,8 +314,8 @@ func annotationInt(ms *v1alpha1.MachineSet, key string) (int32, bool) {
 }
 
 // applyInPlaceFields copies the fields MCM applies without a rollout (node
-// template, machine configuration, class kind) and minReadySeconds from the
-// deployment to its new machine set; the MachineSet controller passes them on
+// template, machine configuration, class kind), minReadySeconds and
+// autoPreserveFailedMachineMax from the deployment to its new machine set; the MachineSet controller passes them on
 // to the machines. It reports whether anything changed.
 func applyInPlaceFields(d *v1alpha1.MachineDeployment, ms *v1alpha1.MachineSet) bool {
 	want, have := &d.Spec.Template.Spec, &ms.Spec.Template.Spec
@@ -334,6 +334,12 @@ func applyInPlaceFields(d *v1alpha1.MachineDeployment, ms *v1alpha1.MachineSet) 
 	}
 	if ms.Spec.MinReadySeconds != d.Spec.MinReadySeconds {
 		ms.Spec.MinReadySeconds = d.Spec.MinReadySeconds
+		changed = true
+	}
+	// MCM hands the deployment's autoPreserveFailedMachineMax to its
+	// current set (old sets keep theirs: they are scaled away).
+	if !apiequality.Semantic.DeepEqual(ms.Spec.AutoPreserveFailedMachineMax, d.Spec.AutoPreserveFailedMachineMax) {
+		ms.Spec.AutoPreserveFailedMachineMax = ptrCopy(d.Spec.AutoPreserveFailedMachineMax)
 		changed = true
 	}
 	return changed
@@ -437,10 +443,11 @@ func (r *Reconciler) buildNewMachineSet(d *v1alpha1.MachineDeployment) *v1alpha1
 			Labels:    maps.Clone(tmpl.Labels),
 		},
 		Spec: v1alpha1.MachineSetSpec{
-			MinReadySeconds: d.Spec.MinReadySeconds,
-			Selector:        selector,
-			Template:        *tmpl,
-			MachineClass:    *d.Spec.Template.Spec.Class.DeepCopy(),
+			MinReadySeconds:              d.Spec.MinReadySeconds,
+			AutoPreserveFailedMachineMax: ptrCopy(d.Spec.AutoPreserveFailedMachineMax),
+			Selector:                     selector,
+			Template:                     *tmpl,
+			MachineClass:                 *d.Spec.Template.Spec.Class.DeepCopy(),
 		},
 	}
 	// The deployment's controller reference; the scheme knows the type, so
@@ -477,4 +484,13 @@ func (r *Reconciler) scaleMachineSet(ctx context.Context, s *scope, ms *v1alpha1
 	ctrl.LoggerFrom(ctx).Info("Scaled machine set", "machineSet", ms.Name, "from", from, "to", replicas)
 	r.Recorder.Eventf(d, corev1.EventTypeNormal, "ScalingMachineSet", "Scaled %s machine set %s from %d to %d", direction, ms.Name, from, replicas)
 	return true, nil
+}
+
+// ptrCopy returns a copy of *p, nil for nil.
+func ptrCopy[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }

@@ -178,6 +178,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (phase.Resul
 		r.claimMachines,   // adoption.go: adopt orphans, release machines that no longer match
 		r.syncTemplate,    // template_sync.go: node template, configuration and class kind onto the machines
 		r.holdWhileFrozen, // freeze.go: the API server freeze: report the counts and stop
+		r.autoPreserve,    // preserve.go: mark Failed machines for preservation, up to autoPreserveFailedMachineMax
 		r.manageReplicas,  // replicas.go: plan against a fresh list, delete and create machines
 		r.computeStatus,   // status.go: the counts and the ReplicaFailure condition
 	)

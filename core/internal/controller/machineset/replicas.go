@@ -51,7 +51,9 @@ func (p plan) deletions() []*v1alpha1.Machine {
 // computePlan decides, from the machines the set controls, which machines to
 // delete and how many to create. Terminating machines do not count: they are
 // already going. Failed machines that are not preserved are deleted and
-// replaced. If more machines remain than wanted, the first ones in deletion
+// replaced. Preserved Failed machines are kept but do not count either: the
+// set creates machines in their place, so that it never runs short of its
+// replicas because of them (preserve.go). If more machines remain than wanted, the first ones in deletion
 // order go; if fewer, new ones are created unless the set is frozen. The
 // plan has no per-sync cap: executePlan bounds the requests in flight.
 func computePlan(ms *v1alpha1.MachineSet, machines []*v1alpha1.Machine, now time.Time) plan {
@@ -62,6 +64,8 @@ func computePlan(ms *v1alpha1.MachineSet, machines []*v1alpha1.Machine, now time
 		case isTerminating(m):
 		case isFailed(m) && !isPreserved(m, now):
 			p.replace = append(p.replace, m)
+		case isFailed(m):
+			// Preserved: kept, not counted.
 		default:
 			remaining = append(remaining, m)
 		}

@@ -44,11 +44,20 @@ func statusOf(ms *v1alpha1.MachineSet, machines []*v1alpha1.Machine, manageErr e
 	st := *ms.Status.DeepCopy()
 	templateLabels := labels.SelectorFromSet(ms.Spec.Template.Labels)
 
-	var replicas, fullyLabeled, ready, available, preservedFailed int32
+	var replicas, fullyLabeled, ready, available, preservedFailed, autoPreserved int32
 	var failed []v1alpha1.MachineSummary
 	var nextAvailable time.Duration
 	for _, m := range machines {
 		if isTerminating(m) {
+			continue
+		}
+		if m.Annotations[v1alpha1.PreserveAnnotation] == v1alpha1.PreserveValueAutoPreserved {
+			autoPreserved++
+		}
+		if isFailed(m) && isPreserved(m, now) {
+			// Kept on purpose and replaced meanwhile (computePlan): not a
+			// replica, and not among the failed machines (as MCM).
+			preservedFailed++
 			continue
 		}
 		replicas++
@@ -63,9 +72,6 @@ func statusOf(ms *v1alpha1.MachineSet, machines []*v1alpha1.Machine, manageErr e
 			available++
 		} else if wait > 0 && (nextAvailable == 0 || wait < nextAvailable) {
 			nextAvailable = wait
-		}
-		if isFailed(m) && isPreserved(m, now) {
-			preservedFailed++
 		}
 		if m.Status.LastOperation.State == v1alpha1.MachineStateFailed {
 			summary := v1alpha1.MachineSummary{
@@ -85,6 +91,11 @@ func statusOf(ms *v1alpha1.MachineSet, machines []*v1alpha1.Machine, manageErr e
 	st.ReadyReplicas = ready
 	st.AvailableReplicas = available
 	st.PreservedFailedReplicas = preservedFailed
+	if autoPreserved > 0 || ms.Spec.AutoPreserveFailedMachineMax != nil {
+		st.AutoPreserveFailedMachineCount = &autoPreserved
+	} else {
+		st.AutoPreserveFailedMachineCount = nil
+	}
 	st.ObservedGeneration = ms.Generation
 	if len(failed) > 0 {
 		st.FailedMachines = &failed

@@ -137,9 +137,20 @@ func TestComputePlan(t *testing.T) {
 		assert.Equal(t, []string{"f"}, names(p.replace))
 		assert.Equal(t, 1, p.create)
 	})
-	t.Run("preserved failed machine is kept", func(t *testing.T) {
+	t.Run("preserved failed machine is kept and replaced", func(t *testing.T) {
 		p := computePlan(set(2, nil), []*v1alpha1.Machine{machine("a"), machine("f", inPhase(v1alpha1.MachineFailed), preservedUntil(t0.Add(time.Hour)))}, t0)
-		assert.True(t, p.empty())
+		assert.Empty(t, p.deletions(), "the preserved machine is not deleted")
+		assert.Equal(t, 1, p.create, "a machine is created in its place")
+	})
+	t.Run("preserved failed machine is never a scale-down victim", func(t *testing.T) {
+		p := computePlan(set(1, nil), []*v1alpha1.Machine{machine("a"), machine("b"), machine("f", inPhase(v1alpha1.MachineFailed), preservedUntil(t0.Add(time.Hour)))}, t0)
+		assert.Len(t, p.scaleDown, 1)
+		assert.NotEqual(t, "f", p.scaleDown[0].Name)
+	})
+	t.Run("failed machine whose preservation expired is replaced", func(t *testing.T) {
+		p := computePlan(set(2, nil), []*v1alpha1.Machine{machine("a"), machine("b"), machine("f", inPhase(v1alpha1.MachineFailed), preservedUntil(t0.Add(-time.Second)))}, t0)
+		assert.Equal(t, []string{"f"}, names(p.replace))
+		assert.Zero(t, p.create)
 	})
 	t.Run("frozen set creates nothing but still deletes", func(t *testing.T) {
 		frozen := map[string]string{v1alpha1.FreezeLabel: "True"}

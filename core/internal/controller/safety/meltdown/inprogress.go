@@ -15,7 +15,8 @@ import (
 // replacing more machines only makes the outage worse.
 //
 // A Failed machine under preservation (preserveExpiryTime after now) is not
-// counted: it is kept on purpose and nothing replaces it.
+// counted: it is kept on purpose, and its MachineSet runs a machine in its
+// place (which counts while it has not joined).
 func InProgress(machines []v1alpha1.Machine, now time.Time) []string {
 	var names []string
 	for i := range machines {

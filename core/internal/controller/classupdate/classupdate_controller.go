@@ -1,0 +1,197 @@
+package classupdate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/machineclass"
+	"github.com/machina-io/machina/core/internal/controller/phase"
+	"github.com/machina-io/machina/core/internal/controller/safety/freeze"
+	"github.com/machina-io/machina/core/internal/driver"
+	"github.com/machina-io/machina/core/internal/driverclass"
+)
+
+// ControllerName names the controller in logs, metrics and events.
+const ControllerName = "classupdate"
+
+// DefaultMaxConcurrent is how many machines of a class are updated at a time
+// unless Options says otherwise (--class-update-max-concurrent).
+const DefaultMaxConcurrent = 3
+
+// Options tune the controller.
+type Options struct {
+	// MaxConcurrent is the budget: how many machines of one class have an
+	// UpdateMachine call in flight at a time. 0 or less: DefaultMaxConcurrent.
+	MaxConcurrent int
+	// ShortRetry, MediumRetry and LongRetry are the retry periods of the
+	// Driver API's reaction table (§7.3): 5s, 3m, 10m when zero.
+	ShortRetry, MediumRetry, LongRetry time.Duration
+	// SnapshotRetention is how long a snapshot no machine refers to is kept
+	// (10m when zero, negative: not kept): a machine just created from it
+	// may not have reached the cache yet.
+	SnapshotRetention time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if o.ShortRetry <= 0 {
+		o.ShortRetry = 5 * time.Second
+	}
+	if o.MediumRetry <= 0 {
+		o.MediumRetry = 3 * time.Minute
+	}
+	if o.LongRetry <= 0 {
+		o.LongRetry = 10 * time.Minute
+	}
+	if o.SnapshotRetention == 0 {
+		o.SnapshotRetention = 10 * time.Minute
+	}
+	return o
+}
+
+// Reconciler applies class changes to the VMs of the class's machines.
+type Reconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// Recorder records events on Machines.
+	Recorder events.EventRecorder
+	// Drivers finds the driver of a class. Required.
+	Drivers driver.Router
+	// Gate is the API server freeze: nothing is called while it is frozen.
+	// Optional.
+	Gate *freeze.Gate
+	// Options tune the controller.
+	Options Options
+
+	// retryAt holds, per machine UID and class hash, when a failed update
+	// may be tried again. In memory only: a new leader tries at once, which
+	// UpdateMachine's idempotency makes safe.
+	mu      sync.Mutex
+	retryAt map[retryKey]time.Time
+	// answered holds the updates answered (applied or refused) whose
+	// record the cache may not show yet.
+	answered map[retryKey]bool
+}
+
+type retryKey struct {
+	uid  string
+	hash string
+}
+
+// SetupWithManager registers the controller with the manager, with the
+// given number of concurrent workers (classes reconciled at a time).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	if r.Drivers == nil {
+		return errors.New("class update controller: Drivers is required")
+	}
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder(ControllerName)
+	}
+	r.Options = r.Options.withDefaults()
+	r.retryAt = map[retryKey]time.Time{}
+	r.answered = map[retryKey]bool{}
+	// A machine matters when it appears, changes its class record or its
+	// provider ID (its VM exists now), or goes: not on its many status writes.
+	machineChanged := predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*v1alpha1.Machine), e.ObjectNew.(*v1alpha1.Machine)
+			return o.Spec.ProviderID != n.Spec.ProviderID || o.Spec.Class.Name != n.Spec.Class.Name ||
+				o.Annotations[v1alpha1.ClassHashAnnotation] != n.Annotations[v1alpha1.ClassHashAnnotation] ||
+				o.Annotations[v1alpha1.ClassHashNeedsNewVMAnnotation] != n.Annotations[v1alpha1.ClassHashNeedsNewVMAnnotation] ||
+				!n.DeletionTimestamp.IsZero()
+		},
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&v1alpha1.MachineClass{}, builder.WithPredicates(contentsChanged())).
+		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(classOfMachine), builder.WithPredicates(machineChanged)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)})
+	if r.Gate != nil {
+		b = b.WatchesRawSource(freeze.UnfreezeSource(r.Gate, mgr.GetCache(), func() client.ObjectList { return &v1alpha1.MachineClassList{} }))
+	}
+	return b.Complete(r)
+}
+
+// contentsChanged passes class events whose contents hash changed, and every
+// create and delete. MachineClasses have no status, and MCM's CRD counts no
+// generation on them, so the predicate compares what a VM is made from.
+func contentsChanged() predicate.Funcs {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*v1alpha1.MachineClass), e.ObjectNew.(*v1alpha1.MachineClass)
+			ho, errO := driverclass.Hash(o)
+			hn, errN := driverclass.Hash(n)
+			return errO != nil || errN != nil || ho != hn
+		},
+	}
+}
+
+// classOfMachine maps a Machine to its class.
+func classOfMachine(_ context.Context, obj client.Object) []reconcile.Request {
+	m, ok := obj.(*v1alpha1.Machine)
+	if !ok || !machineclass.RefersToClass(m.Spec.Class) {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.Class.Name}}}
+}
+
+var _ reconcile.Reconciler = &Reconciler{}
+
+// Reconcile brings the VMs of a class's machines to the class's contents.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	class := &v1alpha1.MachineClass{}
+	if err := r.Client.Get(ctx, req.NamespacedName, class); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !class.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	hash, err := driverclass.Hash(class)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	s := &scope{class: class, hash: hash, log: ctrl.LoggerFrom(ctx)}
+	if s.machines, err = r.machinesOf(ctx, class); err != nil {
+		return ctrl.Result{}, err
+	}
+	res, err := phase.Run(ctx, s, r.snapshot, r.stamp, r.update)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: res.RequeueAfter}, nil
+}
+
+// machinesOf lists the class's machines that are not being deleted.
+func (r *Reconciler) machinesOf(ctx context.Context, class *v1alpha1.MachineClass) ([]*v1alpha1.Machine, error) {
+	list := &v1alpha1.MachineList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(class.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing the machines of class %s: %w", class.Name, err)
+	}
+	var out []*v1alpha1.Machine
+	for i := range list.Items {
+		m := &list.Items[i]
+		if machineclass.RefersToClass(m.Spec.Class) && m.Spec.Class.Name == class.Name && m.DeletionTimestamp.IsZero() {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,32 @@
+// Package classupdate is the class update controller: when a MachineClass
+// changes, it asks the driver to apply the new class to the running VMs of
+// the class's machines through the Driver API's UpdateMachine (§6.7), a few
+// machines at a time, instead of leaving them drifting from their class
+// until they are replaced.
+//
+// Each Machine records which class contents its VM was created or last
+// updated with: v1alpha1.ClassHashAnnotation, the hash of the class's
+// provider, provider spec, node template and secret references (never
+// secret values; driverclass.Contents). The contents themselves are kept by
+// hash in snapshots, ControllerRevisions owned by the class, so that the
+// driver can be told what the VM has (UpdateMachineRequest.old_machine_class).
+//
+// A reconcile of a class runs these phases:
+//
+//  1. snapshot (snapshot.go): keep a snapshot of the class's current
+//     contents, and delete the snapshots no machine refers to any more;
+//  2. stamp (stamp.go): record the current hash on machines that have a VM
+//     but no record (machines created before this controller ran);
+//  3. update (update.go): for at most Options.MaxConcurrent machines whose
+//     hash differs, call UpdateMachine concurrently and record each answer
+//     (record.go) in the machine's ClassUpdated condition, its annotations
+//     and an event. Applied: the machine takes the new hash. Needs a new VM:
+//     the VM was left untouched, the machine keeps its old hash and waits
+//     for the normal rollout path to replace it; it is not asked again for
+//     the same contents. An error: retried after the period its code calls
+//     for (retry.go).
+//
+// A driver without the UpdateMachine capability is never called: its
+// machines behave as before this controller existed. Nothing runs while the
+// API server freeze gate is closed.
+package classupdate

@@ -1,0 +1,189 @@
+package classupdate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/phase"
+	"github.com/machina-io/machina/core/internal/driver"
+	"github.com/machina-io/machina/core/internal/driverclass"
+	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
+)
+
+// nextBatch is how soon a class with more machines to update than the budget
+// is reconciled again after a batch.
+const nextBatch = 100 * time.Millisecond
+
+// update calls UpdateMachine for at most Options.MaxConcurrent machines of
+// the class whose VM was made from other contents, at the same time, and
+// records each answer.
+func (r *Reconciler) update(ctx context.Context, s *scope) (phase.Result, error) {
+	if r.Gate != nil && r.Gate.Frozen() {
+		s.log.V(1).Info("API server freeze: no class updates", "reason", r.Gate.Reason())
+		return phase.Result{Stop: true}, nil
+	}
+	dc, err := r.Drivers.ForClass(s.class)
+	if err != nil {
+		// No driver serves the class: its machines are left alone (the
+		// class's own status says why).
+		s.log.V(1).Info("No driver for the class; class updates wait", "reason", err.Error())
+		return phase.Result{}, nil
+	}
+	if !dc.Has(driverv1alpha1.Capability_TYPE_UPDATE_MACHINE) {
+		return phase.Result{}, nil
+	}
+	s.driver = dc
+
+	now := time.Now()
+	var pending []*v1alpha1.Machine
+	var res phase.Result
+	for _, m := range s.machines {
+		if !needsUpdate(m, s.hash) {
+			r.forgetHandled(string(m.UID), s.hash)
+			continue
+		}
+		if r.handled(string(m.UID), s.hash) {
+			// Answered already; the cache has not shown the record yet.
+			continue
+		}
+		if at := r.waitingUntil(string(m.UID), s.hash, now); !at.IsZero() {
+			res = res.Merge(phase.Result{RequeueAfter: at.Sub(now)})
+			continue
+		}
+		pending = append(pending, m)
+	}
+	if len(pending) == 0 {
+		return res, nil
+	}
+	// By name: every reconcile takes the machines in the same order.
+	slices.SortFunc(pending, func(a, b *v1alpha1.Machine) int { return strings.Compare(a.Name, b.Name) })
+	batch := pending[:min(len(pending), r.Options.MaxConcurrent)]
+	if len(pending) > len(batch) {
+		res = res.Merge(phase.Result{RequeueAfter: nextBatch})
+	}
+	s.log.Info("Updating the VMs of machines to the class's contents", "classHash", s.hash, "machines", len(batch), "waiting", len(pending)-len(batch))
+
+	errs := make([]error, len(batch))
+	retries := make([]time.Duration, len(batch))
+	var wg sync.WaitGroup
+	for i, m := range batch {
+		wg.Go(func() {
+			retry, err := r.updateOne(ctx, s, m)
+			switch {
+			case err != nil:
+			case retry > 0:
+				r.retryLater(string(m.UID), s.hash, time.Now().Add(retry))
+			default:
+				r.markHandled(string(m.UID), s.hash)
+			}
+			retries[i], errs[i] = retry, err
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return res, err
+	}
+	for _, retry := range retries {
+		res = res.Merge(phase.Result{RequeueAfter: retry})
+	}
+	return res, nil
+}
+
+// needsUpdate reports whether m has a VM made from other contents than hash
+// that the driver has not already refused to update to hash.
+func needsUpdate(m *v1alpha1.Machine, hash string) bool {
+	recorded := m.Annotations[v1alpha1.ClassHashAnnotation]
+	return m.Spec.ProviderID != "" && recorded != "" && recorded != hash &&
+		m.Annotations[v1alpha1.ClassHashNeedsNewVMAnnotation] != hash &&
+		m.Status.CurrentStatus.Phase != v1alpha1.MachineTerminating &&
+		m.Status.CurrentStatus.Phase != v1alpha1.MachineFailed
+}
+
+// updateOne calls UpdateMachine for one machine and records the answer. It
+// returns how long to wait before trying again after a failure (0: do not
+// retry for this hash), and an error only for a failure to write the answer.
+func (r *Reconciler) updateOne(ctx context.Context, s *scope, m *v1alpha1.Machine) (time.Duration, error) {
+	log := s.log.WithValues("machine", m.Name)
+	ctx = logr.NewContext(ctx, log)
+	old, err := r.loadSnapshot(ctx, s.class, m.Annotations[v1alpha1.ClassHashAnnotation])
+	if err != nil {
+		return 0, err
+	}
+	if old == nil {
+		return 0, r.recordUnknownPrevious(ctx, s, m)
+	}
+	secrets, _, err := driverclass.Secrets(logr.NewContext(ctx, logr.Discard()), r.Client, s.class)
+	if err != nil {
+		var missing *driverclass.MissingSecretError
+		if errors.As(err, &missing) {
+			return r.Options.MediumRetry, r.recordFailure(ctx, s, m, codes.InvalidArgument,
+				fmt.Sprintf("Secret %s of MachineClass %s not found", missing.Ref, s.class.Name))
+		}
+		return 0, err
+	}
+	resp, err := s.driver.UpdateMachine(ctx, &driverv1alpha1.UpdateMachineRequest{
+		Machine:         machineMessage(m),
+		OldMachineClass: driverclass.Message(old),
+		MachineClass:    driverclass.Message(s.class),
+		Secrets:         secrets,
+		LastKnownState:  m.Status.LastKnownState,
+	})
+	if err != nil {
+		code := driver.Code(err)
+		return r.Options.retryAfter(code), r.recordFailure(ctx, s, m, code, status.Convert(err).Message())
+	}
+	switch {
+	case resp.GetApplied() != nil:
+		if got := resp.GetApplied().GetProviderId(); got != m.Spec.ProviderID {
+			return r.Options.MediumRetry, r.recordFailure(ctx, s, m, codes.Internal,
+				fmt.Sprintf("invalid response: applied.provider_id %q differs from the machine's %q", got, m.Spec.ProviderID))
+		}
+		return 0, r.recordApplied(ctx, s, m, resp.GetLastKnownState())
+	case resp.GetNeedsNewVm() != nil:
+		return 0, r.recordNeedsNewVM(ctx, s, m, resp.GetNeedsNewVm().GetReason())
+	}
+	return r.Options.MediumRetry, r.recordFailure(ctx, s, m, codes.Internal, "invalid response: neither applied nor needs_new_vm is set")
+}
+
+// machineMessage is the Driver API's Machine message for m.
+func machineMessage(m *v1alpha1.Machine) *driverv1alpha1.Machine {
+	msg := &driverv1alpha1.Machine{
+		Name:        m.Name,
+		Namespace:   m.Namespace,
+		Uid:         string(m.UID),
+		ProviderId:  m.Spec.ProviderID,
+		Labels:      maps.Clone(m.Labels),
+		Annotations: maps.Clone(m.Annotations),
+	}
+	nt := m.Spec.NodeTemplateSpec
+	if len(nt.Labels) > 0 || len(nt.Annotations) > 0 || len(nt.Spec.Taints) > 0 {
+		tmpl := &driverv1alpha1.NodeTemplate{Labels: maps.Clone(nt.Labels), Annotations: maps.Clone(nt.Annotations)}
+		for _, t := range nt.Spec.Taints {
+			tmpl.Taints = append(tmpl.Taints, &driverv1alpha1.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
+		}
+		msg.NodeTemplate = tmpl
+	}
+	return msg
+}
+
+// shortHash is the part of a hash shown to humans.
+func shortHash(h string) string {
+	return h[:min(len(h), 12)]
+}
+
+// oneLine keeps a driver's message on one line, for conditions and events.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
