@@ -46,6 +46,7 @@ func (m *Manager) setupControllers(dc *driver.Client, mgr *term) error {
 			PreserveTimeout:               m.opts.MachinePreserveTimeout,
 			PVDetachTimeout:               m.opts.MachinePVDetachTimeout,
 			NodeConditions:                m.opts.NodeConditions,
+			MaxEvictRetries:               int32(m.opts.MachineMaxEvictRetries),
 			BootstrapTokenAuthExtraGroups: m.opts.BootstrapTokenAuthExtraGroups,
 			ResourceExhaustedRetry:        m.opts.ResourceExhaustedRetry,
 			VMStatusCheckPeriod:           m.opts.vmStatusCheckPeriod(),

@@ -68,7 +68,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.MachinePreserveTimeout, "machine-preserve-timeout", o.MachinePreserveTimeout,
 		"how long a machine asked to be preserved (annotation node.machine.sapcloud.io/preserve) is kept; spec.machinePreserveTimeout wins")
 	fs.IntVar(&o.MachineMaxEvictRetries, "machine-max-evict-retries", o.MachineMaxEvictRetries,
-		"accepted for MCM compatibility; the drain retries evictions until --machine-drain-timeout instead")
+		"retries (of 20s, MCM's interval) an eviction refused by a PodDisruptionBudget gets before the drain reports itself Failed; the drain goes on until --machine-drain-timeout forces it; spec.maxEvictRetries wins")
 	fs.DurationVar(&o.MachinePVDetachTimeout, "machine-pv-detach-timeout", o.MachinePVDetachTimeout,
 		"how long a drain waits for the volumes of one evicted pod to detach before it goes on")
 	fs.DurationVar(&o.MachinePVReattachTimeout, "machine-pv-reattach-timeout", o.MachinePVReattachTimeout,

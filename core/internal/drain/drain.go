@@ -87,6 +87,10 @@ type Result struct {
 	// Blocked lists the pods ("namespace/name") whose eviction a
 	// PodDisruptionBudget refused in this pass; they are retried next pass.
 	Blocked []string
+	// Misconfigured maps those of Blocked whose budget can never allow the
+	// eviction (misconfiguredPDB) to that budget's name: waiting does not
+	// help, an operator must fix the budget or the drain must be forced.
+	Misconfigured map[string]string
 	// Failed maps pods ("namespace/name") to the error their eviction
 	// returned, for errors other than a PodDisruptionBudget refusal.
 	Failed map[string]string
@@ -131,6 +135,15 @@ func (r Result) Summary() string {
 	}
 	if len(r.Blocked) > 0 {
 		parts = append(parts, fmt.Sprintf("%d blocked by a PodDisruptionBudget (%s)", len(r.Blocked), abbreviate(r.Blocked, 5)))
+	}
+	if len(r.Misconfigured) > 0 {
+		keys := make([]string, 0, len(r.Misconfigured))
+		for k := range r.Misconfigured {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts = append(parts, fmt.Sprintf("PodDisruptionBudget %s of pod %s can never allow an eviction (all its pods are healthy and it allows 0 disruptions)",
+			r.Misconfigured[keys[0]], keys[0]))
 	}
 	if len(r.Failed) > 0 {
 		keys := make([]string, 0, len(r.Failed))
@@ -209,7 +222,9 @@ func (d *Drainer) Pass(ctx context.Context, nodeName string, opts Options) (Resu
 			// 429 is how the Eviction API says a PodDisruptionBudget does
 			// not allow the disruption now; the next pass asks again.
 			res.Remaining++
-			res.Blocked = append(res.Blocked, key)
+			if err := d.blocked(ctx, &pod, &res); err != nil {
+				return res, err
+			}
 		default:
 			res.Remaining++
 			if res.Failed == nil {
@@ -222,6 +237,22 @@ func (d *Drainer) Pass(ctx context.Context, nodeName string, opts Options) (Resu
 		return res, fmt.Errorf("draining the pods with volumes of node %s: %w", nodeName, err)
 	}
 	return res, nil
+}
+
+// blocked records a pod whose eviction a PodDisruptionBudget refused, and
+// whether that budget is misconfigured.
+func (d *Drainer) blocked(ctx context.Context, pod *corev1.Pod, res *Result) error {
+	key := pod.Namespace + "/" + pod.Name
+	res.Blocked = append(res.Blocked, key)
+	name, err := d.misconfiguredPDB(ctx, pod)
+	if err != nil || name == "" {
+		return err
+	}
+	if res.Misconfigured == nil {
+		res.Misconfigured = map[string]string{}
+	}
+	res.Misconfigured[key] = name
+	return nil
 }
 
 // remove evicts the pod or, when forced, deletes it with a zero grace

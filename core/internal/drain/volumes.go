@@ -194,8 +194,7 @@ func (d *Drainer) drainVolumePods(ctx context.Context, node *corev1.Node, pods [
 			case apierrors.IsNotFound(err):
 				// Gone already; its volumes are still waited for.
 			case apierrors.IsTooManyRequests(err):
-				res.Blocked = append(res.Blocked, podKey(next))
-				return nil
+				return d.blocked(ctx, next, res)
 			default:
 				if res.Failed == nil {
 					res.Failed = map[string]string{}

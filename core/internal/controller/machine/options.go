@@ -75,6 +75,13 @@ type Options struct {
 	// volumes of one evicted pod to detach from the Node before the drain
 	// goes on to the next pod with volumes.
 	PVDetachTimeout time.Duration
+	// MaxEvictRetries (--machine-max-evict-retries) is how many retries of
+	// EvictRetryInterval an eviction refused by a PodDisruptionBudget gets
+	// before the drain reports itself Failed (machine_drain_blocked.go);
+	// spec.maxEvictRetries of a machine overrides it.
+	MaxEvictRetries int32
+	// EvictRetryInterval is the length of one such retry (MCM's 20s).
+	EvictRetryInterval time.Duration
 	// DrainPollInterval is how often a drain runs its next pass while pods
 	// remain on the Node.
 	DrainPollInterval time.Duration
@@ -119,6 +126,10 @@ func (o Options) withDefaults() Options {
 	def(&o.UnreachableThreshold, DefaultUnreachableThreshold)
 	def(&o.ReplacementRecheck, DefaultReplacementRecheck)
 	def(&o.PVDetachTimeout, drain.DefaultDetachTimeout)
+	def(&o.EvictRetryInterval, DefaultEvictRetryInterval)
+	if o.MaxEvictRetries <= 0 {
+		o.MaxEvictRetries = DefaultMaxEvictRetries
+	}
 	if o.VMStatusCheckPeriod == 0 {
 		o.VMStatusCheckPeriod = DefaultVMStatusCheckPeriod
 	}

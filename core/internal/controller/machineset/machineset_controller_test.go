@@ -57,6 +57,7 @@ func TestMachineSetController(t *testing.T) {
 	t.Run("reports ReplicaFailure while machines cannot be created", s.testReplicaFailure)
 	t.Run("scales through the scale subresource", s.testScaleSubresource)
 	t.Run("deleting the set deletes its machines", s.testDelete)
+	t.Run("MCM parity: effective-creation-timeout, stale machines counted", s.testMCMParity)
 }
 
 func (s *suite) namespace(t *testing.T) string {

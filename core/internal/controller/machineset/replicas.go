@@ -192,6 +192,7 @@ func (r *Reconciler) executePlan(ctx context.Context, ms *v1alpha1.MachineSet, p
 		}
 		if i < len(p.replace) {
 			log.Info("Deleted Failed machine to replace it", "machine", m.Name)
+			staleMachinesRemoved.Inc()
 			r.Recorder.Eventf(ms, corev1.EventTypeNormal, reasonSuccessfulDelete, "Deleted Failed machine %s to replace it", m.Name)
 		} else {
 			log.Info("Deleted machine on scale-down", "machine", m.Name)
@@ -283,6 +284,7 @@ func newMachine(ms *v1alpha1.MachineSet) *v1alpha1.Machine {
 		}
 	}
 	annotations := maps.Clone(tmpl.Annotations)
+	annotations = withEffectiveCreationTimeout(ms, annotations)
 	if _, ok := annotations[v1alpha1.MachinePriorityAnnotation]; !ok {
 		if annotations == nil {
 			annotations = map[string]string{}

@@ -1,0 +1,40 @@
+package machine
+
+import (
+	"time"
+
+	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+)
+
+// effectiveCreationTimeout is the machine's annotation
+// node.machine.sapcloud.io/effective-creation-timeout (a Go duration), which
+// takes precedence over spec.creationTimeout and --machine-creation-timeout,
+// as in MCM (machine-controller-manager PR #1104): an adjuster sets it on a
+// MachineDeployment, the deployment copies it to its MachineSets and a set
+// to the machines it creates. A value that is no positive duration is not
+// used (and logged), so a typo cannot fail machines at once.
+func effectiveCreationTimeout(s *scope) (time.Duration, bool) {
+	raw, ok := s.machine.Annotations[v1alpha1.EffectiveCreationTimeoutAnnotation]
+	if !ok {
+		return 0, false
+	}
+	d, err := time.ParseDuration(raw)
+	if err != nil || d <= 0 {
+		s.log.Info("Ignoring an annotation that is no positive duration", "annotation", v1alpha1.EffectiveCreationTimeoutAnnotation, "value", raw)
+		return 0, false
+	}
+	return d, true
+}
+
+// setJoinDuration records on the Machine how long it took to join the
+// cluster, as MCM does (annotation node.machine.sapcloud.io/machine-join-duration,
+// a Go duration), for tools that read it there; the metrics
+// machina_machine_join_duration_seconds and mcm_machine_join_duration_seconds
+// hold the same.
+func setJoinDuration(s *scope, d time.Duration) {
+	m := s.machine
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[v1alpha1.MachineJoinDurationAnnotation] = d.String()
+}
