@@ -31,6 +31,10 @@ type Options struct {
 	// CSIDriverName is the CSI driver whose volumes GetVolumeIDs maps;
 	// DefaultCSIDriverName when empty.
 	CSIDriverName string
+	// Providers are the MachineClass provider values the driver lists in
+	// GetPluginInfo; DefaultProviders when empty. A manager with several
+	// drivers routes a class to the driver that lists its provider.
+	Providers []string
 	// DisabledCapabilities are optional RPCs the driver hides: they are not
 	// advertised and answer UNIMPLEMENTED.
 	DisabledCapabilities []driverv1alpha1.Capability_Type

@@ -18,20 +18,27 @@ var (
 // DefaultVersion is the version reported when none is given.
 const DefaultVersion = "v0.1.0-dev"
 
+// DefaultProviders are the provider values the driver serves unless
+// Options.Providers says otherwise.
+var DefaultProviders = []string{"inmemory"}
+
 // Info returns the identity of the inmemory driver at version (DefaultVersion
 // when empty).
 func Info(version string) sdk.Info {
 	if version == "" {
 		version = DefaultVersion
 	}
-	return sdk.Info{Name: Name, Version: version}
+	return sdk.Info{Name: Name, Version: version, Providers: DefaultProviders}
 }
 
-// SDKOptions returns the server options that match d's configuration: one
-// sdk.WithoutCapability per disabled capability, so that the server neither
-// advertises nor routes those RPCs.
+// SDKOptions returns the server options that match d's configuration: the
+// providers it lists, and one sdk.WithoutCapability per disabled
+// capability, so that the server neither advertises nor routes those RPCs.
 func (d *Driver) SDKOptions() []sdk.Option {
 	var opts []sdk.Option
+	if len(d.opts.Providers) > 0 {
+		opts = append(opts, sdk.WithProviders(d.opts.Providers...))
+	}
 	for _, c := range d.opts.DisabledCapabilities {
 		opts = append(opts, sdk.WithoutCapability(c))
 	}

@@ -25,6 +25,13 @@ func serve(t *testing.T, d *Driver) *grpc.ClientConn {
 	return sdktest.Serve(t, srv)
 }
 
+func TestServedDriverListsTheConfiguredProviders(t *testing.T) {
+	conn := serve(t, New(Options{Providers: []string{"pool-a", "pool-b"}}))
+	info, err := driverv1alpha1.NewIdentityServiceClient(conn).GetPluginInfo(context.Background(), &driverv1alpha1.GetPluginInfoRequest{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"pool-a", "pool-b"}, info.GetProviders())
+}
+
 func TestServedDriverAdvertisesAndServesEveryCapability(t *testing.T) {
 	conn := serve(t, New(Options{RequireInitialization: true}))
 	ctx := context.Background()
@@ -35,6 +42,7 @@ func TestServedDriverAdvertisesAndServesEveryCapability(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, Name, info.GetName())
 	assert.Equal(t, DefaultVersion, info.GetVendorVersion())
+	assert.Equal(t, DefaultProviders, info.GetProviders())
 
 	caps, err := identity.GetPluginCapabilities(ctx, &driverv1alpha1.GetPluginCapabilitiesRequest{})
 	require.NoError(t, err)

@@ -10,11 +10,15 @@ var (
 	_ sdk.VolumeMapper = (*Driver)(nil)
 )
 
+// DefaultProviders are the MachineClass provider values the driver
+// serves unless --providers says otherwise.
+var DefaultProviders = []string{"virtualnode"}
+
 // Info returns the identity of the virtualnode driver at version
 // (DefaultVersion when empty).
 func Info(version string) sdk.Info {
 	if version == "" {
 		version = DefaultVersion
 	}
-	return sdk.Info{Name: Name, Version: version}
+	return sdk.Info{Name: Name, Version: version, Providers: DefaultProviders}
 }

@@ -26,6 +26,7 @@ func TestServedOverASocket(t *testing.T) {
 	info, err := identity.GetPluginInfo(context.Background(), &driverv1alpha1.GetPluginInfoRequest{})
 	require.NoError(t, err)
 	assert.Equal(t, Name, info.GetName())
+	assert.Equal(t, []string{"virtualnode"}, info.GetProviders())
 	caps, err := identity.GetPluginCapabilities(context.Background(), &driverv1alpha1.GetPluginCapabilitiesRequest{})
 	require.NoError(t, err)
 	var types []driverv1alpha1.Capability_Type

@@ -36,6 +36,9 @@ NAME = "python-inmemory.driver.machina.io"
 VERSION = "v0.1.0"
 ENDPOINT_ENV = "MACHINA_DRIVER_ENDPOINT"
 DEFAULT_ENDPOINT = "unix:///var/run/machina/driver.sock"
+# The MachineClass provider values the driver serves: a manager with
+# several drivers routes a class to the driver that lists its provider.
+PROVIDERS = ("python-inmemory",)
 
 # sun_path holds 108 bytes including the terminating NUL (§2.2).
 MAX_SOCKET_PATH = 107
@@ -62,6 +65,7 @@ class IdentityServicer(identity_pb2_grpc.IdentityServiceServicer):
         return identity_pb2.GetPluginInfoResponse(
             name=NAME,
             vendor_version=VERSION,
+            providers=list(PROVIDERS),
             manifest={
                 "language": "python",
                 "python": platform.python_version(),

@@ -7,7 +7,7 @@ import stat
 import tempfile
 import unittest
 
-from machina_inmemory.server import EndpointError, parse_endpoint, prepare_socket_path
+from machina_inmemory.server import EndpointError, IdentityServicer, parse_endpoint, prepare_socket_path
 
 
 class ParseEndpointTest(unittest.TestCase):
@@ -22,6 +22,12 @@ class ParseEndpointTest(unittest.TestCase):
                 with self.assertRaises(EndpointError) as caught:
                     parse_endpoint(value)
                 self.assertIn(repr(value), str(caught.exception))
+
+
+class IdentityTest(unittest.TestCase):
+    def test_plugin_info_lists_the_providers(self) -> None:
+        info = IdentityServicer().GetPluginInfo(None, None)
+        self.assertEqual(list(info.providers), ["python-inmemory"])
 
 
 class PrepareSocketPathTest(unittest.TestCase):

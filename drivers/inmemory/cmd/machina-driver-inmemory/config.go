@@ -30,6 +30,7 @@ type config struct {
 	logLevel     slog.Level
 	opts         inmemory.Options
 	disabled     []string
+	providers    []string
 	faults       []string
 	faultsParsed map[string]inmemory.Fault
 }
@@ -72,6 +73,8 @@ func parseConfig(fs *flag.FlagSet, args []string, getenv func(string) string) (*
 		"CSI driver whose volumes GetVolumeIDs maps to their volume handles")
 	fs.Var(listFlag{&c.disabled}, "disable-capability",
 		"comma-separated optional capabilities to switch off: initialize, list, volumes, update (repeatable)")
+	fs.Var(listFlag{&c.providers}, "provider",
+		"MachineClass provider value the driver serves, repeatable or comma-separated (default inmemory)")
 	fs.Var(listFlag{&c.faults}, "fault",
 		"faults to inject, METHOD:KEY=VALUE,...[;METHOD:...], keys code, message, rate, seed, every, count, latency, after (repeatable)")
 	fs.IntVar(&c.opts.CrashAfter, "crash-after", 0,
@@ -118,6 +121,9 @@ func (c *config) complete() error {
 			return fmt.Errorf("--disable-capability: %w", err)
 		}
 		c.opts.DisabledCapabilities = append(c.opts.DisabledCapabilities, caps...)
+	}
+	for _, p := range c.providers {
+		c.opts.Providers = append(c.opts.Providers, strings.Split(p, ",")...)
 	}
 	c.opts.Faults = map[string]inmemory.Fault{}
 	for _, f := range c.faults {

@@ -37,6 +37,7 @@ func TestParseConfigFlags(t *testing.T) {
 		"--disable-capability=initialize,list", "--disable-capability", "volumes",
 		"--fault", "CreateMachine:code=UNAVAILABLE,count=2", "--fault=DeleteMachine:latency=1s;Probe:code=INTERNAL",
 		"--crash-after=5", "--state-file=/tmp/state.json", "--log-level=debug",
+		"--provider=pool-a,pool-b", "--provider", "pool-c",
 	}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, "unix:///tmp/x.sock", c.endpoint)
@@ -55,6 +56,7 @@ func TestParseConfigFlags(t *testing.T) {
 	assert.Equal(t, 5, c.opts.CrashAfter)
 	assert.Equal(t, "/tmp/state.json", c.opts.StateFile)
 	assert.Equal(t, slog.LevelDebug, c.logLevel)
+	assert.Equal(t, []string{"pool-a", "pool-b", "pool-c"}, c.opts.Providers)
 }
 
 func TestParseConfigEnvironment(t *testing.T) {
@@ -63,6 +65,7 @@ func TestParseConfigEnvironment(t *testing.T) {
 		"MACHINA_INMEMORY_CRASH_AFTER":            "3",
 		"MACHINA_INMEMORY_DISABLE_CAPABILITY":     "list",
 		"MACHINA_INMEMORY_REQUIRE_INITIALIZATION": "true",
+		"MACHINA_INMEMORY_PROVIDER":               "pool-a,pool-b",
 		"MACHINA_INMEMORY_ENDPOINT":               "unix:///ignored.sock", // the SDK's variable is MACHINA_DRIVER_ENDPOINT
 	}
 	c, err := parse(t, nil, env)
@@ -71,6 +74,7 @@ func TestParseConfigEnvironment(t *testing.T) {
 	assert.Equal(t, 3, c.opts.CrashAfter)
 	assert.Equal(t, []driverv1alpha1.Capability_Type{driverv1alpha1.Capability_TYPE_LIST_MACHINES}, c.opts.DisabledCapabilities)
 	assert.True(t, c.opts.RequireInitialization)
+	assert.Equal(t, []string{"pool-a", "pool-b"}, c.opts.Providers)
 	assert.Empty(t, c.endpoint)
 
 	// The command line wins over the environment.

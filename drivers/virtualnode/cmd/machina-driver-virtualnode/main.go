@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -43,6 +44,8 @@ func main() {
 	var level slog.Level
 	flag.TextVar(&level, "log-level", slog.LevelInfo, "log level: DEBUG, INFO, WARN or ERROR")
 	showVersion := flag.Bool("version", false, "print the version and exit")
+	providers := flag.String("providers", strings.Join(virtualnode.DefaultProviders, ","),
+		"comma-separated MachineClass provider values the driver serves (a manager with several drivers routes by them)")
 	flag.Parse()
 	if *showVersion {
 		fmt.Println(virtualnode.Name, version)
@@ -85,7 +88,7 @@ func main() {
 	go func() { heartbeats <- d.Run(ctx) }()
 	// sdk.Main serves on --endpoint and returns after a graceful stop on
 	// SIGTERM or SIGINT.
-	sdk.Main(virtualnode.Info(version), d, sdk.WithLogger(logger))
+	sdk.Main(virtualnode.Info(version), d, sdk.WithLogger(logger), sdk.WithProviders(strings.Split(*providers, ",")...))
 	stop()
 	if err := <-heartbeats; err != nil {
 		fail(err, 1)
