@@ -99,6 +99,10 @@ const (
 	// MachineConfig: the pool it was rendered for. The owner reference says
 	// the same; the annotation survives the pool's deletion.
 	RenderedFromPoolAnnotation = Prefix + "rendered-from-pool"
+	// UnreferencedSinceAnnotation is a machina addition on a rendered
+	// MachineConfig that no pool and no Node refers to: since when (RFC
+	// 3339). The collector deletes it a grace period later.
+	UnreferencedSinceAnnotation = Prefix + "unreferenced-since"
 )
 
 // Finalizers.

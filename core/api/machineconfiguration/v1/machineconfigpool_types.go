@@ -106,18 +106,26 @@ type MachineConfigPoolStatus struct {
 	// +optional
 	Configuration MachineConfigPoolStatusConfiguration `json:"configuration"`
 
+	// The counts are optional in the schema, so that a controller writing
+	// only a condition (the render controller) writes a valid status.
+
 	// MachineCount is the number of nodes in the pool.
+	// +optional
 	MachineCount int32 `json:"machineCount"`
 	// UpdatedMachineCount is the number of nodes that run the target
 	// configuration (desired = current = target, state Done).
+	// +optional
 	UpdatedMachineCount int32 `json:"updatedMachineCount"`
 	// ReadyMachineCount is the number of updated nodes that are also Ready
 	// and schedulable.
+	// +optional
 	ReadyMachineCount int32 `json:"readyMachineCount"`
 	// UnavailableMachineCount is the number of nodes not ready or updating.
+	// +optional
 	UnavailableMachineCount int32 `json:"unavailableMachineCount"`
 	// DegradedMachineCount is the number of nodes whose state is Degraded or
 	// Unreconcilable.
+	// +optional
 	DegradedMachineCount int32 `json:"degradedMachineCount"`
 
 	// Conditions: Updated, Updating, Degraded, NodeDegraded, RenderDegraded.

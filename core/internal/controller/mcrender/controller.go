@@ -1,0 +1,153 @@
+package mcrender
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
+	"github.com/machina-io/machina/core/internal/controller/phase"
+)
+
+// ControllerName names the render controller in logs, metrics and events.
+const ControllerName = "machineconfig-render"
+
+// DefaultControllerVersion is the generated-by-controller-version
+// annotation of what the controllers generate, unless told otherwise.
+const DefaultControllerVersion = "machina"
+
+// Event reasons on MachineConfigPools.
+const (
+	// ReasonRendered: the pool's target configuration changed.
+	ReasonRendered = "Rendered"
+	// ReasonRenderFailed: the pool's MachineConfigs cannot be rendered.
+	ReasonRenderFailed = "RenderFailed"
+)
+
+// resync is how often a pool is rendered again without events: a safety
+// net; every change of a pool or a MachineConfig brings a render.
+const resync = 10 * time.Minute
+
+// Reconciler renders each MachineConfigPool's MachineConfigs into one
+// rendered MachineConfig and makes it the pool's target.
+type Reconciler struct {
+	// Client reads (from the cache) and writes pools and MachineConfigs, in
+	// the cluster of the Nodes.
+	Client client.Client
+	// Recorder records events on pools.
+	Recorder events.EventRecorder
+	// ControllerVersion is written into the generated-by-controller-version
+	// annotation (DefaultControllerVersion when empty).
+	ControllerVersion string
+}
+
+// SetupWithManager registers the controller with mgr, watching the pools
+// and MachineConfigs of target (the cluster of the Nodes; mgr's own when
+// both are one cluster).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, workers int) error {
+	if r.Client == nil {
+		r.Client = target.GetClient()
+	}
+	if r.Recorder == nil {
+		r.Recorder = target.GetEventRecorder(ControllerName)
+	}
+	if r.ControllerVersion == "" {
+		r.ControllerVersion = DefaultControllerVersion
+	}
+	// Only a pool's spec matters (its selector); its status moves with
+	// every node update and is no reason to render.
+	poolChanged := predicate.TypedFuncs[*mcfgv1.MachineConfigPool]{
+		UpdateFunc: func(e event.TypedUpdateEvent[*mcfgv1.MachineConfigPool]) bool {
+			return e.ObjectOld.Generation != e.ObjectNew.Generation ||
+				!mapsEqual(e.ObjectOld.Labels, e.ObjectNew.Labels)
+		},
+	}
+	// A fragment may join or leave any pool by its labels, so every pool
+	// renders again. A rendered configuration matters to its pool only: if
+	// it is deleted while still the pool's rendering, it is written again.
+	allPools := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, mc *mcfgv1.MachineConfig) []reconcile.Request {
+		if isRendered(mc) {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: metav1.GetControllerOf(mc).Name}}}
+		}
+		return r.allPools(ctx)
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		WatchesRawSource(source.Kind(target.GetCache(), &mcfgv1.MachineConfigPool{},
+			&handler.TypedEnqueueRequestForObject[*mcfgv1.MachineConfigPool]{}, poolChanged)).
+		WatchesRawSource(source.Kind(target.GetCache(), &mcfgv1.MachineConfig{}, allPools)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)}).
+		Complete(r)
+}
+
+// allPools lists every pool for a render.
+func (r *Reconciler) allPools(ctx context.Context) []reconcile.Request {
+	list := &mcfgv1.MachineConfigPoolList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		logr.FromContextOrDiscard(ctx).Error(err, "Listing MachineConfigPools")
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, p := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
+	}
+	return out
+}
+
+// Reconcile renders one pool: select its fragments, merge them, write the
+// rendered MachineConfig, point the pool at it, report RenderDegraded.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	pool := &mcfgv1.MachineConfigPool{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pool); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !pool.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	s := &scope{
+		pool: pool,
+		orig: pool.DeepCopy(),
+		log:  logr.FromContextOrDiscard(ctx).WithValues("pool", pool.Name),
+	}
+	res, err := phase.Run(ctx, s, r.selectFragments, r.render, r.writeRendered, r.pointPool)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("pool %s: %w", pool.Name, err)
+	}
+	if err := r.writeStatus(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	return res.Requeue(resync), nil
+}
+
+// isRendered tells the controller's own output from users' fragments: a
+// rendered configuration is controlled by a pool.
+func isRendered(mc *mcfgv1.MachineConfig) bool {
+	ref := metav1.GetControllerOf(mc)
+	return ref != nil && ref.Kind == "MachineConfigPool" && ref.APIVersion == mcfgv1.GroupVersion.String()
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}

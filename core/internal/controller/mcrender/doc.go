@@ -1,0 +1,26 @@
+// Package mcrender is the render controller of machine configuration pools
+// (OpenShift's MachineConfigController render controller,
+// docs/machine-config.md), and the collector of rendered configurations no
+// longer used.
+//
+// The render controller reconciles one MachineConfigPool at a time, in
+// named phases (core/internal/controller/phase):
+//
+//   - selectFragments (select.go): the MachineConfigs the pool's
+//     machineConfigSelector selects, rendered ones left out, in merge order
+//     (order.go: the worker role's first, then by name);
+//   - render (select.go, merge.go, ignition_merge.go): one MachineConfig
+//     spec from them, named rendered-<pool>-<hash of the spec> (hash.go);
+//   - writeRendered (write.go): the rendered MachineConfig, owned by the
+//     pool, created once: its name is its content;
+//   - pointPool (write.go): the pool's spec.configuration, the update
+//     controller's target, with the fragments as its source list;
+//
+// then the RenderDegraded condition (status.go). A fragment that cannot be
+// rendered stops the phases: the pool keeps its last good target and
+// RenderDegraded names the fragment and what is wrong with it.
+//
+// The collector (gc.go) deletes a rendered MachineConfig that no pool
+// (spec or status) and no Node (currentConfig, desiredConfig) has referred
+// to for a grace period; MCO keeps them forever.
+package mcrender

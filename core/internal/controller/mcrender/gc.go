@@ -1,0 +1,227 @@
+package mcrender
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
+)
+
+// CollectorName names the collector of rendered configurations.
+const CollectorName = "machineconfig-gc"
+
+// DefaultGCGrace is how long a rendered configuration nobody refers to is
+// kept: long enough to look at what a pool ran before, and to roll back
+// by hand.
+const DefaultGCGrace = time.Hour
+
+// Cache indexes: the rendered configurations a pool or a Node refers to.
+const (
+	poolConfigsIndex = "mcrender.pool.configs"
+	nodeConfigsIndex = "mcrender.node.configs"
+)
+
+// Collector deletes rendered MachineConfigs that no pool (spec or status
+// configuration) and no Node (currentConfig or desiredConfig annotation)
+// has referred to for Grace. MCO never deletes them; a cluster that changes
+// its configuration often piles them up.
+type Collector struct {
+	// Client reads (from the cache) and writes MachineConfigs, pools and
+	// Nodes of the cluster of the Nodes.
+	Client client.Client
+	// APIReader reads straight from the API server: the last look before a
+	// deletion must not be a stale cache's.
+	APIReader client.Reader
+	// Grace is how long an unreferenced rendered configuration is kept
+	// (DefaultGCGrace when not positive).
+	Grace time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// SetupWithManager registers the collector with mgr, watching the rendered
+// MachineConfigs, pools and Nodes of target.
+func (c *Collector) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, workers int) error {
+	if c.Client == nil {
+		c.Client = target.GetClient()
+	}
+	if c.APIReader == nil {
+		c.APIReader = target.GetAPIReader()
+	}
+	if c.Grace <= 0 {
+		c.Grace = DefaultGCGrace
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	ctx := context.Background()
+	if err := target.GetFieldIndexer().IndexField(ctx, &mcfgv1.MachineConfigPool{}, poolConfigsIndex,
+		func(o client.Object) []string { return poolConfigs(o.(*mcfgv1.MachineConfigPool)) }); err != nil {
+		return fmt.Errorf("indexing pools by configuration: %w", err)
+	}
+	if err := target.GetFieldIndexer().IndexField(ctx, &corev1.Node{}, nodeConfigsIndex,
+		func(o client.Object) []string { return nodeConfigs(o.(*corev1.Node)) }); err != nil {
+		return fmt.Errorf("indexing Nodes by configuration: %w", err)
+	}
+	rendered := predicate.NewTypedPredicateFuncs(func(mc *mcfgv1.MachineConfig) bool { return isRendered(mc) })
+	// For updates the map functions run with the old and the new object,
+	// so the configuration a pool or a Node stops naming is looked at too.
+	poolRefs := handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, p *mcfgv1.MachineConfigPool) []reconcile.Request {
+		return requests(poolConfigs(p))
+	})
+	nodeRefs := handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, n *corev1.Node) []reconcile.Request {
+		return requests(nodeConfigs(n))
+	})
+	nodeChanged := predicate.TypedFuncs[*corev1.Node]{
+		UpdateFunc: func(e event.TypedUpdateEvent[*corev1.Node]) bool {
+			return !slices.Equal(nodeConfigs(e.ObjectOld), nodeConfigs(e.ObjectNew))
+		},
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(CollectorName).
+		WatchesRawSource(source.Kind(target.GetCache(), &mcfgv1.MachineConfig{},
+			&handler.TypedEnqueueRequestForObject[*mcfgv1.MachineConfig]{}, rendered)).
+		WatchesRawSource(source.Kind(target.GetCache(), &mcfgv1.MachineConfigPool{}, poolRefs)).
+		WatchesRawSource(source.Kind(target.GetCache(), &corev1.Node{}, nodeRefs, nodeChanged)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)}).
+		Complete(c)
+}
+
+// Reconcile marks a rendered configuration nobody refers to, unmarks one
+// referred to again, and deletes one marked for longer than Grace.
+func (c *Collector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	mc := &mcfgv1.MachineConfig{}
+	if err := c.Client.Get(ctx, req.NamespacedName, mc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !isRendered(mc) || !mc.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	log := logr.FromContextOrDiscard(ctx).WithValues("machineConfig", mc.Name)
+	used, err := c.referenced(ctx, c.Client, mc.Name)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	since, marked := mc.Annotations[mcfgv1.UnreferencedSinceAnnotation]
+	if used {
+		if marked {
+			return ctrl.Result{}, c.mark(ctx, mc, "")
+		}
+		return ctrl.Result{}, nil
+	}
+	now := c.Now()
+	t, err := time.Parse(time.RFC3339, since)
+	if !marked || err != nil {
+		log.V(1).Info("Rendered MachineConfig is no longer referenced", "grace", c.Grace)
+		return ctrl.Result{RequeueAfter: c.Grace}, c.mark(ctx, mc, now.UTC().Format(time.RFC3339))
+	}
+	if left := t.Add(c.Grace).Sub(now); left > 0 {
+		return ctrl.Result{RequeueAfter: left}, nil
+	}
+	// The cache may not show a reference made a moment ago: ask the API
+	// server before deleting.
+	if used, err := c.referenced(ctx, c.APIReader, mc.Name); err != nil || used {
+		return ctrl.Result{}, err
+	}
+	err = c.Client.Delete(ctx, mc, client.Preconditions{UID: &mc.UID, ResourceVersion: &mc.ResourceVersion})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("deleting unreferenced %s: %w", mc.Name, err)
+	}
+	log.Info("Deleted rendered MachineConfig nobody referred to", "unreferencedSince", since, "grace", c.Grace)
+	return ctrl.Result{}, nil
+}
+
+// referenced tells whether a pool or a Node refers to name, through the
+// cache's indexes or, from an uncached reader, by listing them.
+func (c *Collector) referenced(ctx context.Context, r client.Reader, name string) (bool, error) {
+	if r == c.Client {
+		pools := &mcfgv1.MachineConfigPoolList{}
+		if err := r.List(ctx, pools, client.MatchingFields{poolConfigsIndex: name}); err != nil {
+			return false, fmt.Errorf("listing pools referring to %s: %w", name, err)
+		}
+		nodes := &corev1.NodeList{}
+		if err := r.List(ctx, nodes, client.MatchingFields{nodeConfigsIndex: name}); err != nil {
+			return false, fmt.Errorf("listing Nodes referring to %s: %w", name, err)
+		}
+		return len(pools.Items) > 0 || len(nodes.Items) > 0, nil
+	}
+	pools := &mcfgv1.MachineConfigPoolList{}
+	if err := r.List(ctx, pools); err != nil {
+		return false, fmt.Errorf("listing pools: %w", err)
+	}
+	for i := range pools.Items {
+		if slices.Contains(poolConfigs(&pools.Items[i]), name) {
+			return true, nil
+		}
+	}
+	nodes := &corev1.NodeList{}
+	if err := r.List(ctx, nodes); err != nil {
+		return false, fmt.Errorf("listing Nodes: %w", err)
+	}
+	for i := range nodes.Items {
+		if slices.Contains(nodeConfigs(&nodes.Items[i]), name) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// mark sets (or, with "", removes) the unreferenced-since annotation.
+func (c *Collector) mark(ctx context.Context, mc *mcfgv1.MachineConfig, since string) error {
+	patch := client.MergeFromWithOptions(mc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if since == "" {
+		delete(mc.Annotations, mcfgv1.UnreferencedSinceAnnotation)
+	} else {
+		if mc.Annotations == nil {
+			mc.Annotations = map[string]string{}
+		}
+		mc.Annotations[mcfgv1.UnreferencedSinceAnnotation] = since
+	}
+	if err := c.Client.Patch(ctx, mc, patch); err != nil {
+		return fmt.Errorf("marking %s: %w", mc.Name, client.IgnoreNotFound(err))
+	}
+	return nil
+}
+
+// poolConfigs are the rendered configurations a pool refers to.
+func poolConfigs(p *mcfgv1.MachineConfigPool) []string {
+	return nonEmpty(p.Spec.Configuration.Name, p.Status.Configuration.Name)
+}
+
+// nodeConfigs are the rendered configurations a Node refers to.
+func nodeConfigs(n *corev1.Node) []string {
+	return nonEmpty(n.Annotations[mcfgv1.CurrentConfigAnnotation], n.Annotations[mcfgv1.DesiredConfigAnnotation])
+}
+
+func nonEmpty(values ...string) []string {
+	var out []string
+	for _, v := range values {
+		if v != "" && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func requests(names []string) []reconcile.Request {
+	out := make([]reconcile.Request, 0, len(names))
+	for _, n := range names {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Name: n}})
+	}
+	return out
+}

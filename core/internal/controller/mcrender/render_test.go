@@ -1,0 +1,340 @@
+package mcrender_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
+	"github.com/machina-io/machina/core/internal/controller/mcrender"
+	"github.com/machina-io/machina/core/testenv"
+)
+
+// gcGrace is the collector's grace in these tests: short, so that a test
+// waits for a deletion rather than sleeping.
+const gcGrace = 2 * time.Second
+
+// TestRender runs the render controller and the collector against a real
+// API server.
+func TestRender(t *testing.T) {
+	env := testenv.Start(t)
+	controllertest.StartManager(t, env, func(mgr ctrl.Manager) error {
+		if err := (&mcrender.Reconciler{}).SetupWithManager(mgr, mgr, 2); err != nil {
+			return err
+		}
+		return (&mcrender.Collector{Grace: gcGrace}).SetupWithManager(mgr, mgr, 1)
+	})
+	c := env.Client
+
+	t.Run("an OpenShift MachineConfig renders unchanged", func(t *testing.T) { testOpenShiftExample(t, c) })
+	t.Run("merge order and hash do not depend on creation order", func(t *testing.T) { testCreationOrder(t, c) })
+	t.Run("a bad fragment keeps the last good rendering", func(t *testing.T) { testBadFragment(t, c) })
+	t.Run("a selector change renders again", func(t *testing.T) { testSelectorChange(t, c) })
+	t.Run("unreferenced renderings are collected after the grace", func(t *testing.T) { testGC(t, c) })
+}
+
+// eventually polls cond until it holds, or fails the test after
+// controllertest.WaitFor. cond runs on the test's goroutine.
+func eventually(t *testing.T, cond func() bool, msg string, args ...any) {
+	t.Helper()
+	for deadline := time.Now().Add(controllertest.WaitFor); !cond(); time.Sleep(controllertest.Tick) {
+		if time.Now().After(deadline) {
+			t.Fatalf(msg, args...)
+		}
+	}
+}
+
+func pool(name string, roles ...string) *mcfgv1.MachineConfigPool {
+	return &mcfgv1.MachineConfigPool{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: mcfgv1.MachineConfigPoolSpec{
+			MachineConfigSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: mcfgv1.RoleLabel, Operator: metav1.LabelSelectorOpIn, Values: roles},
+			}},
+			NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": name}},
+		},
+	}
+}
+
+func fragment(name, role, config string) *mcfgv1.MachineConfig {
+	return &mcfgv1.MachineConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{mcfgv1.RoleLabel: role}},
+		Spec:       mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: []byte(config)}},
+	}
+}
+
+func fileConfig(path, content string) string {
+	return `{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"` + path + `","mode":420,"contents":{"source":"` +
+		mcfgv1.DataURL([]byte(content)) + `"}}]}}`
+}
+
+// target waits until the pool's target differs from not (and is set), and
+// returns it.
+func target(t *testing.T, c client.Client, name, not string) *mcfgv1.MachineConfigPool {
+	t.Helper()
+	p := &mcfgv1.MachineConfigPool{}
+	eventually(t, func() bool {
+		return c.Get(t.Context(), client.ObjectKey{Name: name}, p) == nil &&
+			p.Spec.Configuration.Name != "" && p.Spec.Configuration.Name != not
+	}, "pool %s never got a target other than %q", name, not)
+	return p
+}
+
+func renderedIgnition(t *testing.T, c client.Client, name string) (*mcfgv1.MachineConfig, *mcfgv1.Ignition) {
+	t.Helper()
+	mc := &mcfgv1.MachineConfig{}
+	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Name: name}, mc))
+	ign, err := mcfgv1.ParseIgnition(mc.Spec.Config.Raw)
+	require.NoError(t, err)
+	return mc, ign
+}
+
+func fileData(t *testing.T, ign *mcfgv1.Ignition, path string) string {
+	t.Helper()
+	for _, f := range ign.Storage.Files {
+		if f.Path == path {
+			data, err := f.Data()
+			require.NoError(t, err)
+			return string(data)
+		}
+	}
+	t.Fatalf("rendered config has no file %s", path)
+	return ""
+}
+
+// renderDegraded is the pool's RenderDegraded condition, nil when it has
+// none or cannot be read (it runs inside require.Eventually's goroutine).
+func renderDegraded(t *testing.T, c client.Client, name string) *metav1.Condition {
+	t.Helper()
+	p := &mcfgv1.MachineConfigPool{}
+	if err := c.Get(t.Context(), client.ObjectKey{Name: name}, p); err != nil {
+		t.Logf("reading pool %s: %v", name, err)
+		return nil
+	}
+	return meta.FindStatusCondition(p.Status.Conditions, mcfgv1.PoolRenderDegraded)
+}
+
+func sourceNames(p *mcfgv1.MachineConfigPool) []string {
+	var out []string
+	for _, s := range p.Spec.Configuration.Source {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+// testOpenShiftExample applies deploy/examples/machineconfig as a user
+// would and checks the worker pool's rendered configuration.
+func testOpenShiftExample(t *testing.T, c client.Client) {
+	crds, err := testenv.CRDDir()
+	require.NoError(t, err)
+	files, err := filepath.Glob(filepath.Join(filepath.Dir(crds), "examples", "machineconfig", "*.yaml"))
+	require.NoError(t, err)
+	require.Len(t, files, 2)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		obj := &unstructured.Unstructured{}
+		require.NoError(t, yaml.Unmarshal(data, &obj.Object))
+		require.NoError(t, c.Create(t.Context(), obj), f)
+	}
+
+	p := target(t, c, "worker", "")
+	assert.Regexp(t, `^rendered-worker-[0-9a-f]{32}$`, p.Spec.Configuration.Name)
+	assert.Equal(t, []string{"99-worker-chrony"}, sourceNames(p))
+	assert.Equal(t, "MachineConfig", p.Spec.Configuration.Source[0].Kind)
+
+	mc, ign := renderedIgnition(t, c, p.Spec.Configuration.Name)
+	assert.Equal(t, mcfgv1.IgnitionVersion, ign.Ignition.Version)
+	assert.Equal(t, "server time.example.com iburst\n", fileData(t, ign, "/etc/chrony.d/example.conf"))
+	assert.Equal(t, 0o644, ign.Storage.Files[0].FileMode())
+	require.Len(t, ign.Systemd.Units, 1)
+	assert.Equal(t, "example-hello.service", ign.Systemd.Units[0].Name)
+	assert.True(t, *ign.Systemd.Units[0].Enabled)
+	assert.Equal(t, []string{"nosmt"}, mc.Spec.KernelArguments)
+	assert.Equal(t, mcrender.DefaultControllerVersion, mc.Annotations[mcfgv1.GeneratedByControllerVersionAnnotation])
+	assert.Equal(t, "worker", mc.Annotations[mcfgv1.RenderedFromPoolAnnotation])
+	owner := metav1.GetControllerOf(mc)
+	require.NotNil(t, owner)
+	assert.Equal(t, "MachineConfigPool", owner.Kind)
+	assert.Equal(t, p.UID, owner.UID)
+
+	eventually(t, func() bool {
+		cond := renderDegraded(t, c, "worker")
+		return cond != nil && cond.Status == metav1.ConditionFalse
+	}, "RenderDegraded never became False")
+}
+
+// testCreationOrder creates the same fragments for two pools in opposite
+// orders: the renderings are equal (their names differ only by the pool),
+// and later names win per path.
+func testCreationOrder(t *testing.T, c client.Client) {
+	ctx := t.Context()
+	contents := []struct{ name, config string }{
+		{"10-order", fileConfig("/etc/order", "ten")},
+		{"20-order", fileConfig("/etc/order", "twenty")},
+		{"30-order", `{"ignition":{"version":"3.4.0"},"systemd":{"units":[{"name":"order.service","enabled":true,"contents":"[Unit]\n"}]}}`},
+	}
+	for _, poolName := range []string{"order-a", "order-b"} {
+		require.NoError(t, c.Create(ctx, pool(poolName, poolName)))
+	}
+	for i := range contents {
+		a := contents[i]
+		b := contents[len(contents)-1-i]
+		require.NoError(t, c.Create(ctx, fragment(a.name+"-a", "order-a", a.config)))
+		require.NoError(t, c.Create(ctx, fragment(b.name+"-b", "order-b", b.config)))
+	}
+	var hashes []string
+	for _, poolName := range []string{"order-a", "order-b"} {
+		var p *mcfgv1.MachineConfigPool
+		eventually(t, func() bool {
+			p = target(t, c, poolName, "")
+			return len(p.Spec.Configuration.Source) == 3
+		}, "pool %s never rendered all three fragments", poolName)
+		suffix := "-" + strings.TrimPrefix(poolName, "order-")
+		assert.Equal(t, []string{"10-order" + suffix, "20-order" + suffix, "30-order" + suffix}, sourceNames(p))
+		_, ign := renderedIgnition(t, c, p.Spec.Configuration.Name)
+		assert.Equal(t, "twenty", fileData(t, ign, "/etc/order"))
+		hashes = append(hashes, strings.TrimPrefix(p.Spec.Configuration.Name, "rendered-"+poolName+"-"))
+	}
+	assert.Equal(t, hashes[0], hashes[1])
+}
+
+// testBadFragment adds a fragment that cannot be rendered: the pool says
+// which and why, and keeps its target; fixing it renders again.
+func testBadFragment(t *testing.T, c client.Client) {
+	ctx := t.Context()
+	require.NoError(t, c.Create(ctx, pool("bad", "bad")))
+	require.NoError(t, c.Create(ctx, fragment("10-bad-good", "bad", fileConfig("/etc/good", "good"))))
+	good := target(t, c, "bad", "").Spec.Configuration.Name
+
+	for _, tc := range []struct{ config, want string }{
+		{`{"ignition":{"version":"2.2.0"}}`, `MachineConfig 20-bad-broken: unsupported Ignition version "2.2.0"`},
+		{`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/m","mode":70000}]}}`, "MachineConfig 20-bad-broken: file /etc/m: invalid mode 70000"},
+		{`{"ignition":{"version":"3.2.0"},"storage":{"links":[{"path":"/etc/good","target":"/x"}]}}`,
+			"MachineConfig 20-bad-broken: /etc/good is a link here but a file in MachineConfig 10-bad-good"},
+	} {
+		broken := &mcfgv1.MachineConfig{}
+		err := c.Get(ctx, client.ObjectKey{Name: "20-bad-broken"}, broken)
+		if apierrors.IsNotFound(err) {
+			require.NoError(t, c.Create(ctx, fragment("20-bad-broken", "bad", tc.config)))
+		} else {
+			require.NoError(t, err)
+			broken.Spec.Config.Raw = []byte(tc.config)
+			require.NoError(t, c.Update(ctx, broken))
+		}
+		eventually(t, func() bool {
+			cond := renderDegraded(t, c, "bad")
+			return cond != nil && cond.Status == metav1.ConditionTrue && strings.Contains(cond.Message, tc.want)
+		}, "RenderDegraded never said %q", tc.want)
+		cond := renderDegraded(t, c, "bad")
+		assert.Equal(t, "InvalidMachineConfig", cond.Reason)
+		assert.Contains(t, cond.Message, "the pool keeps "+good)
+		p := &mcfgv1.MachineConfigPool{}
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "bad"}, p))
+		assert.Equal(t, good, p.Spec.Configuration.Name, "the last good rendering stays the target")
+	}
+	controllertest.RequireEvent(t, c, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "bad"}},
+		mcrender.ReasonRenderFailed, "20-bad-broken")
+
+	// Fixed: a new rendering with both fragments.
+	broken := &mcfgv1.MachineConfig{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "20-bad-broken"}, broken))
+	broken.Spec.Config.Raw = []byte(fileConfig("/etc/fixed", "fixed"))
+	require.NoError(t, c.Update(ctx, broken))
+	p := target(t, c, "bad", good)
+	assert.Equal(t, []string{"10-bad-good", "20-bad-broken"}, sourceNames(p))
+	_, ign := renderedIgnition(t, c, p.Spec.Configuration.Name)
+	assert.Equal(t, "good", fileData(t, ign, "/etc/good"))
+	assert.Equal(t, "fixed", fileData(t, ign, "/etc/fixed"))
+	eventually(t, func() bool {
+		cond := renderDegraded(t, c, "bad")
+		return cond != nil && cond.Status == metav1.ConditionFalse
+	}, "RenderDegraded never cleared")
+}
+
+// testSelectorChange points a pool at other fragments.
+func testSelectorChange(t *testing.T, c client.Client) {
+	ctx := t.Context()
+	require.NoError(t, c.Create(ctx, fragment("10-sel-one", "sel-one", fileConfig("/etc/sel", "one"))))
+	require.NoError(t, c.Create(ctx, fragment("10-sel-two", "sel-two", fileConfig("/etc/sel", "two"))))
+	require.NoError(t, c.Create(ctx, pool("sel", "sel-one")))
+	first := target(t, c, "sel", "")
+	assert.Equal(t, []string{"10-sel-one"}, sourceNames(first))
+
+	first.Spec.MachineConfigSelector.MatchExpressions[0].Values = []string{"sel-two"}
+	require.NoError(t, c.Update(ctx, first))
+	second := target(t, c, "sel", first.Spec.Configuration.Name)
+	assert.Equal(t, []string{"10-sel-two"}, sourceNames(second))
+	_, ign := renderedIgnition(t, c, second.Spec.Configuration.Name)
+	assert.Equal(t, "two", fileData(t, ign, "/etc/sel"))
+
+	// A selector that selects nothing keeps the target and says so.
+	second.Spec.MachineConfigSelector.MatchExpressions[0].Values = []string{"nobody"}
+	require.NoError(t, c.Update(ctx, second))
+	eventually(t, func() bool {
+		cond := renderDegraded(t, c, "sel")
+		return cond != nil && cond.Status == metav1.ConditionTrue && cond.Reason == "NoMachineConfigs"
+	}, "a selector selecting nothing never set RenderDegraded")
+	p := &mcfgv1.MachineConfigPool{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "sel"}, p))
+	assert.Equal(t, second.Spec.Configuration.Name, p.Spec.Configuration.Name)
+}
+
+// testGC changes a pool's configuration twice while a Node still runs the
+// first rendering: the second, referred to by nobody, is collected after
+// the grace; the first only once the Node moves on.
+func testGC(t *testing.T, c client.Client) {
+	ctx := t.Context()
+	require.NoError(t, c.Create(ctx, pool("gc", "gc")))
+	frag := fragment("10-gc", "gc", fileConfig("/etc/gc", "one"))
+	require.NoError(t, c.Create(ctx, frag))
+	first := target(t, c, "gc", "").Spec.Configuration.Name
+
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gc-node", Annotations: map[string]string{
+		mcfgv1.CurrentConfigAnnotation: first, mcfgv1.DesiredConfigAnnotation: first,
+	}}}
+	require.NoError(t, c.Create(ctx, node))
+
+	setFile := func(content string) {
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(frag), frag))
+		frag.Spec.Config.Raw = []byte(fileConfig("/etc/gc", content))
+		require.NoError(t, c.Update(ctx, frag))
+	}
+	setFile("two")
+	second := target(t, c, "gc", first).Spec.Configuration.Name
+	setFile("three")
+	third := target(t, c, "gc", second).Spec.Configuration.Name
+
+	gone := func(name string) bool {
+		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Name: name}, &mcfgv1.MachineConfig{}))
+	}
+	eventually(t, func() bool { return gone(second) }, "%s, referred to by nobody, was never collected", second)
+	mc := &mcfgv1.MachineConfig{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: first}, mc), "the Node's configuration must stay")
+	assert.NotContains(t, mc.Annotations, mcfgv1.UnreferencedSinceAnnotation)
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: third}, mc), "the pool's target must stay")
+	assert.NotContains(t, mc.Annotations, mcfgv1.UnreferencedSinceAnnotation)
+
+	// The Node moves on: the first rendering goes too, the target stays.
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(node), node))
+	node.Annotations[mcfgv1.CurrentConfigAnnotation] = third
+	node.Annotations[mcfgv1.DesiredConfigAnnotation] = third
+	require.NoError(t, c.Update(ctx, node))
+	eventually(t, func() bool { return gone(first) }, "%s was never collected after the Node moved on", first)
+	assert.False(t, gone(third))
+}
