@@ -99,7 +99,7 @@ func New(opts Options) (*Manager, error) {
 		LeaderElection: false,
 		Metrics: metricsserver.Options{
 			BindAddress:   opts.MetricsBindAddress,
-			ExtraHandlers: extraMetricsHandlers(opts.Profiling),
+			ExtraHandlers: withConfigz(extraMetricsHandlers(opts.Profiling), opts),
 		},
 		HealthProbeBindAddress: opts.HealthProbeBindAddress,
 	}
