@@ -1,0 +1,188 @@
+package mcpool
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
+	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/phase"
+)
+
+// ControllerName names the pool update controller in logs, metrics and
+// events.
+const ControllerName = "machineconfigpool"
+
+// Event reasons on MachineConfigPools.
+const (
+	// ReasonSetDesiredConfig: a node was given the pool's configuration.
+	ReasonSetDesiredConfig = "SetDesiredConfig"
+	// ReasonSelectingAll: the pool's nodeSelector is empty, which would
+	// select every Node; it selects none instead.
+	ReasonSelectingAll = "SelectingAll"
+	// ReasonNodeInMultiplePools: a Node is chosen by this pool and another.
+	ReasonNodeInMultiplePools = "NodeInMultiplePools"
+	// ReasonInvalidPool: the pool's spec cannot be used (a bad selector, a
+	// bad maxUnavailable, a reference to a missing MachineSet).
+	ReasonInvalidPool = "InvalidPool"
+)
+
+// conflictRetry is how soon a status write that lost an optimistic-lock
+// race is retried: the next read sees the winner's version.
+const conflictRetry = 200 * time.Millisecond
+
+// resync is how often a pool is synced without events: a safety net, every
+// change of a pool, a Node or a Machine brings a sync anyway.
+const resync = 10 * time.Minute
+
+// Reconciler rolls each MachineConfigPool's configuration out to its Nodes.
+type Reconciler struct {
+	// Target reads (from its cache) and writes the pools, MachineConfigs
+	// and Nodes: they live in the cluster of the Nodes, where the node
+	// agents read them.
+	Target client.Client
+	// Control reads Machines, MachineSets and MachineDeployments (from the
+	// manager's cache), for pools that name a MachineSet or a
+	// MachineDeployment. Nil without machine objects: such pools then
+	// select nothing and say why.
+	Control client.Client
+	// Recorder records events on pools.
+	Recorder events.EventRecorder
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// SetupWithManager registers the controller with mgr (whose cluster holds
+// the machine objects), watching the pools, MachineConfigs and Nodes of
+// target (mgr itself when both are one cluster).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, workers int) error {
+	if r.Target == nil {
+		r.Target = target.GetClient()
+	}
+	if r.Control == nil {
+		r.Control = mgr.GetClient()
+	}
+	if r.Recorder == nil {
+		r.Recorder = target.GetEventRecorder(ControllerName)
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	allPools := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		return r.allPools(ctx)
+	})
+	// A Node matters to every pool when its labels (membership), the
+	// handshake's annotations, schedulability or health change; its
+	// heartbeats do not. Every pool is synced because a Node that changes
+	// its labels may leave one pool for another.
+	nodeChanged := predicate.TypedFuncs[*corev1.Node]{
+		UpdateFunc: func(e event.TypedUpdateEvent[*corev1.Node]) bool {
+			o, n := e.ObjectOld, e.ObjectNew
+			return !mapsEqual(o.Labels, n.Labels) || handshakeChanged(o, n) ||
+				o.Spec.Unschedulable != n.Spec.Unschedulable ||
+				newPoolNode(o).healthy() != newPoolNode(n).healthy()
+		},
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		WatchesRawSource(source.Kind(target.GetCache(), &mcv1.MachineConfigPool{},
+			&handler.TypedEnqueueRequestForObject[*mcv1.MachineConfigPool]{})).
+		WatchesRawSource(source.Kind(target.GetCache(), &corev1.Node{},
+			handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ *corev1.Node) []reconcile.Request {
+				return r.allPools(ctx)
+			}), nodeChanged)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)})
+	// Machines joining or leaving a MachineSet or MachineDeployment, or
+	// naming their Node, change the pools that name those.
+	b = b.Watches(&v1alpha1.Machine{}, allPools, builder.WithPredicates(predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return !mapsEqual(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) ||
+				machineNode(e.ObjectOld.(*v1alpha1.Machine)) != machineNode(e.ObjectNew.(*v1alpha1.Machine))
+		},
+	}))
+	return b.Complete(r)
+}
+
+// allPools lists every pool for a sync.
+func (r *Reconciler) allPools(ctx context.Context) []reconcile.Request {
+	list := &mcv1.MachineConfigPoolList{}
+	if err := r.Target.List(ctx, list); err != nil {
+		logr.FromContextOrDiscard(ctx).Error(err, "Listing MachineConfigPools")
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, p := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
+	}
+	return out
+}
+
+func handshakeChanged(o, n *corev1.Node) bool {
+	for _, k := range []string{annDesiredConfig, annCurrentConfig, annState, annReason} {
+		if o.Annotations[k] != n.Annotations[k] {
+			return true
+		}
+	}
+	return false
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Reconcile syncs one pool: its members, the next nodes of its rollout,
+// its status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	pool := &mcv1.MachineConfigPool{}
+	if err := r.Target.Get(ctx, req.NamespacedName, pool); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !pool.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // its nodes keep what they have
+	}
+	s := &scope{
+		pool:   pool,
+		orig:   pool.DeepCopy(),
+		target: pool.Spec.Configuration.Name,
+		log:    logr.FromContextOrDiscard(ctx).WithValues("pool", pool.Name),
+		now:    r.Now(),
+	}
+	res, err := phase.Run(ctx, s, r.members, r.rollout, r.status)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("pool %s: %w", pool.Name, err)
+	}
+	if err := r.writeStatus(ctx, s); err != nil {
+		if apierrors.IsConflict(err) {
+			// The cache had not yet shown the last write: read again soon.
+			s.log.V(1).Info("Status changed meanwhile; syncing again")
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	return res.Requeue(resync), nil
+}

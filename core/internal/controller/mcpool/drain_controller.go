@@ -1,0 +1,200 @@
+package mcpool
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
+	"github.com/machina-io/machina/core/internal/drain"
+)
+
+// DrainControllerName names the drain controller in logs, metrics and
+// events.
+const DrainControllerName = "machineconfig-drain"
+
+// Event reasons of the drain controller (on the Node).
+const (
+	ReasonDrained        = "Drained"
+	ReasonUncordoned     = "Uncordoned"
+	ReasonDrainFailed    = "DrainFailed"
+	ReasonBadDrainAction = "InvalidDrainRequest"
+)
+
+// drainRetry is how soon a drain that still has pods, or an uncordon that
+// waits for the node to be Ready, is looked at again.
+const drainRetry = 5 * time.Second
+
+// DrainReconciler answers the node agents' drain requests of the
+// MachineConfig handshake: an agent writes desiredDrain=drain-<config> or
+// uncordon-<config> on its Node, this controller cordons and drains the
+// Node (the same non-blocking drain a machine deletion uses, one pass per
+// reconcile) or uncordons it, and acknowledges with
+// lastAppliedDrain=<the request>. The agent drains nothing itself. An
+// uncordon waits until the Node is Ready: the node takes work again only
+// once it runs on its new configuration.
+type DrainReconciler struct {
+	// Target reads Nodes (from the target cluster's cache) and patches them.
+	Target client.Client
+	// Drainer drains Nodes of the target cluster.
+	Drainer *drain.Drainer
+	// Recorder records events on Nodes.
+	Recorder events.EventRecorder
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+
+	mu    sync.Mutex
+	waits map[string]*drain.VolumeWait
+}
+
+// SetupWithManager registers the controller with mgr, watching the Nodes
+// of target.
+func (r *DrainReconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, workers int) error {
+	if r.Target == nil {
+		r.Target = target.GetClient()
+	}
+	if r.Drainer == nil {
+		cs, err := kubernetes.NewForConfigAndClient(target.GetConfig(), target.GetHTTPClient())
+		if err != nil {
+			return fmt.Errorf("%s controller: target clientset: %w", DrainControllerName, err)
+		}
+		r.Drainer = drain.New(cs)
+	}
+	if r.Recorder == nil {
+		r.Recorder = target.GetEventRecorder(DrainControllerName)
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	r.waits = map[string]*drain.VolumeWait{}
+	// A Node matters when its drain request or acknowledgement changes,
+	// or it turns Ready (an uncordon waits for it).
+	changed := predicate.TypedFuncs[*corev1.Node]{
+		UpdateFunc: func(e event.TypedUpdateEvent[*corev1.Node]) bool {
+			o, n := e.ObjectOld, e.ObjectNew
+			return o.Annotations[annDesiredDrain] != n.Annotations[annDesiredDrain] ||
+				o.Annotations[annLastAppliedDrain] != n.Annotations[annLastAppliedDrain] ||
+				nodeReady(o) != nodeReady(n)
+		},
+		DeleteFunc: func(event.TypedDeleteEvent[*corev1.Node]) bool { return false },
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(DrainControllerName).
+		WatchesRawSource(source.Kind(target.GetCache(), &corev1.Node{},
+			&handler.TypedEnqueueRequestForObject[*corev1.Node]{}, changed)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)}).
+		Complete(r)
+}
+
+func (r *DrainReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	node := &corev1.Node{}
+	if err := r.Target.Get(ctx, req.NamespacedName, node); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	want, acked := node.Annotations[annDesiredDrain], node.Annotations[annLastAppliedDrain]
+	if want == "" || want == acked {
+		r.forgetWait(node.Name)
+		return ctrl.Result{}, nil
+	}
+	log := logr.FromContextOrDiscard(ctx).WithValues("node", node.Name, "request", want)
+	switch {
+	case strings.HasPrefix(want, mcv1.DrainRequestPrefix):
+		res, err := r.Drainer.Pass(ctx, node.Name, drain.Options{Wait: r.wait(node.Name), Now: r.Now()})
+		if err != nil {
+			r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonDrainFailed, "Drain", "Draining for %s: %v", want, err)
+			return ctrl.Result{}, fmt.Errorf("draining node %s: %w", node.Name, err)
+		}
+		r.setWait(node.Name, res.Waiting)
+		if !res.Drained() {
+			log.V(1).Info("Drain goes on", "summary", res.Summary())
+			return ctrl.Result{RequeueAfter: drainRetry}, nil
+		}
+		if err := r.ack(ctx, node, want); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, ReasonDrained, "Drain", "Drained for %s", want)
+	case strings.HasPrefix(want, mcv1.UncordonRequestPrefix):
+		if !nodeReady(node) {
+			log.V(1).Info("Uncordon waits for the node to be Ready")
+			return ctrl.Result{RequeueAfter: drainRetry}, nil
+		}
+		if node.Spec.Unschedulable {
+			patched := node.DeepCopy()
+			patched.Spec.Unschedulable = false
+			if err := r.Target.Patch(ctx, patched, client.MergeFrom(node)); err != nil {
+				return ctrl.Result{}, fmt.Errorf("uncordoning node %s: %w", node.Name, err)
+			}
+			node = patched
+		}
+		if err := r.ack(ctx, node, want); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, ReasonUncordoned, "Uncordon", "Uncordoned for %s", want)
+	default:
+		// Not ours to guess: the agent's request stays unanswered and says why.
+		r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonBadDrainAction, "Drain",
+			"%s=%q: the action must be drain-<config> or uncordon-<config>", annDesiredDrain, want)
+		return ctrl.Result{}, nil
+	}
+	log.Info("Acknowledged the drain request")
+	return ctrl.Result{}, nil
+}
+
+// ack writes lastAppliedDrain=want.
+func (r *DrainReconciler) ack(ctx context.Context, node *corev1.Node, want string) error {
+	patched := node.DeepCopy()
+	if patched.Annotations == nil {
+		patched.Annotations = map[string]string{}
+	}
+	patched.Annotations[annLastAppliedDrain] = want
+	if err := r.Target.Patch(ctx, patched, client.MergeFrom(node)); err != nil {
+		return fmt.Errorf("acknowledging %s on node %s: %w", want, node.Name, err)
+	}
+	return nil
+}
+
+// The volume wait of a drain in progress lives in memory: lost on a
+// restart, the drain starts its serial part over, which only checks again
+// pods that are gone already.
+func (r *DrainReconciler) wait(node string) *drain.VolumeWait {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.waits[node]
+}
+
+func (r *DrainReconciler) setWait(node string, w *drain.VolumeWait) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w == nil {
+		delete(r.waits, node)
+	} else {
+		r.waits[node] = w
+	}
+}
+
+func (r *DrainReconciler) forgetWait(node string) { r.setWait(node, nil) }
+
+// nodeReady reports the Node's Ready condition True.
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

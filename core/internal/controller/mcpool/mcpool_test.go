@@ -1,0 +1,322 @@
+package mcpool_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
+	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/testenv"
+)
+
+// TestPoolRollout runs the pool and drain controllers against a real API
+// server. The node agents are played by the test (agentUpdate), step by
+// step, so that each test decides when a node finishes; the real agent is
+// tested in cmd/machina-node-agent and with the controllers in the e2e
+// test of cmd/machina-manager.
+func TestPoolRollout(t *testing.T) {
+	env := testenv.Start(t)
+	c := env.Client
+	startControllers(t, env)
+
+	t.Run("maxUnavailable 1 on a pool of 10: one node at a time", func(t *testing.T) {
+		createRendered(t, c, "rendered-one-a")
+		createRendered(t, c, "rendered-one-b")
+		names := createNodes(t, c, "one", 10, map[string]string{"pool": "one"}, "rendered-one-a")
+		createPool(t, c, "one", "rendered-one-a", nil)
+		waitPool(t, c, "one", "updated on a", func(p *mcv1.MachineConfigPool) bool {
+			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.MachineCount == 10
+		})
+
+		peak := watchInFlight(t, c, names, "rendered-one-b")
+		updatePool(t, c, "one", func(p *mcv1.MachineConfigPool) { p.Spec.Configuration.Name = "rendered-one-b" })
+		pool := waitPool(t, c, "one", "updating", func(p *mcv1.MachineConfigPool) bool {
+			return conditionIs(p, mcv1.PoolUpdating, metav1.ConditionTrue)
+		})
+		assert.Equal(t, "rendered-one-a", pool.Status.Configuration.Name, "status.configuration stays the current one while updating")
+
+		rounds := rollOut(t, c, names, "rendered-one-b", 1)
+		assert.Equal(t, []int{1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, rounds)
+		pool = waitPool(t, c, "one", "updated on b", func(p *mcv1.MachineConfigPool) bool {
+			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.Configuration.Name == "rendered-one-b"
+		})
+		assert.Equal(t, int32(10), pool.Status.UpdatedMachineCount)
+		assert.Equal(t, int32(10), pool.Status.ReadyMachineCount)
+		assert.Equal(t, int32(0), pool.Status.UnavailableMachineCount)
+		assert.True(t, conditionIs(pool, mcv1.PoolUpdating, metav1.ConditionFalse))
+		assert.True(t, conditionIs(pool, mcv1.PoolDegraded, metav1.ConditionFalse))
+		assert.LessOrEqual(t, peak.peak(), 1, "never more than one node in flight")
+	})
+
+	t.Run("maxUnavailable 30% on a pool of 10: three at a time", func(t *testing.T) {
+		createRendered(t, c, "rendered-pct-a")
+		createRendered(t, c, "rendered-pct-b")
+		names := createNodes(t, c, "pct", 10, map[string]string{"pool": "pct"}, "rendered-pct-a")
+		pct := intstr.FromString("30%")
+		createPool(t, c, "pct", "rendered-pct-a", &pct)
+		waitPool(t, c, "pct", "updated on a", func(p *mcv1.MachineConfigPool) bool {
+			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.MachineCount == 10
+		})
+		peak := watchInFlight(t, c, names, "rendered-pct-b")
+		updatePool(t, c, "pct", func(p *mcv1.MachineConfigPool) { p.Spec.Configuration.Name = "rendered-pct-b" })
+		rounds := rollOut(t, c, names, "rendered-pct-b", 3)
+		require.NotEmpty(t, rounds)
+		assert.Equal(t, 3, rounds[0], "the first round fills the budget of 3")
+		waitPool(t, c, "pct", "updated on b", func(p *mcv1.MachineConfigPool) bool {
+			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.UpdatedMachineCount == 10
+		})
+		assert.Equal(t, 3, peak.peak(), "three nodes in flight at most, and three at some point")
+	})
+
+	t.Run("pause stops the rollout, resume finishes it", func(t *testing.T) {
+		createRendered(t, c, "rendered-pause-a")
+		createRendered(t, c, "rendered-pause-b")
+		names := createNodes(t, c, "pause", 4, map[string]string{"pool": "pause"}, "rendered-pause-a")
+		two := intstr.FromInt32(2)
+		createPool(t, c, "pause", "rendered-pause-a", &two)
+		updatePool(t, c, "pause", func(p *mcv1.MachineConfigPool) {
+			p.Spec.Paused = true
+			p.Spec.Configuration.Name = "rendered-pause-b"
+		})
+		pool := waitPool(t, c, "pause", "paused", func(p *mcv1.MachineConfigPool) bool {
+			return conditionIs(p, mcv1.PoolUpdating, metav1.ConditionFalse) && conditionOf(p, mcv1.PoolUpdating).Reason == "Paused"
+		})
+		assert.Contains(t, conditionOf(pool, mcv1.PoolUpdating).Message, "Pool is paused; will not update to rendered-pause-b")
+		// The sync that wrote the paused status ran the rollout phase
+		// before: it started no node.
+		assert.Equal(t, 0, countOn(t, c, names, "rendered-pause-b"))
+		assert.Equal(t, int32(4), pool.Status.MachineCount)
+		assert.Equal(t, int32(0), pool.Status.UpdatedMachineCount)
+
+		updatePool(t, c, "pause", func(p *mcv1.MachineConfigPool) { p.Spec.Paused = false })
+		rounds := rollOut(t, c, names, "rendered-pause-b", 2)
+		assert.Equal(t, []int{2, 2}, rounds)
+		waitPool(t, c, "pause", "updated", func(p *mcv1.MachineConfigPool) bool {
+			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.Configuration.Name == "rendered-pause-b"
+		})
+	})
+
+	t.Run("a degraded node stops the rollout and the pool says which and why", func(t *testing.T) {
+		createRendered(t, c, "rendered-deg-a")
+		createRendered(t, c, "rendered-deg-b")
+		names := createNodes(t, c, "deg", 5, map[string]string{"pool": "deg"}, "rendered-deg-a")
+		createPool(t, c, "deg", "rendered-deg-a", nil)
+		updatePool(t, c, "deg", func(p *mcv1.MachineConfigPool) { p.Spec.Configuration.Name = "rendered-deg-b" })
+
+		var first string
+		waitFirst := func() bool {
+			f := inFlight(t, c, names, "rendered-deg-b")
+			if len(f) == 1 {
+				first = f[0]
+			}
+			return first != ""
+		}
+		waitPool(t, c, "deg", "a node started", func(*mcv1.MachineConfigPool) bool { return waitFirst() })
+		patchAnnotations(t, c, first, map[string]string{keyState: "Degraded", keyReason: "writing /etc/motd: disk full"})
+
+		pool := waitPool(t, c, "deg", "node degraded", func(p *mcv1.MachineConfigPool) bool {
+			return conditionIs(p, mcv1.PoolNodeDegraded, metav1.ConditionTrue)
+		})
+		nd := conditionOf(pool, mcv1.PoolNodeDegraded)
+		assert.Contains(t, nd.Message, "node "+first)
+		assert.Contains(t, nd.Message, "writing /etc/motd: disk full")
+		assert.True(t, conditionIs(pool, mcv1.PoolDegraded, metav1.ConditionTrue))
+		assert.Contains(t, conditionOf(pool, mcv1.PoolDegraded).Message, first)
+		assert.Equal(t, int32(1), pool.Status.DegradedMachineCount)
+		// The degraded node freed its slot (it is not unavailable but
+		// degraded), yet no other node was started.
+		assert.Equal(t, 1, countOn(t, c, names, "rendered-deg-b"))
+
+		// The agent retries and succeeds: the rollout goes on.
+		agentUpdate(t, c, first)
+		rollOut(t, c, names, "rendered-deg-b", 1)
+		pool = waitPool(t, c, "deg", "updated", func(p *mcv1.MachineConfigPool) bool {
+			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue)
+		})
+		assert.True(t, conditionIs(pool, mcv1.PoolNodeDegraded, metav1.ConditionFalse))
+		assert.True(t, conditionIs(pool, mcv1.PoolDegraded, metav1.ConditionFalse))
+	})
+
+	t.Run("a node leaving the pool is no longer counted nor updated", func(t *testing.T) {
+		createRendered(t, c, "rendered-leave-a")
+		createRendered(t, c, "rendered-leave-b")
+		names := createNodes(t, c, "leave", 4, map[string]string{"pool": "leave"}, "rendered-leave-a")
+		createPool(t, c, "leave", "rendered-leave-a", nil)
+		waitPool(t, c, "leave", "4 machines", func(p *mcv1.MachineConfigPool) bool { return p.Status.MachineCount == 4 })
+		updatePool(t, c, "leave", func(p *mcv1.MachineConfigPool) { p.Spec.Configuration.Name = "rendered-leave-b" })
+		waitPool(t, c, "leave", "a node started", func(*mcv1.MachineConfigPool) bool {
+			return len(inFlight(t, c, names, "rendered-leave-b")) == 1
+		})
+		// A node not yet started leaves.
+		var leaver string
+		for _, n := range names {
+			if getNode(t, c, n).Annotations[keyDesired] == "rendered-leave-a" {
+				leaver = n
+			}
+		}
+		require.NotEmpty(t, leaver)
+		node := getNode(t, c, leaver)
+		patched := node.DeepCopy()
+		delete(patched.Labels, "pool")
+		require.NoError(t, c.Patch(t.Context(), patched, clientMergeFrom(node)))
+		waitPool(t, c, "leave", "3 machines", func(p *mcv1.MachineConfigPool) bool { return p.Status.MachineCount == 3 })
+
+		var stay []string
+		for _, n := range names {
+			if n != leaver {
+				stay = append(stay, n)
+			}
+		}
+		rollOut(t, c, stay, "rendered-leave-b", 1)
+		waitPool(t, c, "leave", "updated without the leaver", func(p *mcv1.MachineConfigPool) bool {
+			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.UpdatedMachineCount == 3
+		})
+		assert.Equal(t, "rendered-leave-a", getNode(t, c, leaver).Annotations[keyDesired], "the node that left keeps its configuration")
+	})
+
+	t.Run("a node in two pools is an error on both and updated by neither", func(t *testing.T) {
+		createRendered(t, c, "rendered-x-a")
+		createRendered(t, c, "rendered-y-a")
+		createNodes(t, c, "x", 2, map[string]string{"pool": "x"}, "")
+		both := createNodes(t, c, "xy", 1, map[string]string{"pool": "x", "also": "y"}, "")[0]
+		createPool(t, c, "x", "rendered-x-a", nil)
+		y := &mcv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "y"}}
+		y.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"also": "y"}}
+		y.Spec.Configuration.Name = "rendered-y-a"
+		require.NoError(t, c.Create(t.Context(), y))
+
+		for _, name := range []string{"x", "y"} {
+			pool := waitPool(t, c, name, "degraded by the shared node", func(p *mcv1.MachineConfigPool) bool {
+				return conditionIs(p, mcv1.PoolDegraded, metav1.ConditionTrue)
+			})
+			d := conditionOf(pool, mcv1.PoolDegraded)
+			assert.Equal(t, "NodeInMultiplePools", d.Reason)
+			assert.Contains(t, d.Message, "node "+both+" is also in pool")
+		}
+		x := waitPool(t, c, "x", "two machines", func(p *mcv1.MachineConfigPool) bool { return p.Status.MachineCount == 2 })
+		assert.Equal(t, int32(2), x.Status.MachineCount, "the shared node is not counted")
+		assert.Empty(t, getNode(t, c, both).Annotations[keyDesired], "neither pool drives the shared node")
+	})
+
+	t.Run("a node in a MachineDeployment's in-place rollout waits for it", func(t *testing.T) {
+		createRendered(t, c, "rendered-ip-a")
+		createRendered(t, c, "rendered-ip-b")
+		names := createNodes(t, c, "ip", 2, map[string]string{"pool": "ip"}, "rendered-ip-a")
+		// ip-0 is a candidate of an in-place rollout.
+		node := getNode(t, c, names[0])
+		patched := node.DeepCopy()
+		patched.Labels[v1alpha1.LabelKeyNodeCandidateForUpdate] = "true"
+		require.NoError(t, c.Patch(t.Context(), patched, clientMergeFrom(node)))
+		two := intstr.FromInt32(2)
+		createPool(t, c, "ip", "rendered-ip-b", &two)
+		waitNode(t, c, names[1], "started", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == "rendered-ip-b" })
+		agentUpdate(t, c, names[1])
+		pool := waitPool(t, c, "ip", "one updated", func(p *mcv1.MachineConfigPool) bool { return p.Status.UpdatedMachineCount == 1 })
+		assert.Equal(t, "rendered-ip-a", getNode(t, c, names[0]).Annotations[keyDesired], "the in-place candidate is left alone")
+		assert.True(t, conditionIs(pool, mcv1.PoolUpdating, metav1.ConditionTrue))
+
+		// The in-place rollout is over: the pool takes the node.
+		node = getNode(t, c, names[0])
+		patched = node.DeepCopy()
+		delete(patched.Labels, v1alpha1.LabelKeyNodeCandidateForUpdate)
+		require.NoError(t, c.Patch(t.Context(), patched, clientMergeFrom(node)))
+		waitNode(t, c, names[0], "started", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == "rendered-ip-b" })
+		agentUpdate(t, c, names[0])
+		waitPool(t, c, "ip", "updated", func(p *mcv1.MachineConfigPool) bool {
+			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue)
+		})
+	})
+
+	t.Run("a node born after the rendered configuration starts from it at once", func(t *testing.T) {
+		// Nodes older than the rendered configuration (creation times have
+		// a resolution of a second: same second counts as older).
+		names := createNodes(t, c, "born-old", 3, map[string]string{"pool": "born"}, "")
+		createRendered(t, c, "rendered-born-a")
+		createPool(t, c, "born", "rendered-born-a", nil)
+		// The old nodes (never configured, older than the configuration)
+		// go one at a time.
+		waitPool(t, c, "born", "one old node started", func(*mcv1.MachineConfigPool) bool {
+			return len(inFlight(t, c, names, "rendered-born-a")) == 1
+		})
+		// A new machine's node joins while the budget is used up: it gets
+		// the configuration anyway.
+		rendered := &mcv1.MachineConfig{}
+		require.NoError(t, c.Get(t.Context(), client.ObjectKey{Name: "rendered-born-a"}, rendered))
+		require.Eventually(t, func() bool { return time.Now().After(rendered.CreationTimestamp.Add(time.Second)) },
+			waitFor, 20*time.Millisecond, "the clock passes the second of the configuration's creation")
+		fresh := createNodes(t, c, "born-new", 1, map[string]string{"pool": "born"}, "")[0]
+		waitNode(t, c, fresh, "given the current configuration", func(n *corev1.Node) bool {
+			return n.Annotations[keyDesired] == "rendered-born-a"
+		})
+		assert.Len(t, inFlight(t, c, names, "rendered-born-a"), 1, "the old nodes still go one at a time")
+		agentUpdate(t, c, fresh)
+		rollOut(t, c, names, "rendered-born-a", 1)
+		waitPool(t, c, "born", "updated", func(p *mcv1.MachineConfigPool) bool {
+			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.UpdatedMachineCount == 4
+		})
+	})
+
+	t.Run("an empty nodeSelector selects nothing and says so", func(t *testing.T) {
+		pool := &mcv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "everything"}}
+		pool.Spec.NodeSelector = &metav1.LabelSelector{}
+		pool.Spec.Configuration.Name = "rendered-everything"
+		require.NoError(t, c.Create(t.Context(), pool))
+		got := waitPool(t, c, "everything", "degraded", func(p *mcv1.MachineConfigPool) bool {
+			return conditionIs(p, mcv1.PoolDegraded, metav1.ConditionTrue)
+		})
+		assert.Contains(t, conditionOf(got, mcv1.PoolDegraded).Message, "SelectingAll")
+		assert.Equal(t, int32(0), got.Status.MachineCount)
+	})
+}
+
+// TestPoolRolloutAcrossARestart stops the controllers in the middle of a
+// rollout and starts new ones: the state is all on the Nodes, so the new
+// controllers go on within the budget and finish.
+func TestPoolRolloutAcrossARestart(t *testing.T) {
+	env := testenv.Start(t)
+	c := env.Client
+	stop := startControllers(t, env)
+
+	createRendered(t, c, "rendered-rs-a")
+	createRendered(t, c, "rendered-rs-b")
+	names := createNodes(t, c, "rs", 6, map[string]string{"pool": "rs"}, "rendered-rs-a")
+	two := intstr.FromInt32(2)
+	createPool(t, c, "rs", "rendered-rs-b", &two)
+	peak := watchInFlight(t, c, names, "rendered-rs-b")
+
+	// First round under the first manager.
+	waitPool(t, c, "rs", "two started", func(*mcv1.MachineConfigPool) bool {
+		return len(inFlight(t, c, names, "rendered-rs-b")) == 2
+	})
+	flying := inFlight(t, c, names, "rendered-rs-b")
+	agentUpdate(t, c, flying[0])
+	// The manager stops with one node finished and one in flight; the
+	// agent of the one in flight goes on while no manager runs, up to its
+	// drain request.
+	stop()
+	patchAnnotations(t, c, flying[1], map[string]string{keyState: "Working"})
+	patchAnnotations(t, c, flying[1], map[string]string{keyDrain: "drain-rendered-rs-b"})
+
+	startControllers(t, env)
+	waitNode(t, c, flying[1], "drain acknowledged by the new manager", func(n *corev1.Node) bool {
+		return n.Annotations[keyLastApplied] == "drain-rendered-rs-b"
+	})
+	patchAnnotations(t, c, flying[1], map[string]string{keyDrain: "uncordon-rendered-rs-b"})
+	waitNode(t, c, flying[1], "uncordon acknowledged", func(n *corev1.Node) bool {
+		return n.Annotations[keyLastApplied] == "uncordon-rendered-rs-b" && !n.Spec.Unschedulable
+	})
+	patchAnnotations(t, c, flying[1], map[string]string{keyCurrent: "rendered-rs-b", keyState: "Done"})
+
+	rollOut(t, c, names, "rendered-rs-b", 2)
+	waitPool(t, c, "rs", "updated", func(p *mcv1.MachineConfigPool) bool {
+		return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.UpdatedMachineCount == 6
+	})
+	assert.LessOrEqual(t, peak.peak(), 2)
+}

@@ -1,0 +1,186 @@
+package mcpool
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
+	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/phase"
+	"github.com/machina-io/machina/core/internal/inplace"
+)
+
+// members finds the pool's Nodes. Every pool's choice is computed, so that
+// a Node two pools choose is known to both: it is driven by neither (no
+// tug of war between two configurations), and both pools' Degraded
+// condition names it.
+func (r *Reconciler) members(ctx context.Context, s *scope) (phase.Result, error) {
+	pools := &mcv1.MachineConfigPoolList{}
+	if err := r.Target.List(ctx, pools); err != nil {
+		return phase.Result{}, fmt.Errorf("listing pools: %w", err)
+	}
+	nodes := &corev1.NodeList{}
+	if err := r.Target.List(ctx, nodes); err != nil {
+		return phase.Result{}, fmt.Errorf("listing nodes: %w", err)
+	}
+	chosenBy := map[string][]string{} // node → pools
+	var own []string
+	for i := range pools.Items {
+		p := &pools.Items[i]
+		if !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		names, why, err := r.choose(ctx, p, nodes.Items)
+		if err != nil {
+			return phase.Result{}, err
+		}
+		if p.Name == s.pool.Name {
+			s.invalid, own = why, names
+		}
+		for _, n := range names {
+			chosenBy[n] = append(chosenBy[n], p.Name)
+		}
+	}
+	if s.invalid != "" {
+		s.log.Info("Pool selects no nodes", "reason", s.invalid)
+	}
+	byName := map[string]*corev1.Node{}
+	for i := range nodes.Items {
+		byName[nodes.Items[i].Name] = &nodes.Items[i]
+	}
+	s.shared = map[string][]string{}
+	for _, name := range own {
+		if others := slices.DeleteFunc(slices.Clone(chosenBy[name]), func(p string) bool { return p == s.pool.Name }); len(others) > 0 {
+			sort.Strings(others)
+			s.shared[name] = others
+			continue
+		}
+		s.members = append(s.members, newPoolNode(byName[name]))
+	}
+	return phase.Result{}, nil
+}
+
+// choose returns the names of the Nodes pool p chooses, or why it chooses
+// none (an unusable spec). Only an error reading the API is an error.
+func (r *Reconciler) choose(ctx context.Context, p *mcv1.MachineConfigPool, nodes []corev1.Node) ([]string, string, error) {
+	if ref := machineRefOf(p); ref != nil {
+		return r.chooseByMachines(ctx, ref, nodes)
+	}
+	sel := p.Spec.NodeSelector
+	if sel == nil {
+		return nil, "", nil
+	}
+	if len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0 {
+		return nil, fmt.Sprintf("%s: the nodeSelector is empty and would select every node; it selects none", ReasonSelectingAll), nil
+	}
+	selector, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return nil, fmt.Sprintf("the nodeSelector is invalid: %v", err), nil
+	}
+	var out []string
+	for i := range nodes {
+		if selector.Matches(labels.Set(nodes[i].Labels)) {
+			out = append(out, nodes[i].Name)
+		}
+	}
+	return out, "", nil
+}
+
+// machineRef is the MachineSet or MachineDeployment a pool names instead
+// of a nodeSelector (machina's extension).
+type machineRef struct {
+	kind, namespace, name string
+}
+
+func (m machineRef) String() string { return fmt.Sprintf("%s %s/%s", m.kind, m.namespace, m.name) }
+
+// chooseByMachines returns the Nodes of the Machines of a MachineSet or
+// MachineDeployment: those its selector matches in its namespace.
+func (r *Reconciler) chooseByMachines(ctx context.Context, ref *machineRef, nodes []corev1.Node) ([]string, string, error) {
+	if r.Control == nil {
+		return nil, fmt.Sprintf("the pool names %s, but this manager has no machine objects", ref), nil
+	}
+	var sel *metav1.LabelSelector
+	key := client.ObjectKey{Namespace: ref.namespace, Name: ref.name}
+	switch ref.kind {
+	case "MachineSet":
+		ms := &v1alpha1.MachineSet{}
+		if err := r.Control.Get(ctx, key, ms); err != nil {
+			why, err := notFoundOr(err, ref)
+			return nil, why, err
+		}
+		sel = ms.Spec.Selector
+	case "MachineDeployment":
+		md := &v1alpha1.MachineDeployment{}
+		if err := r.Control.Get(ctx, key, md); err != nil {
+			why, err := notFoundOr(err, ref)
+			return nil, why, err
+		}
+		sel = md.Spec.Selector
+	default:
+		return nil, fmt.Sprintf("the pool names a %s; only MachineSet and MachineDeployment are supported", ref.kind), nil
+	}
+	if sel == nil || (len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0) {
+		return nil, fmt.Sprintf("%s has no selector", ref), nil
+	}
+	selector, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return nil, fmt.Sprintf("the selector of %s is invalid: %v", ref, err), nil
+	}
+	machines := &v1alpha1.MachineList{}
+	if err := r.Control.List(ctx, machines, client.InNamespace(ref.namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		return nil, "", fmt.Errorf("listing the machines of %s: %w", ref, err)
+	}
+	exists := map[string]bool{}
+	for i := range nodes {
+		exists[nodes[i].Name] = true
+	}
+	var out []string
+	for i := range machines.Items {
+		if n := machineNode(&machines.Items[i]); n != "" && exists[n] {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out, "", nil
+}
+
+func notFoundOr(err error, ref *machineRef) (string, error) {
+	if client.IgnoreNotFound(err) == nil {
+		return fmt.Sprintf("%s does not exist", ref), nil
+	}
+	return "", fmt.Errorf("reading %s: %w", ref, err)
+}
+
+// machineNode is the Node of a Machine: its label "node".
+func machineNode(m *v1alpha1.Machine) string {
+	return m.Labels[v1alpha1.NodeLabelKey]
+}
+
+// sharedMessage names the Nodes that other pools choose too.
+func sharedMessage(shared map[string][]string) string {
+	names := make([]string, 0, len(shared))
+	for n := range shared {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("node %s is also in pool %s", n, strings.Join(shared[n], ", ")))
+	}
+	return strings.Join(parts, "; ") + "; a node in two pools is updated by neither"
+}
+
+// inInPlaceRollout reports a Node that a MachineDeployment's in-place
+// rollout has marked: the pool leaves it alone until the marks are gone.
+func inInPlaceRollout(n *corev1.Node) bool {
+	return inplace.IsCandidate(n) || inplace.IsSelected(n)
+}

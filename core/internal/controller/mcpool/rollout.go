@@ -1,0 +1,141 @@
+package mcpool
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
+	"github.com/machina-io/machina/core/internal/controller/phase"
+	"github.com/machina-io/machina/core/internal/inplace"
+)
+
+// rollout gives the pool's configuration to as many nodes as the pool's
+// budget allows. It does nothing while the pool is paused, has no
+// configuration yet, or has a degraded node (a failed update stops the
+// rollout until the node is repaired or leaves the pool).
+//
+// The budget is the in-place engine's (inplace.Budget): with N members,
+// maxUnavailable M, U nodes unavailable (unhealthy, cordoned, or with a
+// configuration to reach) and D degraded, at most M − U − D more nodes
+// start, as MCO's node controller does. Candidates are members not on the
+// target that are healthy and that no MachineDeployment in-place rollout
+// holds, zone by zone, oldest first.
+//
+// A Node born after the pool's configuration was rendered, that no
+// configuration ever reached (no currentConfig, no desiredConfig), gets the
+// configuration at once, outside the budget: a new machine starts from the
+// current rendered configuration instead of joining the rollout's queue.
+func (r *Reconciler) rollout(ctx context.Context, s *scope) (phase.Result, error) {
+	if s.target == "" || s.invalid != "" {
+		return phase.Result{}, nil
+	}
+	m, err := inplace.MaxUnavailable(s.pool.Spec.MaxUnavailable, len(s.members))
+	if err != nil {
+		s.invalid = err.Error()
+		return phase.Result{}, nil
+	}
+	s.maxUnavailable = m
+
+	newborn, err := r.newborns(ctx, s)
+	if err != nil {
+		return phase.Result{}, err
+	}
+	for _, n := range newborn {
+		if err := r.setDesired(ctx, s, n, "a new node starts from the pool's current configuration"); err != nil {
+			return phase.Result{}, err
+		}
+	}
+	if s.pool.Spec.Paused {
+		return phase.Result{}, nil
+	}
+
+	b := inplace.Budget{Desired: int32(len(s.members)), MaxUnavailable: m}
+	var candidates []poolNode
+	degraded := 0
+	for _, n := range s.members {
+		switch {
+		case n.degraded():
+			degraded++
+		case !n.unavailable():
+			b.Available++
+		}
+		if n.updated(s.target) {
+			b.Updated++
+		}
+		if n.desired != s.target && n.healthy() && !n.busy() && !n.degraded() && !inInPlaceRollout(n.node) {
+			candidates = append(candidates, n)
+		}
+	}
+	if degraded > 0 {
+		s.log.V(1).Info("Rollout stopped by degraded nodes", "degraded", degraded)
+		return phase.Result{}, nil
+	}
+	sortCandidates(candidates)
+	picked := inplace.Select(candidates, func(poolNode) bool { return false }, b.Selectable())
+	for _, n := range picked {
+		if err := r.setDesired(ctx, s, n, ""); err != nil {
+			return phase.Result{}, err
+		}
+	}
+	if len(picked) > 0 {
+		s.log.Info("Started nodes on the pool's configuration", "count", len(picked), "target", s.target, "budget", fmt.Sprintf("%+v", b))
+	}
+	return phase.Result{}, nil
+}
+
+// newborns are the members created after the pool's target configuration,
+// that no configuration reached yet.
+func (r *Reconciler) newborns(ctx context.Context, s *scope) ([]poolNode, error) {
+	var fresh []poolNode
+	for _, n := range s.members {
+		if n.desired == "" && n.current == "" && !inInPlaceRollout(n.node) {
+			fresh = append(fresh, n)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil, nil
+	}
+	rendered := &mcv1.MachineConfig{}
+	if err := r.Target.Get(ctx, client.ObjectKey{Name: s.target}, rendered); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			return nil, nil // not in the cache yet; the rollout takes them as usual
+		}
+		return nil, fmt.Errorf("reading MachineConfig %s: %w", s.target, err)
+	}
+	var out []poolNode
+	for _, n := range fresh {
+		if n.node.CreationTimestamp.After(rendered.CreationTimestamp.Time) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// setDesired writes desiredConfig=<target> on the node with a merge patch
+// of that one annotation, and records an event.
+func (r *Reconciler) setDesired(ctx context.Context, s *scope, n poolNode, why string) error {
+	patched := n.node.DeepCopy()
+	if patched.Annotations == nil {
+		patched.Annotations = map[string]string{}
+	}
+	patched.Annotations[annDesiredConfig] = s.target
+	if err := r.Target.Patch(ctx, patched, client.MergeFrom(n.node)); err != nil {
+		return fmt.Errorf("setting the desired configuration of node %s: %w", n.node.Name, err)
+	}
+	note := "Targeted node %s to %s"
+	if why != "" {
+		note += " (" + why + ")"
+	}
+	r.Recorder.Eventf(s.pool, nil, corev1.EventTypeNormal, ReasonSetDesiredConfig, "Update", note, n.node.Name, s.target)
+	s.log.Info("Set the desired configuration", "node", n.node.Name, "target", s.target, "from", n.current)
+	// The scope sees what it wrote: the status counts it as busy.
+	for i := range s.members {
+		if s.members[i].node.Name == n.node.Name {
+			s.members[i] = newPoolNode(patched)
+		}
+	}
+	return nil
+}
