@@ -185,10 +185,10 @@ func agentUpdate(t *testing.T, c client.Client, name string) {
 	require.NotEmpty(t, desired)
 	patchAnnotations(t, c, name, map[string]string{keyState: "Working", keyReason: ""})
 	patchAnnotations(t, c, name, map[string]string{keyDrain: "drain-" + desired})
-	waitNode(t, c, name, "drain acknowledged", func(n *corev1.Node) bool { return n.Annotations[keyLastApplied] == "drain-" + desired })
+	waitNode(t, c, name, "drain acknowledged", func(n *corev1.Node) bool { return n.Annotations[keyLastApplied] == "drain-"+desired })
 	require.True(t, getNode(t, c, name).Spec.Unschedulable, "a drained node is cordoned")
 	patchAnnotations(t, c, name, map[string]string{keyDrain: "uncordon-" + desired})
-	waitNode(t, c, name, "uncordon acknowledged", func(n *corev1.Node) bool { return n.Annotations[keyLastApplied] == "uncordon-" + desired })
+	waitNode(t, c, name, "uncordon acknowledged", func(n *corev1.Node) bool { return n.Annotations[keyLastApplied] == "uncordon-"+desired })
 	require.False(t, getNode(t, c, name).Spec.Unschedulable, "an uncordoned node is schedulable")
 	patchAnnotations(t, c, name, map[string]string{keyCurrent: desired, keyState: "Done", keyReason: ""})
 }

@@ -12,7 +12,7 @@ const zoneLabel = corev1.LabelTopologyZone
 
 // poolNode is a member Node of a pool as the handshake shows it.
 type poolNode struct {
-	node                           *corev1.Node
+	node                            *corev1.Node
 	desired, current, state, reason string
 }
 
