@@ -52,6 +52,7 @@ type clientMetrics struct {
 	unary       grpc.UnaryClientInterceptor
 	mcmDuration *prometheus.HistogramVec
 	mcmFailed   *prometheus.CounterVec
+	cloudAPI    cloudAPIMetrics
 }
 
 func newClientMetrics() *clientMetrics {
@@ -72,6 +73,7 @@ func newClientMetrics() *clientMetrics {
 			Name:      "driver_requests_failed_total",
 			Help:      "Number of failed driver machine operations (MCM-compatible name).",
 		}, []string{"provider", "operation", "error_code"}),
+		cloudAPI: newCloudAPIMetrics(),
 	}
 }
 
@@ -113,6 +115,9 @@ func (m *clientMetrics) Describe(ch chan<- *prometheus.Desc) {
 	m.grpc.Describe(ch)
 	m.mcmDuration.Describe(ch)
 	m.mcmFailed.Describe(ch)
+	for _, c := range m.cloudAPI.collectors() {
+		c.Describe(ch)
+	}
 }
 
 // Collect implements prometheus.Collector.
@@ -120,6 +125,9 @@ func (m *clientMetrics) Collect(ch chan<- prometheus.Metric) {
 	m.grpc.Collect(ch)
 	m.mcmDuration.Collect(ch)
 	m.mcmFailed.Collect(ch)
+	for _, c := range m.cloudAPI.collectors() {
+		c.Collect(ch)
+	}
 }
 
 // observeMCM records one finished RPC in MCM's metrics, if MCM has a name
@@ -130,6 +138,7 @@ func (m *clientMetrics) observeMCM(rpc, provider string, code codes.Code, d time
 		return
 	}
 	m.mcmDuration.WithLabelValues(provider, op).Observe(d.Seconds())
+	m.cloudAPI.observe(provider, op, code == codes.OK, d.Seconds())
 	if code != codes.OK {
 		m.mcmFailed.WithLabelValues(provider, op, strconv.Itoa(int(code))).Inc()
 	}

@@ -59,6 +59,14 @@ func TestMetrics(t *testing.T) {
 	// Identity RPCs have no MCM counterpart.
 	assert.Equal(t, uint64(0), histogramCount(t, reg, "mcm_cloud_api_driver_request_duration_seconds", map[string]string{"provider": testDriverName, "operation": "GetPluginInfo"}))
 
+	// MCM's cloud API metrics count the same calls, the service being the
+	// call; the duration holds successful calls only.
+	assert.Equal(t, 2.0, counterValue(t, reg, "mcm_cloud_api_requests_total", map[string]string{"provider": testDriverName, "service": "create_machine"}))
+	assert.Equal(t, 1.0, counterValue(t, reg, "mcm_cloud_api_requests_failed_total", map[string]string{"provider": testDriverName, "service": "create_machine"}))
+	assert.Equal(t, 0.0, counterValue(t, reg, "mcm_cloud_api_requests_failed_total", map[string]string{"provider": testDriverName, "service": "delete_machine"}))
+	assert.Equal(t, uint64(1), histogramCount(t, reg, "mcm_cloud_api_api_request_duration_seconds", map[string]string{"provider": testDriverName, "service": "create_machine"}))
+	assert.Equal(t, 0.0, counterValue(t, reg, "mcm_cloud_api_requests_total", map[string]string{"provider": testDriverName, "service": "GetPluginInfo"}))
+
 	// Every series carries the driver's name.
 	assert.Equal(t, 1.0, counterValue(t, reg, "grpc_client_handled_total", map[string]string{"grpc_method": "CreateMachine", "grpc_code": "OK", "driver": "pool-a"}))
 	assert.Equal(t, uint64(2), histogramCount(t, reg, "mcm_cloud_api_driver_request_duration_seconds", map[string]string{"driver": "pool-a", "operation": "create_machine"}))
