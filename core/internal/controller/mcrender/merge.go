@@ -31,7 +31,7 @@ type rendered struct {
 	osImageOverridden bool
 }
 
-// merge merges the fragments, already in merge order (sortFragments), into
+// merge merges the fragments, already in merge order (SortFragments), into
 // one MachineConfig spec:
 //
 //   - Ignition: field by field, later fragments winning per file path,

@@ -30,7 +30,7 @@ func fileConfig(path, content string) string {
 
 func renderOf(t *testing.T, fragments ...mcfgv1.MachineConfig) (*rendered, *mcfgv1.Ignition) {
 	t.Helper()
-	sortFragments(fragments)
+	SortFragments(fragments)
 	out, err := merge(fragments)
 	require.NoError(t, err)
 	ign, err := mcfgv1.ParseIgnition(out.spec.Config.Raw)

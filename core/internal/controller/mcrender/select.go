@@ -48,7 +48,7 @@ func (r *Reconciler) selectFragments(ctx context.Context, s *scope) (phase.Resul
 		s.fail(reasonNoFragments, fmt.Sprintf("no MachineConfig matches spec.machineConfigSelector %s", selector))
 		return phase.Result{Stop: true}, nil
 	}
-	sortFragments(s.fragments)
+	SortFragments(s.fragments)
 	return phase.Result{}, nil
 }
 

@@ -1,0 +1,201 @@
+package mckubelet_test
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
+	"github.com/machina-io/machina/core/internal/controller/mckubelet"
+	"github.com/machina-io/machina/core/internal/controller/mcrender"
+	"github.com/machina-io/machina/core/testenv"
+)
+
+// TestKubeletConfig runs the KubeletConfig and render controllers against a
+// real API server: a KubeletConfig ends up in the pool's rendered
+// configuration.
+func TestKubeletConfig(t *testing.T) {
+	env := testenv.Start(t)
+	controllertest.StartManager(t, env, func(mgr ctrl.Manager) error {
+		if err := (&mcrender.Reconciler{}).SetupWithManager(mgr, mgr, 1); err != nil {
+			return err
+		}
+		return (&mckubelet.Reconciler{}).SetupWithManager(mgr, mgr, 1)
+	})
+	c := env.Client
+	ctx := t.Context()
+
+	// A pool whose own MachineConfigs carry a kubelet configuration (YAML,
+	// as OpenShift's templates write it).
+	pool := &mcfgv1.MachineConfigPool{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube", Labels: map[string]string{"custom-kubelet": "large-pods"}},
+		Spec: mcfgv1.MachineConfigPoolSpec{
+			MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{mcfgv1.RoleLabel: "kube"}},
+			NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "kube"}},
+		},
+	}
+	require.NoError(t, c.Create(ctx, pool))
+	base := "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\nmaxPods: 110\n" +
+		"evictionHard:\n  imagefs.available: 15%\n  memory.available: 100Mi\n"
+	require.NoError(t, c.Create(ctx, &mcfgv1.MachineConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "01-kube-kubelet", Labels: map[string]string{mcfgv1.RoleLabel: "kube"}},
+		Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: []byte(
+			`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/kubernetes/kubelet.conf","mode":420,"contents":{"source":"` +
+				mcfgv1.DataURL([]byte(base)) + `"}}]}}`)}},
+	}))
+
+	t.Run("applied end to end", func(t *testing.T) {
+		kc := kubeletConfig("max-pods", map[string]string{"custom-kubelet": "large-pods"},
+			`{"maxPods":250,"evictionHard":{"memory.available":"200Mi"}}`)
+		level := int32(4)
+		kc.Spec.LogLevel = &level
+		require.NoError(t, c.Create(ctx, kc))
+		cond := waitCondition(t, c, "max-pods", mcfgv1.KubeletConfigSuccess, metav1.ConditionTrue)
+		assert.Contains(t, cond.Message, "99-kube-generated-kubelet")
+		assert.Equal(t, metav1.ConditionFalse, condition(t, c, "max-pods", mcfgv1.KubeletConfigFailure).Status)
+
+		mc := &mcfgv1.MachineConfig{}
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "99-kube-generated-kubelet"}, mc))
+		assert.Equal(t, "kube", mc.Labels[mcfgv1.RoleLabel])
+		assert.Equal(t, mcrender.DefaultControllerVersion, mc.Annotations[mcfgv1.GeneratedByControllerVersionAnnotation])
+		owner := metav1.GetControllerOf(mc)
+		require.NotNil(t, owner)
+		assert.Equal(t, "KubeletConfig", owner.Kind)
+		assert.Equal(t, "max-pods", owner.Name)
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(kc), kc))
+		assert.Equal(t, "", kc.Annotations[mcfgv1.MCNameSuffixAnnotation])
+		assert.Contains(t, kc.Finalizers, mcfgv1.KubeletConfigFinalizer)
+
+		// The pool's rendering carries the merged kubelet configuration.
+		p := &mcfgv1.MachineConfigPool{}
+		waitFor(t, func() bool {
+			return c.Get(ctx, client.ObjectKeyFromObject(pool), p) == nil &&
+				slices.ContainsFunc(p.Spec.Configuration.Source, func(r corev1.ObjectReference) bool { return r.Name == "99-kube-generated-kubelet" })
+		}, "the pool's rendering never included 99-kube-generated-kubelet")
+		rendered := &mcfgv1.MachineConfig{}
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Name: p.Spec.Configuration.Name}, rendered))
+		got := kubeletConf(t, rendered)
+		assert.Equal(t, float64(250), got["maxPods"], "the user's value")
+		assert.Equal(t, "systemd", got["cgroupDriver"], "the pool's value")
+		assert.Equal(t, map[string]any{"imagefs.available": "15%", "memory.available": "200Mi"}, got["evictionHard"], "merged field by field")
+		assert.Equal(t, "[Service]\nEnvironment=\"KUBELET_LOG_LEVEL=4\"\n",
+			fileData(t, rendered, "/etc/systemd/system/kubelet.service.d/20-logging.conf"))
+	})
+
+	t.Run("a second KubeletConfig takes the next suffix", func(t *testing.T) {
+		require.NoError(t, c.Create(ctx, kubeletConfig("pods-per-core", map[string]string{"custom-kubelet": "large-pods"}, `{"podsPerCore":10}`)))
+		waitCondition(t, c, "pods-per-core", mcfgv1.KubeletConfigSuccess, metav1.ConditionTrue)
+		mc := &mcfgv1.MachineConfig{}
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "99-kube-generated-kubelet-1"}, mc))
+		assert.Equal(t, float64(10), kubeletConf(t, mc)["podsPerCore"])
+	})
+
+	t.Run("refused fields fail with the field named", func(t *testing.T) {
+		kc := kubeletConfig("refused", map[string]string{"custom-kubelet": "large-pods"}, `{"clusterDNS":["10.0.0.10"],"cgroupDriver":"cgroupfs"}`)
+		require.NoError(t, c.Create(ctx, kc))
+		cond := waitCondition(t, c, "refused", mcfgv1.KubeletConfigFailure, metav1.ConditionTrue)
+		assert.Equal(t, "spec.kubeletConfig may not set cgroupDriver, clusterDNS: the controller manages them", cond.Message)
+		assert.Equal(t, metav1.ConditionFalse, condition(t, c, "refused", mcfgv1.KubeletConfigSuccess).Status)
+		controllertest.RequireEvent(t, c, kc, mckubelet.ReasonFailed, "cgroupDriver")
+	})
+
+	t.Run("an empty pool selector fails", func(t *testing.T) {
+		require.NoError(t, c.Create(ctx, kubeletConfig("no-pool", nil, `{"maxPods":10}`)))
+		cond := waitCondition(t, c, "no-pool", mcfgv1.KubeletConfigFailure, metav1.ConditionTrue)
+		assert.Contains(t, cond.Message, "selects no pool")
+	})
+
+	t.Run("deleting a KubeletConfig deletes its MachineConfig", func(t *testing.T) {
+		kc := &mcfgv1.KubeletConfig{ObjectMeta: metav1.ObjectMeta{Name: "pods-per-core"}}
+		require.NoError(t, c.Delete(ctx, kc))
+		waitFor(t, func() bool {
+			return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Name: "99-kube-generated-kubelet-1"}, &mcfgv1.MachineConfig{})) &&
+				apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(kc), kc))
+		}, "the KubeletConfig or its MachineConfig was never deleted")
+		// The pool renders without it.
+		p := &mcfgv1.MachineConfigPool{}
+		waitFor(t, func() bool {
+			return c.Get(ctx, client.ObjectKeyFromObject(pool), p) == nil &&
+				!slices.ContainsFunc(p.Spec.Configuration.Source, func(r corev1.ObjectReference) bool { return r.Name == "99-kube-generated-kubelet-1" })
+		}, "the pool's rendering still includes 99-kube-generated-kubelet-1")
+	})
+}
+
+func kubeletConfig(name string, poolLabels map[string]string, config string) *mcfgv1.KubeletConfig {
+	kc := &mcfgv1.KubeletConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       mcfgv1.KubeletConfigSpec{KubeletConfig: &runtime.RawExtension{Raw: []byte(config)}},
+	}
+	if poolLabels != nil {
+		kc.Spec.MachineConfigPoolSelector = &metav1.LabelSelector{MatchLabels: poolLabels}
+	}
+	return kc
+}
+
+// waitFor polls cond on the test's goroutine until it holds, or fails.
+func waitFor(t *testing.T, cond func() bool, msg string) {
+	t.Helper()
+	for deadline := time.Now().Add(controllertest.WaitFor); !cond(); time.Sleep(controllertest.Tick) {
+		if time.Now().After(deadline) {
+			t.Fatal(msg)
+		}
+	}
+}
+
+func condition(t *testing.T, c client.Client, name, typ string) *metav1.Condition {
+	t.Helper()
+	kc := &mcfgv1.KubeletConfig{}
+	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Name: name}, kc))
+	cond := meta.FindStatusCondition(kc.Status.Conditions, typ)
+	if cond == nil {
+		return &metav1.Condition{}
+	}
+	return cond
+}
+
+func waitCondition(t *testing.T, c client.Client, name, typ string, status metav1.ConditionStatus) *metav1.Condition {
+	t.Helper()
+	var last *metav1.Condition
+	waitFor(t, func() bool {
+		last = condition(t, c, name, typ)
+		return last.Status == status
+	}, "KubeletConfig "+name+": condition "+typ+" never became "+string(status))
+	return last
+}
+
+func fileData(t *testing.T, mc *mcfgv1.MachineConfig, path string) string {
+	t.Helper()
+	ign, err := mcfgv1.ParseIgnition(mc.Spec.Config.Raw)
+	require.NoError(t, err)
+	for _, f := range ign.Storage.Files {
+		if f.Path == path {
+			data, err := f.Data()
+			require.NoError(t, err)
+			return string(data)
+		}
+	}
+	t.Fatalf("%s has no file %s", mc.Name, path)
+	return ""
+}
+
+func kubeletConf(t *testing.T, mc *mcfgv1.MachineConfig) map[string]any {
+	t.Helper()
+	var m map[string]any
+	data := fileData(t, mc, mcfgv1.KubeletConfigPath)
+	require.NoError(t, json.Unmarshal([]byte(data), &m), data)
+	assert.True(t, strings.HasSuffix(data, "\n"))
+	return m
+}

@@ -1,0 +1,53 @@
+package mckubelet
+
+import (
+	"encoding/json"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
+)
+
+// logLevelDropin is the kubelet unit's drop-in that sets its verbosity.
+const logLevelDropin = "/etc/systemd/system/kubelet.service.d/20-logging.conf"
+
+// generatedMachineConfig is the MachineConfig a KubeletConfig writes for a
+// pool: the merged kubelet configuration as JSON at
+// /etc/kubernetes/kubelet.conf, and the log level's drop-in when set.
+func generatedMachineConfig(name, pool, version string, kubelet map[string]any, logLevel *int32) (*mcfgv1.MachineConfig, error) {
+	data, err := json.MarshalIndent(kubelet, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encoding the kubelet configuration: %w", err)
+	}
+	files := []map[string]any{file(mcfgv1.KubeletConfigPath, append(data, '\n'))}
+	if logLevel != nil {
+		files = append(files, file(logLevelDropin,
+			[]byte(fmt.Sprintf("[Service]\nEnvironment=\"KUBELET_LOG_LEVEL=%d\"\n", *logLevel))))
+	}
+	config, err := json.Marshal(map[string]any{
+		"ignition": map[string]any{"version": mcfgv1.IgnitionVersion},
+		"storage":  map[string]any{"files": files},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &mcfgv1.MachineConfig{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Labels:      map[string]string{mcfgv1.RoleLabel: pool},
+			Annotations: map[string]string{mcfgv1.GeneratedByControllerVersionAnnotation: version},
+		},
+		Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: config}},
+	}, nil
+}
+
+func file(path string, data []byte) map[string]any {
+	return map[string]any{
+		"path":      path,
+		"mode":      0o644,
+		"overwrite": true,
+		"contents":  map[string]any{"source": mcfgv1.DataURL(data)},
+	}
+}
