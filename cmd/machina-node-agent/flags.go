@@ -21,10 +21,13 @@ type config struct {
 	applyCommand string
 	applyTimeout time.Duration
 	maxAttempts  int
-	healthAddr   string
-	metricsAddr  string
-	zap          zap.Options
-	showVersion  bool
+	// driftInterval is how often the files of the node's MachineConfig
+	// are compared with what the agent wrote.
+	driftInterval time.Duration
+	healthAddr    string
+	metricsAddr   string
+	zap           zap.Options
+	showVersion   bool
 }
 
 // parseFlags parses args into a config. On -h it prints the usage to out
@@ -49,6 +52,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.DurationVar(&c.applyTimeout, "apply-timeout", 10*time.Minute, "how long --apply-command may run before the update fails")
 	fs.IntVar(&c.maxAttempts, "max-attempts", 3,
 		"how many attempts at one target may be interrupted (the agent crashed or was stopped while applying) before the agent reports it failed")
+	fs.DurationVar(&c.driftInterval, "drift-check-interval", time.Minute,
+		"how often the files and units of the node's MachineConfig are compared with what the agent wrote; a difference makes the node Degraded")
 	fs.StringVar(&c.healthAddr, "health-probe-bind-address", "0", "address of /healthz and /readyz, e.g. :8081 (0: off)")
 	fs.StringVar(&c.metricsAddr, "metrics-bind-address", "0", "address of the Prometheus metrics, e.g. :8080 (0: off)")
 	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
@@ -59,7 +64,10 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		fmt.Fprintf(fs.Output(), "Usage: machina-node-agent --node-name=NODE --root=DIR --source-dir=DIR --state-dir=DIR [flags]\n\n"+
 			"Applies the in-place update target its Node asks for (annotation inplace.machina.io/desired) once the\n"+
 			"core gives the go signal (condition InPlaceUpdate, reason ReadyForUpdate), and reports the result on\n"+
-			"the Node (label node.machine.sapcloud.io/update-result). See docs/in-place-updates.md.\n\n"+
+			"the Node (label node.machine.sapcloud.io/update-result). See docs/in-place-updates.md.\n"+
+			"Also applies the rendered MachineConfig its Node asks for (annotation\n"+
+			"machineconfiguration.openshift.io/desiredConfig): files and systemd units under --root. See\n"+
+			"docs/machine-config.md.\n\n"+
 			"Flags (-flag and --flag are the same):\n")
 		fs.PrintDefaults()
 	}
@@ -82,6 +90,9 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	}
 	if c.maxAttempts < 1 {
 		errs = append(errs, fmt.Errorf("--max-attempts must be at least 1, got %d", c.maxAttempts))
+	}
+	if c.driftInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--drift-check-interval must be positive, got %s", c.driftInterval))
 	}
 	if c.applyTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--apply-timeout must be positive, got %s", c.applyTimeout))

@@ -26,6 +26,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/core/api/v1alpha1"
 )
 
@@ -54,6 +55,9 @@ func newManager(cfg *config, logger logr.Logger) (ctrl.Manager, error) {
 
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := mcv1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
@@ -106,6 +110,24 @@ func newManager(cfg *config, logger logr.Logger) (ctrl.Manager, error) {
 		Complete(a)
 	if err != nil {
 		return nil, fmt.Errorf("creating the controller: %w", err)
+	}
+	// The MachineConfig handshake (docs/machine-config.md) runs beside the
+	// in-place one, on the same Node cache; it reads rendered
+	// MachineConfigs straight from the API server when it needs one.
+	m := &mcoAgent{
+		client:        mgr.GetClient(),
+		reader:        mgr.GetAPIReader(),
+		root:          cfg.root,
+		stateDir:      cfg.stateDir,
+		driftInterval: cfg.driftInterval,
+		now:           time.Now,
+	}
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named("node-agent-machineconfig").
+		For(&corev1.Node{}, builder.WithPredicates(inPlaceChanges())).
+		Complete(m)
+	if err != nil {
+		return nil, fmt.Errorf("creating the MachineConfig controller: %w", err)
 	}
 	return mgr, nil
 }

@@ -30,7 +30,7 @@ var agentUser = authorizationv1.SubjectAccessReviewSpec{
 }
 
 // agentAccess is what the agent may and may not do: read Nodes and patch
-// their metadata, nothing else.
+// their metadata, read MachineConfigs, nothing else.
 var agentAccess = []access{
 	{verb: "get", resource: "nodes", name: "node-1", allowed: true},
 	{verb: "list", resource: "nodes", allowed: true},
@@ -47,6 +47,11 @@ var agentAccess = []access{
 	{verb: "get", resource: "secrets", namespace: agentNamespace},
 	{verb: "create", resource: "events", namespace: agentNamespace},
 	{verb: "list", group: machineGroup, resource: "machines", namespace: "machina-system"},
+	// The MachineConfig handshake: read the rendered MachineConfig, nothing more.
+	{verb: "get", group: "machineconfiguration.openshift.io", resource: "machineconfigs", name: "rendered-worker-1", allowed: true},
+	{verb: "list", group: "machineconfiguration.openshift.io", resource: "machineconfigs"},
+	{verb: "update", group: "machineconfiguration.openshift.io", resource: "machineconfigs", name: "rendered-worker-1"},
+	{verb: "patch", group: "machineconfiguration.openshift.io", resource: "machineconfigpools", name: "worker"},
 }
 
 // TestNodeAgentOnAPIServer applies deploy/node-agent to a fresh
