@@ -107,6 +107,11 @@ func (m *Manager) setupControllers(dc *driver.Client, mgr *term) error {
 			return fmt.Errorf("node controller: %w", err)
 		}
 	}
+	// Machine configuration pools: rendering and KubeletConfigs
+	// (machineconfig.go).
+	if err := m.setupMachineConfigRender(mgr, target); err != nil {
+		return err
+	}
 
 	// Orphan VM collection runs on the leader only, every
 	// --machine-safety-orphan-vms-period, over the classes of --namespace;

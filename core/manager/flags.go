@@ -101,6 +101,9 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 		o.MachineSafetyAPIServerStatusCheckPeriod, "period of the API server reachability check")
 	fs.DurationVar(&o.MachineSafetyAPIServerStatusCheckTimeout, "machine-safety-apiserver-statuscheck-timeout",
 		o.MachineSafetyAPIServerStatusCheckTimeout, "how long an API server may be unreachable before the freeze")
+
+	fs.DurationVar(&o.MachineConfigGCGrace, "machine-config-gc-grace", o.MachineConfigGCGrace,
+		"how long a rendered MachineConfig that no MachineConfigPool and no Node refers to is kept before it is deleted")
 }
 
 // float32Value is a flag.Value for a float32.

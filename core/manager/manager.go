@@ -21,6 +21,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/catchup"
 	"github.com/machina-io/machina/core/internal/controller/safety/apiserver"
@@ -332,13 +333,17 @@ func (m *Manager) informersSynced(req *http.Request) error {
 	return nil
 }
 
-// newScheme knows the built-in types and machine.sapcloud.io/v1alpha1.
+// newScheme knows the built-in types, machine.sapcloud.io/v1alpha1 and
+// machineconfiguration.openshift.io/v1.
 func newScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := mcfgv1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	return scheme, nil

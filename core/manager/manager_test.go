@@ -202,6 +202,8 @@ func TestManager(t *testing.T) {
 			// Not assert.Contains: it would print the whole scrape.
 			assert.True(t, strings.Contains(body, want), "/metrics lacks %s", want)
 		}
+		checkMCMMetricNames(t, body)
+		checkConfigz(t, get(t, "http://"+opts.MetricsBindAddress+"/configz"), opts)
 		// pprof is off by default.
 		resp, err := http.Get("http://" + opts.MetricsBindAddress + "/debug/pprof/")
 		require.NoError(t, err)

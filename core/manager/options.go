@@ -14,6 +14,7 @@ import (
 
 	"github.com/machina-io/machina/core/internal/controller/classupdate"
 	"github.com/machina-io/machina/core/internal/controller/machine"
+	"github.com/machina-io/machina/core/internal/controller/mcrender"
 	"github.com/machina-io/machina/core/internal/controller/safety/meltdown"
 	"github.com/machina-io/machina/core/internal/driver"
 )
@@ -150,6 +151,11 @@ type Options struct {
 	MachineSafetyAPIServerStatusCheckPeriod  time.Duration // --machine-safety-apiserver-statuscheck-period
 	MachineSafetyAPIServerStatusCheckTimeout time.Duration // --machine-safety-apiserver-statuscheck-timeout
 
+	// MachineConfigGCGrace (--machine-config-gc-grace) is how long a
+	// rendered MachineConfig no pool and no Node refers to is kept before
+	// it is deleted.
+	MachineConfigGCGrace time.Duration
+
 	// Logger is the manager's logger; the controller-runtime root logger
 	// (ctrl.Log) when unset.
 	Logger logr.Logger
@@ -228,6 +234,7 @@ func DefaultOptions() Options {
 		MachineSafetyOrphanVMsPeriod:             15 * time.Minute,
 		MachineSafetyAPIServerStatusCheckPeriod:  time.Minute,
 		MachineSafetyAPIServerStatusCheckTimeout: 30 * time.Second,
+		MachineConfigGCGrace:                     mcrender.DefaultGCGrace,
 	}
 }
 
@@ -258,6 +265,7 @@ func (o *Options) Validate() error {
 	}
 	positive := map[string]time.Duration{
 		"--min-resync-period":                            o.MinResyncPeriod,
+		"--machine-config-gc-grace":                      o.MachineConfigGCGrace,
 		"--driver-create-timeout":                        o.DriverCreateTimeout,
 		"--driver-delete-timeout":                        o.DriverDeleteTimeout,
 		"--driver-status-timeout":                        o.DriverStatusTimeout,

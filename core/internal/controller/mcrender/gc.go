@@ -30,12 +30,6 @@ const CollectorName = "machineconfig-gc"
 // by hand.
 const DefaultGCGrace = time.Hour
 
-// Cache indexes: the rendered configurations a pool or a Node refers to.
-const (
-	poolConfigsIndex = "mcrender.pool.configs"
-	nodeConfigsIndex = "mcrender.node.configs"
-)
-
 // Collector deletes rendered MachineConfigs that no pool (spec or status
 // configuration) and no Node (currentConfig or desiredConfig annotation)
 // has referred to for Grace. MCO never deletes them; a cluster that changes
@@ -68,15 +62,6 @@ func (c *Collector) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, w
 	}
 	if c.Now == nil {
 		c.Now = time.Now
-	}
-	ctx := context.Background()
-	if err := target.GetFieldIndexer().IndexField(ctx, &mcfgv1.MachineConfigPool{}, poolConfigsIndex,
-		func(o client.Object) []string { return poolConfigs(o.(*mcfgv1.MachineConfigPool)) }); err != nil {
-		return fmt.Errorf("indexing pools by configuration: %w", err)
-	}
-	if err := target.GetFieldIndexer().IndexField(ctx, &corev1.Node{}, nodeConfigsIndex,
-		func(o client.Object) []string { return nodeConfigs(o.(*corev1.Node)) }); err != nil {
-		return fmt.Errorf("indexing Nodes by configuration: %w", err)
 	}
 	rendered := predicate.NewTypedPredicateFuncs(func(mc *mcfgv1.MachineConfig) bool { return isRendered(mc) })
 	// For updates the map functions run with the old and the new object,
@@ -146,20 +131,10 @@ func (c *Collector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	return ctrl.Result{}, nil
 }
 
-// referenced tells whether a pool or a Node refers to name, through the
-// cache's indexes or, from an uncached reader, by listing them.
+// referenced tells whether a pool or a Node refers to name. It scans
+// them all: rendered configurations are few, and a scan of the cache costs
+// less than indexes every term would have to register once.
 func (c *Collector) referenced(ctx context.Context, r client.Reader, name string) (bool, error) {
-	if r == c.Client {
-		pools := &mcfgv1.MachineConfigPoolList{}
-		if err := r.List(ctx, pools, client.MatchingFields{poolConfigsIndex: name}); err != nil {
-			return false, fmt.Errorf("listing pools referring to %s: %w", name, err)
-		}
-		nodes := &corev1.NodeList{}
-		if err := r.List(ctx, nodes, client.MatchingFields{nodeConfigsIndex: name}); err != nil {
-			return false, fmt.Errorf("listing Nodes referring to %s: %w", name, err)
-		}
-		return len(pools.Items) > 0 || len(nodes.Items) > 0, nil
-	}
 	pools := &mcfgv1.MachineConfigPoolList{}
 	if err := r.List(ctx, pools); err != nil {
 		return false, fmt.Errorf("listing pools: %w", err)

@@ -1,0 +1,46 @@
+package manager
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
+	"github.com/machina-io/machina/core/internal/controller/mckubelet"
+	"github.com/machina-io/machina/core/internal/controller/mcrender"
+)
+
+// setupMachineConfigRender sets up the render controller, the collector of
+// rendered configurations and the KubeletConfig controller
+// (docs/machine-config.md) on the target cluster, where the pools, the
+// MachineConfigs and the Nodes are. Without a target cluster, or in a
+// target cluster without the machineconfiguration.openshift.io CRDs, they
+// do not run: machine configuration is optional.
+func (m *Manager) setupMachineConfigRender(mgr ctrl.Manager, target cluster.Cluster) error {
+	if target == nil {
+		return nil
+	}
+	gk := schema.GroupKind{Group: mcfgv1.GroupVersion.Group, Kind: "MachineConfigPool"}
+	if _, err := target.GetRESTMapper().RESTMapping(gk, mcfgv1.GroupVersion.Version); err != nil {
+		if meta.IsNoMatchError(err) {
+			m.log.Info("The target cluster serves no MachineConfigPools: machine configuration controllers off",
+				"group", mcfgv1.GroupVersion.String())
+			return nil
+		}
+		return fmt.Errorf("looking up MachineConfigPools in the target cluster: %w", err)
+	}
+	workers := m.opts.ConcurrentSyncs
+	if err := (&mcrender.Reconciler{}).SetupWithManager(mgr, target, workers); err != nil {
+		return fmt.Errorf("machine config render controller: %w", err)
+	}
+	if err := (&mcrender.Collector{Grace: m.opts.MachineConfigGCGrace}).SetupWithManager(mgr, target, 1); err != nil {
+		return fmt.Errorf("rendered machine config collector: %w", err)
+	}
+	if err := (&mckubelet.Reconciler{}).SetupWithManager(mgr, target, workers); err != nil {
+		return fmt.Errorf("kubelet config controller: %w", err)
+	}
+	return nil
+}
