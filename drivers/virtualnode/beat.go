@@ -35,6 +35,7 @@ func (k *kubelets) beat(ctx context.Context, key nodeKey) (next time.Duration, k
 	// Without a watch, the beat is when the simulated agent looks at its
 	// Node (with one, it sees every change at once).
 	k.updates.observe(cl, node)
+	k.configs.observe(cl, node)
 	now := time.Now()
 	// The Lease first: once a Node shows Ready, its Lease exists.
 	if !slices.Contains(simulated(node), SimulateReadyUnknown) { // a dead kubelet renews no Lease

@@ -60,6 +60,7 @@ func (k *kubelets) watchNodes(ctx context.Context, c *clusterNodes) {
 			if node, ok := obj.(*corev1.Node); ok {
 				k.found(c.cl, node)
 				k.updates.observe(c.cl, node)
+				k.configs.observe(c.cl, node)
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
@@ -70,6 +71,7 @@ func (k *kubelets) watchNodes(ctx context.Context, c *clusterNodes) {
 			}
 			if ok2 {
 				k.updates.observe(c.cl, newNode)
+				k.configs.observe(c.cl, newNode)
 			}
 		},
 		DeleteFunc: func(obj any) {

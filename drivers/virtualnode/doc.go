@@ -53,6 +53,12 @@
 //
 //	{"inPlaceUpdate": {"duration": "5s", "failureRate": 0.1}}
 //
+// A fourth, "machineConfig" (same shape), makes it play the agent's side of
+// the MachineConfig handshake (machineconfig.go; docs/machine-config.md):
+// Working, a drain request, the duration once the drain is acknowledged,
+// the uncordon request, then currentConfig and Done, or Degraded with the
+// failure rate.
+//
 // The Node is created with the annotations AnnotationInPlaceUpdateDuration
 // and AnnotationInPlaceFailureRate. When its InPlaceUpdate condition has
 // reason ReadyForUpdate and its annotation inplace.machina.io/desired

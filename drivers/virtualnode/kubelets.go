@@ -58,6 +58,7 @@ type kubelets struct {
 
 	// updates plays the node agent of Nodes whose class asks for it.
 	updates *inPlaceSim
+	configs *machineConfigSim
 }
 
 func newKubelets(opts Options) *kubelets {
@@ -71,6 +72,7 @@ func newKubelets(opts Options) *kubelets {
 		clusters: map[string]*clusterNodes{},
 		leases:   map[nodeKey]types.UID{},
 		updates:  newInPlaceSim(opts.Logger),
+		configs:  newMachineConfigSim(opts.Logger),
 	}
 }
 
@@ -98,6 +100,7 @@ func (k *kubelets) run(ctx context.Context) error {
 	}
 	k.ctx, k.queue = ctx, queue
 	k.updates.start(ctx)
+	k.configs.start(ctx)
 	for key, due := range k.early {
 		queue.AddAfter(key, time.Until(due))
 	}
@@ -176,6 +179,7 @@ func (k *kubelets) forget(key nodeKey) {
 	delete(k.leases, key)
 	k.mu.Unlock()
 	k.updates.forget(key)
+	k.configs.forget(key)
 }
 
 // firstBeat returns when a Node the schedule does not know yet is due: at

@@ -103,6 +103,10 @@ func nodeFor(req *driverv1alpha1.CreateMachineRequest, spec providerSpec, now ti
 		annotations[AnnotationInPlaceUpdateDuration] = ip.duration.String()
 		annotations[AnnotationInPlaceFailureRate] = strconv.FormatFloat(ip.failureRate, 'g', -1, 64)
 	}
+	if mc := spec.machineConfig; mc != nil {
+		annotations[AnnotationMachineConfigDuration] = mc.duration.String()
+		annotations[AnnotationMachineConfigFailureRate] = strconv.FormatFloat(mc.failureRate, 'g', -1, 64)
+	}
 
 	var taints []corev1.Taint
 	for _, t := range m.GetNodeTemplate().GetTaints() {

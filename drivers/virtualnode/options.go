@@ -51,6 +51,14 @@ const (
 	// AnnotationInPlaceFailureRate is the probability (0 to 1) that a
 	// simulated in-place update of the Node fails.
 	AnnotationInPlaceFailureRate = "virtualnode.machina.io/inplace-failure-rate"
+	// AnnotationMachineConfigDuration is how long the simulated writing of
+	// a MachineConfig on the Node takes (a Go duration), from the class's
+	// provider spec; without it the driver does not play the Node's agent
+	// in the MachineConfig handshake.
+	AnnotationMachineConfigDuration = "virtualnode.machina.io/machineconfig-duration"
+	// AnnotationMachineConfigFailureRate is the probability (0 to 1) that a
+	// simulated MachineConfig update of the Node fails.
+	AnnotationMachineConfigFailureRate = "virtualnode.machina.io/machineconfig-failure-rate"
 )
 
 // DefaultHeartbeatInterval is how often the heartbeat refreshes Nodes when

@@ -15,6 +15,9 @@ type providerSpec struct {
 	// inPlace, when set, makes the driver play the node agent of the
 	// class's Nodes for in-place updates.
 	inPlace *inPlaceSpec
+	// machineConfig, when set, makes the driver play the node agent of
+	// the class's Nodes in the MachineConfig handshake.
+	machineConfig *inPlaceSpec
 	// hash is the SHA-256 of the spec re-encoded with sorted keys, so that
 	// two encodings of one object hash alike.
 	hash string
@@ -25,15 +28,18 @@ type providerSpecJSON struct {
 	Capacity      map[string]string  `json:"capacity"`
 	BootDelay     *string            `json:"bootDelay"`
 	InPlaceUpdate *inPlaceUpdateJSON `json:"inPlaceUpdate"`
+	MachineConfig *inPlaceUpdateJSON `json:"machineConfig"`
 }
 
-// inPlaceUpdateJSON is the provider spec's "inPlaceUpdate" object.
+// inPlaceUpdateJSON is the provider spec's "inPlaceUpdate" object, and
+// its "machineConfig" object.
 type inPlaceUpdateJSON struct {
 	Duration    *string  `json:"duration"`
 	FailureRate *float64 `json:"failureRate"`
 }
 
-// inPlaceSpec is how the class's simulated in-place updates behave.
+// inPlaceSpec is how the class's simulated in-place (or MachineConfig)
+// updates behave.
 type inPlaceSpec struct {
 	duration    time.Duration
 	failureRate float64
@@ -41,9 +47,9 @@ type inPlaceSpec struct {
 
 // parseProviderSpec parses machine_class.provider_spec: a JSON object with
 // the optional keys "capacity" (resource name to quantity string),
-// "bootDelay" (a duration string such as "30s") and "inPlaceUpdate"
-// ({"duration": "5s", "failureRate": 0.1}, both optional); other keys are
-// ignored.
+// "bootDelay" (a duration string such as "30s"), "inPlaceUpdate" and
+// "machineConfig" (each {"duration": "5s", "failureRate": 0.1}, both
+// optional); other keys are ignored.
 func parseProviderSpec(raw []byte) (providerSpec, error) {
 	var spec providerSpec
 	var fields providerSpecJSON
@@ -59,21 +65,12 @@ func parseProviderSpec(raw []byte) (providerSpec, error) {
 		}
 		spec.bootDelay = d
 	}
-	if ip := fields.InPlaceUpdate; ip != nil {
-		spec.inPlace = &inPlaceSpec{}
-		if ip.Duration != nil {
-			d, err := time.ParseDuration(*ip.Duration)
-			if err != nil || d < 0 {
-				return spec, sdk.InvalidArgument("machine_class.provider_spec.inPlaceUpdate.duration is not a non-negative duration such as \"5s\"")
-			}
-			spec.inPlace.duration = d
-		}
-		if ip.FailureRate != nil {
-			if r := *ip.FailureRate; !(r >= 0 && r <= 1) {
-				return spec, sdk.InvalidArgument("machine_class.provider_spec.inPlaceUpdate.failureRate is not a probability between 0 and 1")
-			}
-			spec.inPlace.failureRate = *ip.FailureRate
-		}
+	var err error
+	if spec.inPlace, err = parseSimulation(fields.InPlaceUpdate, "inPlaceUpdate"); err != nil {
+		return spec, err
+	}
+	if spec.machineConfig, err = parseSimulation(fields.MachineConfig, "machineConfig"); err != nil {
+		return spec, err
 	}
 	canonical, err := sdk.CanonicalProviderSpec(raw)
 	if err != nil {
@@ -82,4 +79,27 @@ func parseProviderSpec(raw []byte) (providerSpec, error) {
 	sum := sha256.Sum256(canonical)
 	spec.hash = hex.EncodeToString(sum[:])
 	return spec, nil
+}
+
+// parseSimulation parses a simulated agent's {"duration", "failureRate"}
+// object of the provider spec (key names it in errors); nil for none.
+func parseSimulation(ip *inPlaceUpdateJSON, key string) (*inPlaceSpec, error) {
+	if ip == nil {
+		return nil, nil
+	}
+	out := &inPlaceSpec{}
+	if ip.Duration != nil {
+		d, err := time.ParseDuration(*ip.Duration)
+		if err != nil || d < 0 {
+			return nil, sdk.InvalidArgument("machine_class.provider_spec.%s.duration is not a non-negative duration such as \"5s\"", key)
+		}
+		out.duration = d
+	}
+	if ip.FailureRate != nil {
+		if r := *ip.FailureRate; !(r >= 0 && r <= 1) {
+			return nil, sdk.InvalidArgument("machine_class.provider_spec.%s.failureRate is not a probability between 0 and 1", key)
+		}
+		out.failureRate = *ip.FailureRate
+	}
+	return out, nil
 }
