@@ -10,11 +10,13 @@ import (
 
 	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/core/internal/controller/mckubelet"
+	"github.com/machina-io/machina/core/internal/controller/mcpool"
 	"github.com/machina-io/machina/core/internal/controller/mcrender"
 )
 
 // setupMachineConfigRender sets up the render controller, the collector of
-// rendered configurations and the KubeletConfig controller
+// rendered configurations, the KubeletConfig controller, and the pool update
+// and drain controllers
 // (docs/machine-config.md) on the target cluster, where the pools, the
 // MachineConfigs and the Nodes are. Without a target cluster, or in a
 // target cluster without the machineconfiguration.openshift.io CRDs, they
@@ -41,6 +43,15 @@ func (m *Manager) setupMachineConfigRender(mgr ctrl.Manager, target cluster.Clus
 	}
 	if err := (&mckubelet.Reconciler{}).SetupWithManager(mgr, target, workers); err != nil {
 		return fmt.Errorf("kubelet config controller: %w", err)
+	}
+	// The update controller rolls each pool's rendered configuration out to
+	// its Nodes; the drain controller answers the node agents' drain and
+	// uncordon requests.
+	if err := (&mcpool.Reconciler{}).SetupWithManager(mgr, target, workers); err != nil {
+		return fmt.Errorf("machine config pool update controller: %w", err)
+	}
+	if err := (&mcpool.DrainReconciler{}).SetupWithManager(mgr, target, workers); err != nil {
+		return fmt.Errorf("machine config drain controller: %w", err)
 	}
 	return nil
 }
