@@ -3,7 +3,11 @@ package inplace
 import (
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 )
 
 func TestMaxUnavailable(t *testing.T) {
@@ -32,3 +36,24 @@ func TestMaxUnavailable(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestConfigUpdating(t *testing.T) {
+	node := func(a map[string]string) *corev1.Node { return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Annotations: a}} }
+	d, c, st := mcv1.DesiredConfigAnnotation, mcv1.CurrentConfigAnnotation, mcv1.StateAnnotation
+	for _, tc := range []struct {
+		name string
+		a    map[string]string
+		want bool
+	}{
+		{"in no pool", nil, false},
+		{"on its configuration", map[string]string{d: "r-1", c: "r-1", st: "Done"}, false},
+		{"given a new configuration", map[string]string{d: "r-2", c: "r-1", st: "Done"}, true},
+		{"first configuration", map[string]string{d: "r-1"}, true},
+		{"agent working", map[string]string{d: "r-1", c: "r-1", st: "Working"}, true},
+		{"degraded by drift", map[string]string{d: "r-1", c: "r-1", st: "Degraded"}, false},
+	} {
+		if got := ConfigUpdating(node(tc.a)); got != tc.want {
+			t.Errorf("%s: ConfigUpdating = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -580,7 +580,9 @@ func (r *Reconciler) selectForUpdate(ctx context.Context, s *scope, old []oldMac
 			b.Undergoing++
 			continue
 		}
-		if inplace.IsCandidate(om.node) && isAvailablePhase(om.m.Status.CurrentStatus.Phase) {
+		// A node a machine configuration pool is updating is left until the
+		// pool's update is done: one node is never driven by both.
+		if inplace.IsCandidate(om.node) && isAvailablePhase(om.m.Status.CurrentStatus.Phase) && !inplace.ConfigUpdating(om.node) {
 			candidates = append(candidates, om)
 		}
 	}

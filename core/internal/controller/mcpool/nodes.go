@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/machina-io/machina/core/internal/inplace"
 )
 
 // zoneLabel orders candidates, as MCO does: zone by zone.
@@ -54,7 +56,7 @@ func (p poolNode) healthy() bool {
 
 // busy: the node has a configuration to reach, or its agent is at work.
 func (p poolNode) busy() bool {
-	return p.desired != "" && (p.desired != p.current || p.state == stateWorking)
+	return inplace.ConfigUpdating(p.node)
 }
 
 // unavailable: not healthy, or busy, while its agent is not failing (a
