@@ -66,7 +66,7 @@ func waitingFor(ctx context.Context, c *clients, t *timeoutFlags, f *machineFact
 			if exp := m.Status.CurrentStatus.PreserveExpiryTime; exp != nil {
 				until = "until " + exp.UTC().Format(time.RFC3339)
 			}
-			out = append(out, fmt.Sprintf("nothing: Failed and preserved %s; the MachineSet does not replace it", until))
+			out = append(out, fmt.Sprintf("nothing: Failed and preserved %s; its MachineSet runs another machine in its place meanwhile and deletes it then", until))
 		case f.set != nil:
 			out = append(out, fmt.Sprintf("MachineSet %s to delete and replace it (at most --machine-max-replacements unhealthy machines of a deployment are replaced at once)", f.set.Name))
 		default:

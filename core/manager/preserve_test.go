@@ -144,7 +144,7 @@ func testPreserveUntilExpiry(t *testing.T, env *testenv.Env) {
 	// The set runs two machines besides the preserved one, before the
 	// expiry, and counts it as preserved, not as a replica.
 	require.Eventually(t, func() bool { return runningOthers(w.machineList(), victim) == 2 }, waitFor, tick, "no replacement: %s", w.describe())
-	require.True(t, time.Now().Before(expiry), "the replacement joined after the expiry (%s); raise preserveFor", expiry)
+	require.True(t, time.Now().Before(expiry), "two other machines ran only after the expiry %s: the set did not replace the preserved machine while it was kept (or machines join slowly here: raise preserveFor)", expiry)
 	require.Eventually(t, func() bool {
 		sets := w.setList()
 		return len(sets) == 1 && sets[0].Status.Replicas == 2 && sets[0].Status.PreservedFailedReplicas == 1
