@@ -184,6 +184,15 @@ var commonAccess = []access{
 	{verb: "list", group: "", resource: "persistentvolumeclaims", allowed: true},
 	{verb: "list", group: "policy", resource: "poddisruptionbudgets", allowed: true},
 	{verb: "delete", group: "storage.k8s.io", resource: "volumeattachments", allowed: true},
+	// Machine configuration: rendered and generated MachineConfigs, the
+	// pools' target and status, KubeletConfigs' finalizer and status.
+	{verb: "create", group: "machineconfiguration.openshift.io", resource: "machineconfigs", allowed: true},
+	{verb: "delete", group: "machineconfiguration.openshift.io", resource: "machineconfigs", allowed: true},
+	{verb: "patch", group: "machineconfiguration.openshift.io", resource: "machineconfigpools", allowed: true},
+	{verb: "patch", group: "machineconfiguration.openshift.io", resource: "machineconfigpools", subresource: "status", allowed: true},
+	{verb: "patch", group: "machineconfiguration.openshift.io", resource: "kubeletconfigs", subresource: "status", allowed: true},
+	{verb: "delete", group: "machineconfiguration.openshift.io", resource: "machineconfigpools"},
+	{verb: "create", group: "machineconfiguration.openshift.io", resource: "kubeletconfigs"},
 	{verb: "create", group: "", resource: "events", namespace: "default", allowed: true},
 	{verb: "create", group: "events.k8s.io", resource: "events", namespace: "default", allowed: true},
 	{verb: "create", group: "", resource: "events", namespace: "workloads"},
