@@ -15,6 +15,12 @@
 // with the InPlaceUpdate strategy over three machines, each node served by a
 // real machina-node-agent process (docs/in-place-updates.md).
 //
+// TestMachineConfigPoolRollout, on an environment of its own, rolls a
+// MachineConfig with a file and a systemd unit out to a pool of a
+// MachineDeployment's three machines (maxUnavailable 1), each node served by
+// a real machina-node-agent process writing into its own temporary root
+// (docs/machine-config.md).
+//
 // Run it with
 //
 //	KUBEBUILDER_ASSETS=$(hack/envtest-assets.sh) go test -count=1 -run TestIntegrationScenarios -v ./cmd/internal/e2e/
