@@ -45,6 +45,8 @@ func refConfig(endpoint string) conformance.Config {
 		IdempotentCount: 3,
 		Concurrency:     4,
 		Volumes:         refVolumes,
+		// The reference driver applies a change of labels in place.
+		UpdatedProviderSpec: json.RawMessage(`{"size":"small","zone":"z1","labels":{"team":"a"}}`),
 		Timeouts: conformance.Timeouts{
 			Identity: 5 * time.Second, Ready: 5 * time.Second,
 			Create: 10 * time.Second, Initialize: 10 * time.Second, Delete: 10 * time.Second,
@@ -101,6 +103,7 @@ func TestSuitePassesCorrectDriver(t *testing.T) {
 			"InitializeMachine/initializes", "InitializeMachine/unknown_vm", "InitializeMachine/invalid_arguments",
 			"ListMachines/contains_created", "ListMachines/scoped_to_class", "ListMachines/invalid_arguments",
 			"GetVolumeIDs/fixtures", "GetVolumeIDs/response_shape", "GetVolumeIDs/invalid_arguments", "GetVolumeIDs/largest_request",
+			"UpdateMachine/applies_in_place", "UpdateMachine/needs_new_vm", "UpdateMachine/unknown_vm", "UpdateMachine/invalid_arguments",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -146,7 +149,7 @@ var mutants = []mutant{
 	{"identity changes", "R-2.7-stable-identity", nil, breakage{unstableIdentity: true}, mutation{},
 		"Identity/stable_answers", "§2.7 GetPluginInfo and GetPluginCapabilities answer the same for the life of the process: GetPluginInfo answered"},
 	{"capabilities change after a while", "R-3.4-stable-capabilities", nil, breakage{}, mutation{capsChangeLate: true},
-		"Identity/stable_answers", "GetPluginCapabilities answered [TYPE_INITIALIZE_MACHINE TYPE_LIST_MACHINES], at the start of the run"},
+		"Identity/stable_answers", "GetPluginCapabilities answered [TYPE_GET_VOLUME_IDS TYPE_INITIALIZE_MACHINE TYPE_LIST_MACHINES], at the start of the run"},
 	{"capabilities call fails later", "R-5-implement-all-three-rpcs", nil, breakage{}, mutation{capsCallFails: true},
 		"Identity/known_capabilities", "GetPluginCapabilities answered INTERNAL"},
 	{"bad plugin name", "R-5.1.2-name-form", nil, breakage{badPluginName: true}, mutation{},
@@ -154,7 +157,7 @@ var mutants = []mutant{
 	{"bad vendor version", "R-5.1.2-vendor-version-form", nil, breakage{badVersion: true}, mutation{},
 		"Identity/vendor_version", `§5.1.2 GetPluginInfo.vendor_version is a semantic version of at most 128 bytes, optionally with a leading v: the vendor_version "latest"`},
 	{"TYPE_UNSPECIFIED advertised", "R-3.4-not-list-type-unspecified", nil, breakage{unknownCapability: true}, mutation{},
-		"Identity/known_capabilities", "§3.4 a driver never advertises TYPE_UNSPECIFIED (values the suite does not know are logged, not failed): capabilities[3] is TYPE_UNSPECIFIED"},
+		"Identity/known_capabilities", "§3.4 a driver never advertises TYPE_UNSPECIFIED (values the suite does not know are logged, not failed): capabilities[4] is TYPE_UNSPECIFIED"},
 	{"never ready", "R-5.3.2-answer-within-5-seconds", nil, breakage{}, mutation{neverReady: true},
 		trace.Preflight, "the driver did not report ready within 5s"},
 	{"probe fails now and then", "R-5.3.2-answer-within-5-seconds", nil, breakage{}, mutation{probeErrors: true},
@@ -304,6 +307,24 @@ var mutants = []mutant{
 		"GetMachineStatus/matches_create", "but the driver does not advertise TYPE_INITIALIZE_MACHINE"},
 	{"volume answered twice", "R-6.6.3-one-entry-per-volume", nil, breakage{}, mutation{volumeDuplicates: true},
 		"GetVolumeIDs/response_shape", "more than once"},
+	{"update answers neither result", "R-6.7.2-exactly-one-result", nil, breakage{updateEmptyAnswer: true}, mutation{},
+		"UpdateMachine/needs_new_vm", "answered OK with neither applied nor needs_new_vm"},
+	{"update answers another provider ID", "R-6.7.2-applied-provider-id-equal", nil, breakage{updateOtherProviderID: true}, mutation{},
+		"UpdateMachine/applies_in_place", "answered applied with provider ID"},
+	{"update without a reason", "R-6.7.2-reason-set", nil, breakage{updateNoReason: true}, mutation{},
+		"UpdateMachine/needs_new_vm", "answered needs_new_vm with a reason of 0 bytes"},
+	{"update changes the node name", "R-6.7.3-applied-keeps-vm", nil, breakage{updateNodeNameChanges: true}, mutation{},
+		"UpdateMachine/applies_in_place", "answered applied with node name"},
+	{"update does nothing", "R-6.7.3-applied-matches-new-class", nil, breakage{updateNoop: true}, mutation{},
+		"UpdateMachine/applies_in_place", "after UpdateMachine answered applied, CreateMachine of selftest-"},
+	{"refused update applied anyway", "R-6.7.3-needs-new-vm-untouched", nil, breakage{updatePartial: true}, mutation{},
+		"UpdateMachine/needs_new_vm", "after UpdateMachine answered needs_new_vm, CreateMachine of selftest-"},
+	{"refusal as an error", "R-6.7.3-needs-new-vm-not-error", nil, breakage{updateRefusalIsError: true}, mutation{},
+		"UpdateMachine/needs_new_vm", "answered FAILED_PRECONDITION"},
+	{"repeated update fails", "R-6.7.3-idempotent", nil, breakage{updateRepeatFails: true}, mutation{},
+		"UpdateMachine/applies_in_place", "UpdateMachine #2 of selftest-"},
+	{"update ignores provider_id", "R-6.7.3-only-that-provider-id", nil, breakage{updateIgnoresProviderID: true}, mutation{},
+		"UpdateMachine/unknown_vm", "answered OK, want NOT_FOUND"},
 }
 
 // noMutant are the sentences a check exercises that no driver can break on

@@ -28,6 +28,17 @@ type Config struct {
 	// "machinaConformanceIncompatible". A driver that ignores unknown keys
 	// must be given a spec that differs in a field it interprets.
 	IncompatibleProviderSpec json.RawMessage
+	// UpdatedProviderSpec is a provider spec the driver applies to a VM
+	// created with MachineClass.ProviderSpec without replacing it, for the
+	// UpdateMachine checks (§6.7): MachineClass.ProviderSpec with a tag or
+	// label changed, say. Without it UpdateMachine/applies_in_place is
+	// skipped; the other UpdateMachine checks still run.
+	UpdatedProviderSpec json.RawMessage
+	// NeedsNewVMProviderSpec is a provider spec the driver cannot apply to a
+	// running VM created with MachineClass.ProviderSpec (another image or
+	// machine type), so that UpdateMachine answers needs_new_vm (§6.7).
+	// Default: IncompatibleProviderSpec.
+	NeedsNewVMProviderSpec json.RawMessage
 
 	// NodeTemplate is sent as Machine.node_template. Optional.
 	NodeTemplate *driverv1alpha1.NodeTemplate
@@ -203,6 +214,16 @@ func (c Config) withDefaults() (Config, error) {
 		c.IncompatibleProviderSpec = spec
 	} else if err := checkJSONObject(c.IncompatibleProviderSpec); err != nil {
 		return c, fmt.Errorf("IncompatibleProviderSpec: %w", err)
+	}
+	if len(c.NeedsNewVMProviderSpec) == 0 {
+		c.NeedsNewVMProviderSpec = c.IncompatibleProviderSpec
+	} else if err := checkJSONObject(c.NeedsNewVMProviderSpec); err != nil {
+		return c, fmt.Errorf("NeedsNewVMProviderSpec: %w", err)
+	}
+	if len(c.UpdatedProviderSpec) > 0 {
+		if err := checkJSONObject(c.UpdatedProviderSpec); err != nil {
+			return c, fmt.Errorf("UpdatedProviderSpec: %w", err)
+		}
 	}
 	if c.NamePrefix == "" {
 		c.NamePrefix = DefaultNamePrefix

@@ -168,6 +168,10 @@ var optionalRPCs = []optionalRPC{
 		_, err := s.getVolumeIDs(t, &driverv1alpha1.GetVolumeIDsRequest{Volumes: s.sampleVolumes()})
 		return err
 	}},
+	{driverv1alpha1.Capability_TYPE_UPDATE_MACHINE, "UpdateMachine", func(s *suite, t T) error {
+		_, err := s.updateMachine(t, s.updateRequest(&vm{name: s.name("never-created"), providerID: "conformance:///" + randomID(12)}, s.cfg.MachineClass.ProviderSpec))
+		return err
+	}},
 }
 
 // testUnadvertisedUnimplemented calls every OPTIONAL RPC whose capability

@@ -89,6 +89,15 @@ type breakage struct {
 	deadlineIgnored            bool // create sleeps past a short deadline
 	abortsParallel             bool // ABORTED while another machine's create is in flight
 	initializeNoop             bool // InitializeMachine answers OK but the VM keeps needing it
+	updateEmptyAnswer          bool // UpdateMachine answers OK with neither applied nor needs_new_vm for a change it cannot take
+	updateOtherProviderID      bool // an applied update answers another provider ID
+	updateNodeNameChanges      bool // an applied update answers another node name
+	updateNoReason             bool // needs_new_vm without a reason
+	updateNoop                 bool // applied, but the VM keeps its old spec
+	updatePartial              bool // a change it cannot take is applied all the same, then answered needs_new_vm
+	updateRefusalIsError       bool // a change it cannot take answers FAILED_PRECONDITION
+	updateRepeatFails          bool // a repeated UpdateMachine answers FAILED_PRECONDITION
+	updateIgnoresProviderID    bool // UpdateMachine updates the machine's VM whatever provider_id says
 }
 
 type refVM struct {
@@ -97,6 +106,7 @@ type refVM struct {
 	userData                           []byte // only compared with breakage.userDataCompared
 	initialized, deleted               bool
 	conn                               int64 // the connection that created it
+	updates                            int   // UpdateMachine calls answered for it
 }
 
 const refCSIDriver = "disk.reference.conformance.example"
@@ -106,6 +116,7 @@ var allCaps = []driverv1alpha1.Capability_Type{
 	driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE,
 	driverv1alpha1.Capability_TYPE_LIST_MACHINES,
 	driverv1alpha1.Capability_TYPE_GET_VOLUME_IDS,
+	driverv1alpha1.Capability_TYPE_UPDATE_MACHINE,
 }
 
 func newRefDriver(caps []driverv1alpha1.Capability_Type, b breakage) *refDriver {
@@ -381,6 +392,95 @@ func (d *refDriver) InitializeMachine(ctx context.Context, req *driverv1alpha1.I
 		return &driverv1alpha1.InitializeMachineResponse{ProviderId: v.providerID, NodeName: name}, nil
 	}
 	return nil, status.Errorf(codes.NotFound, "machine %s has no VM %s", name, req.GetMachine().GetProviderId())
+}
+
+// UpdateMachine applies a change of the key "labels" only; any other
+// difference needs a new VM (§6.7.3).
+func (d *refDriver) UpdateMachine(ctx context.Context, req *driverv1alpha1.UpdateMachineRequest) (*driverv1alpha1.UpdateMachineResponse, error) {
+	if !d.has(driverv1alpha1.Capability_TYPE_UPDATE_MACHINE) {
+		return nil, status.Error(codes.Unimplemented, "UpdateMachine is not supported")
+	}
+	if err := d.checkMachine(req, req.GetMachine()); err != nil {
+		return nil, err
+	}
+	if req.GetMachine().GetProviderId() == "" {
+		return nil, d.invalid(req, "machine.provider_id is required")
+	}
+	if req.GetOldMachineClass() == nil {
+		return nil, d.invalid(req, "old_machine_class is required")
+	}
+	if err := d.checkClass(req, req.GetMachineClass()); err != nil {
+		return nil, err
+	}
+	spec, err := d.canonicalSpec(req, req.GetMachineClass().GetProviderSpec())
+	if err != nil {
+		return nil, err
+	}
+	name := req.GetMachine().GetName()
+	done, err := d.begin(name)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, v := range d.find(ctx, req.GetMachine()) {
+		if v.providerID != req.GetMachine().GetProviderId() && !d.broken.updateIgnoresProviderID {
+			continue
+		}
+		v.updates++
+		if d.broken.updateRepeatFails && v.updates > 1 {
+			return nil, status.Error(codes.FailedPrecondition, "the VM was updated already")
+		}
+		if !sameButLabels(v.spec, spec) {
+			switch {
+			case d.broken.updateRefusalIsError:
+				return nil, status.Error(codes.FailedPrecondition, "the change needs a new VM")
+			case d.broken.updateEmptyAnswer:
+				return &driverv1alpha1.UpdateMachineResponse{}, nil
+			}
+			if d.broken.updatePartial {
+				v.spec = spec
+			}
+			reason := "only labels can change on a running VM"
+			if d.broken.updateNoReason {
+				reason = ""
+			}
+			return &driverv1alpha1.UpdateMachineResponse{Result: &driverv1alpha1.UpdateMachineResponse_NeedsNewVm{NeedsNewVm: &driverv1alpha1.NeedsNewVM{Reason: reason}}}, nil
+		}
+		if !d.broken.updateNoop {
+			v.spec = spec
+		}
+		st := &driverv1alpha1.GetMachineStatusResponse{ProviderId: v.providerID, NodeName: name}
+		if d.broken.updateOtherProviderID {
+			st.ProviderId += "-updated"
+		}
+		if d.broken.updateNodeNameChanges {
+			st.NodeName += "-updated"
+		}
+		return &driverv1alpha1.UpdateMachineResponse{Result: &driverv1alpha1.UpdateMachineResponse_Applied{Applied: st}}, nil
+	}
+	return nil, status.Errorf(codes.NotFound, "machine %s has no VM %s", name, req.GetMachine().GetProviderId())
+}
+
+// sameButLabels reports whether two canonical provider specs differ at most
+// in the key "labels".
+func sameButLabels(a, b []byte) bool {
+	var ma, mb map[string]json.RawMessage
+	if json.Unmarshal(a, &ma) != nil || json.Unmarshal(b, &mb) != nil {
+		return false
+	}
+	delete(ma, "labels")
+	delete(mb, "labels")
+	if len(ma) != len(mb) {
+		return false
+	}
+	for k, v := range ma {
+		if w, ok := mb[k]; !ok || string(w) != string(v) {
+			return false
+		}
+	}
+	return true
 }
 
 func (d *refDriver) DeleteMachine(ctx context.Context, req *driverv1alpha1.DeleteMachineRequest) (*driverv1alpha1.DeleteMachineResponse, error) {

@@ -29,6 +29,7 @@ const (
 	capInit = driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE
 	capList = driverv1alpha1.Capability_TYPE_LIST_MACHINES
 	capVols = driverv1alpha1.Capability_TYPE_GET_VOLUME_IDS
+	capUpd  = driverv1alpha1.Capability_TYPE_UPDATE_MACHINE
 )
 
 // suiteTests lists the tests in the order they run. The shared VM (see
@@ -107,6 +108,14 @@ func suiteTests() []testCase {
 			"InitializeMachine of a machine that never existed, or with a provider ID its VM does not have, answers NOT_FOUND", testInitializeUnknown),
 		tc("InitializeMachine/invalid_arguments", "§4.1", capInit,
 			"a missing machine, machine.name, machine.provider_id or machine_class answers INVALID_ARGUMENT naming the field", testInitializeInvalidArguments),
+		tc("UpdateMachine/applies_in_place", "§6.7.3", capUpd,
+			"UpdateMachine to the updated provider spec answers applied (repeatedly) with the VM's provider ID and node name, and the VM then matches the new class (skipped without --updated-provider-spec)", testUpdateApplies),
+		tc("UpdateMachine/needs_new_vm", "§6.7.3", capUpd,
+			"UpdateMachine to a provider spec the VM cannot take answers OK with needs_new_vm and a reason (repeatedly), and the VM still matches the old class", testUpdateNeedsNewVM),
+		tc("UpdateMachine/unknown_vm", "§6.7.3", capUpd,
+			"UpdateMachine of a machine that never existed, or with a provider ID its VM does not have, answers NOT_FOUND and changes no VM", testUpdateUnknown),
+		tc("UpdateMachine/invalid_arguments", "§4.1", capUpd,
+			"a missing machine, machine.provider_id, machine_class or old_machine_class answers INVALID_ARGUMENT naming the field", testUpdateInvalidArguments),
 
 		tc("ListMachines/contains_created", "§6.5.3", capList,
 			"the VMs the suite created are listed once each with their provider IDs; VMs outside the name prefix are ignored", testListContains),

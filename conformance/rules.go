@@ -135,6 +135,19 @@ var (
 	ruleOneCreation        = rule{"R-9-not-run-two-creations", "concurrent CreateMachine calls for one machine leave exactly one VM"}
 )
 
+// The rules of UpdateMachine (§6.7).
+var (
+	ruleUpdateOneResult  = rule{"R-6.7.2-exactly-one-result", "UpdateMachine answers OK with exactly one of applied and needs_new_vm"}
+	ruleUpdateProviderID = rule{"R-6.7.2-applied-provider-id-equal", "UpdateMachine answers applied with the provider ID it was given"}
+	ruleUpdateReason     = rule{"R-6.7.2-reason-set", "needs_new_vm carries a reason of at most 1024 bytes"}
+	ruleUpdateKeepsVM    = rule{"R-6.7.3-applied-keeps-vm", "an applied update keeps the VM: its node name does not change"}
+	ruleUpdateMatches    = rule{"R-6.7.3-applied-matches-new-class", "after an applied update the VM matches the new class: CreateMachine with it answers OK with the same VM"}
+	ruleUpdateUntouched  = rule{"R-6.7.3-needs-new-vm-untouched", "needs_new_vm leaves the VM as it was: CreateMachine with the old class answers OK with the same VM"}
+	ruleUpdateNotError   = rule{"R-6.7.3-needs-new-vm-not-error", "a change the VM cannot take is answered OK with needs_new_vm, not with an error code"}
+	ruleUpdateIdempotent = rule{"R-6.7.3-idempotent", "a repeated UpdateMachine answers as the first and changes nothing more"}
+	ruleUpdateOtherID    = rule{"R-6.7.3-only-that-provider-id", "UpdateMachine with a provider ID the machine's VM does not have updates nothing and answers NOT_FOUND"}
+)
+
 // describe renders a call's error for a failure message: the code name and
 // the driver's message.
 func describe(err error) string {

@@ -30,6 +30,7 @@ type options struct {
 // files are the paths of the configuration files, loaded after parsing.
 type files struct {
 	machineClass, incompatibleSpec, secrets, userData, nodeTemplate, volumes string
+	updatedSpec, needsNewVMSpec                                              string
 }
 
 // usageError is a command line the binary cannot run with: exit code 2.
@@ -64,6 +65,10 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 		"YAML or JSON file with the MachineClass to create VMs with: name, provider, providerSpec, nodeTemplate, or a whole MachineClass manifest (required)")
 	fs.StringVar(&f.incompatibleSpec, "incompatible-provider-spec", "",
 		"YAML or JSON file with a provider spec the driver must find incompatible with the class's (default: the class's spec plus one extra key)")
+	fs.StringVar(&f.updatedSpec, "updated-provider-spec", "",
+		"file with a provider spec the driver applies to a running VM of the class without replacing it (UpdateMachine checks; without it UpdateMachine/applies_in_place is skipped)")
+	fs.StringVar(&f.needsNewVMSpec, "needs-new-vm-provider-spec", "",
+		"file with a provider spec the driver cannot apply to a running VM of the class (UpdateMachine answers needs_new_vm; default: the incompatible provider spec)")
 	fs.StringVar(&f.secrets, "secrets", "",
 		"YAML or JSON file with the secret data sent with every call: a map of strings or a Kubernetes Secret manifest")
 	fs.StringVar(&f.userData, "user-data", "", "file sent verbatim as user_data when creating VMs")
@@ -146,6 +151,16 @@ func (f files) load(c *conformance.Config) error {
 	if f.incompatibleSpec != "" {
 		if c.IncompatibleProviderSpec, err = conformance.LoadProviderSpec(f.incompatibleSpec); err != nil {
 			return fmt.Errorf("--incompatible-provider-spec: %w", err)
+		}
+	}
+	if f.updatedSpec != "" {
+		if c.UpdatedProviderSpec, err = conformance.LoadProviderSpec(f.updatedSpec); err != nil {
+			return fmt.Errorf("--updated-provider-spec: %w", err)
+		}
+	}
+	if f.needsNewVMSpec != "" {
+		if c.NeedsNewVMProviderSpec, err = conformance.LoadProviderSpec(f.needsNewVMSpec); err != nil {
+			return fmt.Errorf("--needs-new-vm-provider-spec: %w", err)
 		}
 	}
 	if f.secrets != "" {

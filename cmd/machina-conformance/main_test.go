@@ -136,6 +136,7 @@ func TestAgainstInMemoryDriver(t *testing.T) {
 			"--endpoint", endpoint,
 			"--machine-class", filepath.Join(testdata, "machineclass.yaml"),
 			"--incompatible-provider-spec", filepath.Join(testdata, "incompatible-providerspec.yaml"),
+			"--updated-provider-spec", filepath.Join(testdata, "updated-providerspec.yaml"),
 			"--secrets", filepath.Join(testdata, "secrets.yaml"),
 			"--volumes", filepath.Join(testdata, "volumes.yaml"),
 			"--node-template", filepath.Join(testdata, "nodetemplate.yaml"),
@@ -145,6 +146,8 @@ func TestAgainstInMemoryDriver(t *testing.T) {
 		)
 		require.Equal(t, exitPassed, code, out)
 		assert.Contains(t, out, "--- PASS  CreateMachine/idempotent")
+		assert.Contains(t, out, "--- PASS  UpdateMachine/applies_in_place")
+		assert.Contains(t, out, "--- PASS  UpdateMachine/needs_new_vm")
 		assert.Contains(t, out, "RESULT: PASS")
 
 		var rep struct {
