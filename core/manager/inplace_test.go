@@ -44,17 +44,9 @@ func TestInPlaceRollout(t *testing.T) {
 	t.Run("pause and resume", func(t *testing.T) { testInPlacePause(t, env) })
 	t.Run("second template change during a rollout", func(t *testing.T) { testInPlaceSecondChange(t, env) })
 	t.Run("scale up and down during a rollout", func(t *testing.T) { testInPlaceScale(t, env) })
-	t.Run("rollback", func(t *testing.T) {
-		// Known bug, left open on issue 14: about 1 run in 8, a machine that
-		// was InPlaceUpdating toward the new set when the rollback came stays
-		// InPlaceUpdating in the set that is current again (its node still
-		// asks for the abandoned target), and the rollout never completes.
-		// Run it with MACHINA_INPLACE_ROLLBACK=1 until that is fixed.
-		if os.Getenv("MACHINA_INPLACE_ROLLBACK") == "" {
-			t.Skip("known bug: a rollback during an in-place update can leave a machine InPlaceUpdating (issue 14 note)")
-		}
-		testInPlaceRollback(t, env)
-	})
+	t.Run("rollback", func(t *testing.T) { testInPlaceRollback(t, env) })
+	t.Run("rollback while a node updates", func(t *testing.T) { testInPlaceRollbackMidUpdate(t, env) })
+	t.Run("rollback after a node applied the abandoned template", func(t *testing.T) { testInPlaceRollbackAfterApply(t, env) })
 	t.Run("manager restart in the middle", func(t *testing.T) { testInPlaceRestart(t, env) })
 	t.Run("invalid strategy", func(t *testing.T) { testInPlaceInvalid(t, env) })
 }
@@ -260,7 +252,8 @@ func (w *ipWorld) agent(node *corev1.Node) {
 		return
 	}
 	raw, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels, "annotations": annotations}})
-	_ = w.env.Client.Patch(w.ctx, node, client.RawPatch("application/merge-patch+json", raw))
+	err := w.env.Client.Patch(w.ctx, node, client.RawPatch("application/merge-patch+json", raw))
+	w.t.Logf("agent: node %s told to apply %s answers %v (patch error: %v)", node.Name, desired, labels, err)
 }
 
 // observe records the nodes seen selected and the most machines of the
@@ -369,7 +362,7 @@ func (w *ipWorld) setList() []v1alpha1.MachineSet {
 // waitMachines waits for n machines, all in phase.
 func (w *ipWorld) waitMachines(n int, phase v1alpha1.MachinePhase) {
 	w.t.Helper()
-	require.Eventually(w.t, func() bool {
+	w.eventually(func() bool {
 		ms := w.machineList()
 		if len(ms) != n {
 			return false
@@ -380,7 +373,7 @@ func (w *ipWorld) waitMachines(n int, phase v1alpha1.MachinePhase) {
 			}
 		}
 		return true
-	}, waitFor, tick, "want %d machines %s; have %s", n, phase, w.describe())
+	}, waitFor, "want %d machines %s", n, phase)
 }
 
 // vmIDs lists the provider IDs of the namespace's VMs.
@@ -395,6 +388,16 @@ func (w *ipWorld) vmIDs() []string {
 	return ids
 }
 
+// eventually waits for cond like require.Eventually and, on a timeout,
+// fails with the world as it is then: require.Eventually's message
+// arguments are evaluated before the wait, so they describe the start.
+func (w *ipWorld) eventually(cond func() bool, timeout time.Duration, format string, args ...any) {
+	w.t.Helper()
+	if !assert.Eventually(w.t, cond, timeout, tick) {
+		w.t.Fatalf("%s: %s", fmt.Sprintf(format, args...), w.describe())
+	}
+}
+
 func (w *ipWorld) describe() string {
 	var out []string
 	for _, m := range w.machineList() {
@@ -407,6 +410,11 @@ func (w *ipWorld) describe() string {
 	for _, ms := range w.setList() {
 		out = append(out, fmt.Sprintf("set %s spec=%d status=%d labels=%v", ms.Name, ms.Spec.Replicas, ms.Status.Replicas, ms.Labels))
 	}
+	for _, n := range w.nodes() {
+		out = append(out, fmt.Sprintf("node %s reason=%s candidate=%t selected=%t result=%q desired=%q current=%q unschedulable=%t", n.Name,
+			inplace.Reason(&n), inplace.IsCandidate(&n), inplace.IsSelected(&n), inplace.Result(&n),
+			n.Annotations[v1alpha1.AnnotationKeyNodeDesired], n.Annotations[v1alpha1.AnnotationKeyNodeCurrent], n.Spec.Unschedulable))
+	}
 	return strings.Join(out, "; ")
 }
 
@@ -416,7 +424,7 @@ func (w *ipWorld) describe() string {
 func (w *ipWorld) waitRolledOut(d *v1alpha1.MachineDeployment, timeout time.Duration) *v1alpha1.MachineSet {
 	w.t.Helper()
 	var newSet *v1alpha1.MachineSet
-	require.Eventually(w.t, func() bool {
+	w.eventually(func() bool {
 		cur := w.getDeployment(d)
 		r := cur.Spec.Replicas
 		st := cur.Status
@@ -454,7 +462,7 @@ func (w *ipWorld) waitRolledOut(d *v1alpha1.MachineDeployment, timeout time.Dura
 			}
 		}
 		return true
-	}, timeout, tick, "rollout of %s did not complete: %s", d.Name, w.describe())
+	}, timeout, "rollout of %s did not complete", d.Name)
 	return newSet
 }
 
@@ -551,14 +559,14 @@ func testInPlaceManual(t *testing.T, env *testenv.Env) {
 	w.changeTemplate(d, "class-v2")
 
 	// Every node becomes a candidate; none is selected by the controller.
-	require.Eventually(t, func() bool {
+	w.eventually(func() bool {
 		for _, n := range w.nodes() {
 			if !inplace.IsCandidate(&n) || inplace.Reason(&n) != v1alpha1.CandidateForUpdate {
 				return false
 			}
 		}
 		return len(w.nodes()) == 2
-	}, waitFor, tick, w.describe())
+	}, waitFor, "the condition never held")
 	for _, n := range w.nodes() {
 		assert.False(t, inplace.IsSelected(&n), "Manual selects nothing by itself")
 	}
@@ -591,14 +599,14 @@ func testInPlaceFailedReplaced(t *testing.T, env *testenv.Env) {
 	})
 	w.changeTemplate(d, "class-v2")
 
-	require.Eventually(t, func() bool {
+	w.eventually(func() bool {
 		for _, m := range w.machineList() {
 			if m.Name == victim && m.Status.CurrentStatus.Phase == v1alpha1.MachineInPlaceUpdateFailed {
 				return strings.Contains(m.Status.LastOperation.Description, "simulated failure")
 			}
 		}
 		return false
-	}, waitFor, tick, w.describe())
+	}, waitFor, "the condition never held")
 	var msg string
 	require.Eventually(t, func() bool {
 		c := mdCondition(w.getDeployment(d), v1alpha1.MachineDeploymentProgressing)
@@ -636,10 +644,10 @@ func testInPlaceTimeout(t *testing.T, env *testenv.Env) {
 	node := w.machineList()[0].Labels[v1alpha1.NodeLabelKey]
 	require.Eventually(t, func() bool { return len(w.nodes()) == 1 && inplace.IsCandidate(&w.nodes()[0]) }, waitFor, tick)
 	setNodeLabel(t, w, node, v1alpha1.LabelKeyNodeSelectedForUpdate, "true")
-	require.Eventually(t, func() bool {
+	w.eventually(func() bool {
 		m := w.machineList()[0]
 		return m.Status.CurrentStatus.Phase == v1alpha1.MachineInPlaceUpdateFailed && strings.Contains(m.Status.LastOperation.Description, "timed out after 2s")
-	}, waitFor, tick, w.describe())
+	}, waitFor, "the condition never held")
 	// Manual: the failed machine is left for the user, and said so.
 	require.Eventually(t, func() bool {
 		c := mdCondition(w.getDeployment(d), v1alpha1.MachineDeploymentProgressing)
@@ -670,14 +678,14 @@ func testInPlacePause(t *testing.T, env *testenv.Env) {
 	w.setAgentPaused(false)
 	// The node under way finishes its update, but is not moved while paused,
 	// and no other node is selected.
-	require.Eventually(t, func() bool {
+	w.eventually(func() bool {
 		for _, m := range w.machineList() {
 			if m.Status.CurrentStatus.Phase == v1alpha1.MachineInPlaceUpdateSuccessful {
 				return true
 			}
 		}
 		return false
-	}, waitFor, tick, w.describe())
+	}, waitFor, "the condition never held")
 	for _, m := range w.machineList() {
 		if m.Status.CurrentStatus.Phase == v1alpha1.MachineInPlaceUpdateSuccessful {
 			ref := metav1.GetControllerOf(&m)
@@ -749,14 +757,7 @@ func testInPlaceScale(t *testing.T, env *testenv.Env) {
 	// A scale-down in the middle of the next rollout.
 	w.setAgentPaused(true)
 	w.changeTemplate(d, "class-v3")
-	require.Eventually(t, func() bool {
-		for _, m := range w.machineList() {
-			if m.Status.CurrentStatus.Phase == v1alpha1.MachineInPlaceUpdating {
-				return true
-			}
-		}
-		return false
-	}, waitFor, tick, w.describe())
+	w.waitInPlaceUpdating()
 	w.updateDeployment(d, func(cur *v1alpha1.MachineDeployment) { cur.Spec.Replicas = 2 })
 	w.setAgentPaused(false)
 	w.waitRolledOut(d, 2*waitFor)
@@ -772,12 +773,95 @@ func testInPlaceRollback(t *testing.T, env *testenv.Env) {
 	vms := w.vmIDs()
 	w.changeTemplate(d, "class-v2")
 	w.waitSetOfClass("class-v2")
+	w.rollBack(d)
+	w.rolledBack(d, vms)
+}
+
+// rolledBack waits for the rollback to class-v1 to complete and checks that
+// no VM was replaced and every node is on the set that is current again:
+// its agent applied nothing, or last applied that set.
+func (w *ipWorld) rolledBack(d *v1alpha1.MachineDeployment, vms []string) *v1alpha1.MachineSet {
+	w.t.Helper()
+	set := w.waitRolledOut(d, 2*waitFor)
+	assert.Equal(w.t, "class-v1", w.getDeployment(d).Spec.Template.Spec.Class.Name)
+	assert.Equal(w.t, vms, w.vmIDs(), "no VM created or deleted")
+	for _, n := range w.nodes() {
+		if applied, ok := n.Annotations[v1alpha1.AnnotationKeyNodeCurrent]; ok {
+			assert.Equal(w.t, set.Name, applied, "node %s is on another target than its set", n.Name)
+		}
+	}
+	return set
+}
+
+// waitInPlaceUpdating waits until a machine is InPlaceUpdating: its node
+// has the go signal.
+func (w *ipWorld) waitInPlaceUpdating() {
+	w.t.Helper()
+	w.eventually(func() bool {
+		for _, m := range w.machineList() {
+			if m.Status.CurrentStatus.Phase == v1alpha1.MachineInPlaceUpdating {
+				return true
+			}
+		}
+		return false
+	}, waitFor, "the condition never held")
+}
+
+func (w *ipWorld) rollBack(d *v1alpha1.MachineDeployment) {
 	w.updateDeployment(d, func(cur *v1alpha1.MachineDeployment) {
 		cur.Spec.RollbackTo = &v1alpha1.RollbackConfig{Revision: 0}
 	})
-	w.waitRolledOut(d, 2*waitFor)
-	assert.Equal(t, "class-v1", w.getDeployment(d).Spec.Template.Spec.Class.Name)
-	assert.Equal(t, vms, w.vmIDs(), "no VM created or deleted")
+}
+
+// A rollback while a node has the go signal for the abandoned template and
+// its agent has not answered yet: the node is re-targeted to the set that
+// is current again, and its agent applies that.
+func testInPlaceRollbackMidUpdate(t *testing.T, env *testenv.Env) {
+	w := newIPWorld(t, env)
+	d := w.deployment("web", 3, v1alpha1.OrchestrationTypeAuto, intstr.FromInt32(1))
+	w.waitMachines(3, v1alpha1.MachineRunning)
+	vms := w.vmIDs()
+	w.setAgentPaused(true)
+	w.changeTemplate(d, "class-v2")
+	w.waitInPlaceUpdating()
+	w.rollBack(d)
+	require.Eventually(t, func() bool {
+		cur := w.getDeployment(d)
+		return cur.Status.ObservedGeneration == cur.Generation && cur.Spec.Template.Spec.Class.Name == "class-v1"
+	}, waitFor, tick)
+	w.setAgentPaused(false)
+	w.rolledBack(d, vms)
+}
+
+// A rollback after a node's agent applied the abandoned template (the
+// manager was down when it answered): the node is in the set that is
+// current again, on the wrong target, and is updated back in place.
+func testInPlaceRollbackAfterApply(t *testing.T, env *testenv.Env) {
+	w := newIPWorld(t, env)
+	d := w.deployment("web", 3, v1alpha1.OrchestrationTypeAuto, intstr.FromInt32(1))
+	w.waitMachines(3, v1alpha1.MachineRunning)
+	vms := w.vmIDs()
+	w.setAgentPaused(true)
+	w.changeTemplate(d, "class-v2")
+	w.waitInPlaceUpdating()
+	w.stop()
+	w.setAgentPaused(false)
+	var updated string
+	require.Eventually(t, func() bool {
+		for _, n := range w.nodes() {
+			if inplace.Result(&n) == v1alpha1.LabelValueNodeUpdateSuccessful {
+				updated = n.Name
+				return true
+			}
+		}
+		return false
+	}, waitFor, tick)
+	w.rollBack(d)
+	w.startManager()
+	w.rolledBack(d, vms)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	assert.Equal(t, 2, w.applied[updated], "node %s applied the abandoned template, then the current one", updated)
 }
 
 // A manager stopped in the middle and a new one started: the rollout
@@ -789,14 +873,7 @@ func testInPlaceRestart(t *testing.T, env *testenv.Env) {
 	vms := w.vmIDs()
 	w.setAgentPaused(true)
 	w.changeTemplate(d, "class-v2")
-	require.Eventually(t, func() bool {
-		for _, m := range w.machineList() {
-			if m.Status.CurrentStatus.Phase == v1alpha1.MachineInPlaceUpdating {
-				return true
-			}
-		}
-		return false
-	}, waitFor, tick, w.describe())
+	w.waitInPlaceUpdating()
 	w.stop()
 	w.setAgentPaused(false)
 	// The agent answers while no manager runs.
@@ -831,12 +908,12 @@ func testInPlaceInvalid(t *testing.T, env *testenv.Env) {
 // machine: the rollout to that template is under way.
 func (w *ipWorld) waitSetOfClass(class string) {
 	w.t.Helper()
-	require.Eventually(w.t, func() bool {
+	w.eventually(func() bool {
 		for _, ms := range w.setList() {
 			if ms.Spec.Template.Spec.Class.Name == class && ms.Status.Replicas >= 1 {
 				return true
 			}
 		}
 		return false
-	}, 2*waitFor, tick, "no machine reached %s: %s", class, w.describe())
+	}, 2*waitFor, "no machine reached %s", class)
 }

@@ -35,18 +35,29 @@ var preferNoSchedule = corev1.Taint{
 // PreferNoSchedule taint. It reports whether n changed.
 //
 // A node that had another target (a second template change before the
-// first rollout finished with it) loses what belonged to that target: its
+// first rollout finished with it), or whose agent reports success for
+// another target (StaleResult), loses what belonged to that target: its
 // update-result and failure reason, and its selection unless its update is
 // under way (reason ReadyForUpdate, the agent is applying and reads the
 // new target). A result for the old target must not count for the new one.
 func MarkCandidate(n *corev1.Node, desired string) bool {
 	changed := false
-	if prev, ok := n.Annotations[DesiredAnnotation]; ok && prev != desired {
+	if prev, ok := n.Annotations[DesiredAnnotation]; (ok && prev != desired) || StaleResult(n, desired) {
 		changed = retarget(n)
 	}
 	changed = setLabel(n, v1alpha1.LabelKeyNodeCandidateForUpdate, labelTrue) || changed
 	changed = setAnnotation(n, DesiredAnnotation, desired) || changed
 	return addTaint(n, preferNoSchedule) || changed
+}
+
+// StaleResult tells whether n reports a successful update to another
+// target than desired: the agent applied what it read at the go signal,
+// and the target changed meanwhile. An agent that does not write
+// CurrentAnnotation (MCM's) is taken at its word. A failed result is
+// never stale: the agent leaves CurrentAnnotation at what it had.
+func StaleResult(n *corev1.Node, desired string) bool {
+	applied, ok := n.Annotations[CurrentAnnotation]
+	return ok && applied != desired && Result(n) == v1alpha1.LabelValueNodeUpdateSuccessful
 }
 
 // retarget drops the result and failure reason of n's previous target, and

@@ -79,3 +79,27 @@ func TestTimeout(t *testing.T) {
 	assert.True(t, exp)
 	assert.Zero(t, left)
 }
+
+// The agent applied the target it read at the go signal, and the target
+// changed meanwhile (a retarget, or a rollback): its success is for the
+// other target and does not count. A failure, or an agent that writes no
+// CurrentAnnotation, is taken as it is.
+func TestStaleResult(t *testing.T) {
+	n := &corev1.Node{}
+	MarkCandidate(n, "web-3")
+	MarkSelected(n)
+	SetCondition(n, v1alpha1.ReadyForUpdate, "", time.Unix(0, 0))
+	n.Labels[v1alpha1.LabelKeyNodeUpdateResult] = v1alpha1.LabelValueNodeUpdateSuccessful
+	assert.False(t, StaleResult(n, "web-3"), "no CurrentAnnotation: taken at its word")
+	n.Annotations[CurrentAnnotation] = "web-3"
+	assert.False(t, StaleResult(n, "web-3"))
+	n.Annotations[CurrentAnnotation] = "web-2"
+	assert.True(t, StaleResult(n, "web-3"))
+	assert.True(t, MarkCandidate(n, "web-3"), "the stale result is dropped")
+	assert.NotContains(t, n.Labels, v1alpha1.LabelKeyNodeUpdateResult)
+	assert.True(t, IsSelected(n), "the go signal stands: the agent applies web-3 next")
+	assert.False(t, MarkCandidate(n, "web-3"))
+
+	n.Labels[v1alpha1.LabelKeyNodeUpdateResult] = v1alpha1.LabelValueNodeUpdateFailed
+	assert.False(t, StaleResult(n, "web-3"), "a failure keeps the last applied target")
+}

@@ -111,9 +111,9 @@ func (st *inPlaceState) summary() string {
 	return out
 }
 
-// oldMachine is a machine of an old set with its node (nil when it has
+// machineNode is a machine of a rollout's set with its node (nil when it has
 // none yet, or the node is gone).
-type oldMachine struct {
+type machineNode struct {
 	ms   *v1alpha1.MachineSet
 	m    *v1alpha1.Machine
 	node *corev1.Node
@@ -155,11 +155,17 @@ func (r *Reconciler) rolloutInPlace(ctx context.Context, s *scope) error {
 	}
 	state := &inPlaceState{running: s.oldMachinesLeft()}
 	s.inPlace = state
-	old, err := r.loadOldMachines(ctx, s)
+	old, err := r.loadMachines(ctx, s, s.old)
 	if err != nil {
 		return err
 	}
-	for _, om := range old {
+	current, err := r.loadMachines(ctx, s, []*v1alpha1.MachineSet{newMS})
+	if err != nil {
+		return err
+	}
+	stale := staleMachines(current, newMS.Name)
+	state.running = state.running || len(stale) > 0
+	for _, om := range append(slices.Clone(old), stale...) {
 		if om.node != nil {
 			state.counts.Add(om.node)
 		}
@@ -176,7 +182,7 @@ func (r *Reconciler) rolloutInPlace(ctx context.Context, s *scope) error {
 	if err := r.syncRolloutNodes(ctx, s); err != nil {
 		return err
 	}
-	if err := r.cleanUpMovedMachines(ctx, s); err != nil {
+	if err := r.syncCurrentMachines(ctx, s, current, stale); err != nil {
 		return err
 	}
 	if err := r.stripOldMarkers(ctx, old); err != nil {
@@ -193,20 +199,24 @@ func (r *Reconciler) rolloutInPlace(ctx context.Context, s *scope) error {
 		// The next sync sees the sets as they are now.
 		return nil
 	}
-	if err := r.replaceFailedInPlace(ctx, s, old); err != nil {
+	if err := r.replaceFailedInPlace(ctx, s, append(slices.Clone(old), current...)); err != nil {
 		return err
 	}
 	d := s.d
+	candidates := append(slices.Clone(old), stale...)
 	if newMS.Spec.Replicas >= d.Spec.Replicas {
 		// The new set is full (the surge made it so): old machines are
-		// surplus, deleted rather than updated.
+		// surplus, deleted rather than updated. Its own stale machines
+		// are still updated.
 		for _, ms := range active(s.old) {
 			if _, err := r.scaleMachineSet(ctx, s, ms, 0); err != nil {
 				return err
 			}
 		}
-	} else if d.Spec.Strategy.InPlaceUpdate.OrchestrationType == v1alpha1.OrchestrationTypeAuto {
-		if err := r.selectForUpdate(ctx, s, old); err != nil {
+		candidates = stale
+	}
+	if d.Spec.Strategy.InPlaceUpdate.OrchestrationType == v1alpha1.OrchestrationTypeAuto {
+		if err := r.selectForUpdate(ctx, s, candidates, int32(len(stale))); err != nil {
 			return err
 		}
 	}
@@ -262,20 +272,20 @@ func (r *Reconciler) setScaleUpDisabled(ctx context.Context, ms *v1alpha1.Machin
 	return nil
 }
 
-// loadOldMachines returns the machines of the old sets that are not being
-// deleted, with their nodes, old sets oldest first and within a set by
-// node name (the order in which Auto selects).
-func (r *Reconciler) loadOldMachines(ctx context.Context, s *scope) ([]oldMachine, error) {
-	sets := slices.Clone(s.old)
+// loadMachines returns the machines of sets that are not being deleted,
+// with their nodes, sets oldest first and within a set by node name (the
+// order in which Auto selects).
+func (r *Reconciler) loadMachines(ctx context.Context, s *scope, sets []*v1alpha1.MachineSet) ([]machineNode, error) {
+	sets = slices.Clone(sets)
 	sortByCreation(sets)
-	var out []oldMachine
+	var out []machineNode
 	for _, ms := range sets {
-		var group []oldMachine
+		var group []machineNode
 		for _, m := range s.machines[ms.UID] {
 			if m.DeletionTimestamp != nil || m.Status.CurrentStatus.Phase == v1alpha1.MachineTerminating {
 				continue
 			}
-			om := oldMachine{ms: ms, m: m}
+			om := machineNode{ms: ms, m: m}
 			if name := m.Labels[v1alpha1.NodeLabelKey]; name != "" {
 				n := &corev1.Node{}
 				err := r.Target.Get(ctx, client.ObjectKey{Name: name}, n)
@@ -288,7 +298,7 @@ func (r *Reconciler) loadOldMachines(ctx context.Context, s *scope) ([]oldMachin
 			}
 			group = append(group, om)
 		}
-		slices.SortFunc(group, func(a, b oldMachine) int {
+		slices.SortFunc(group, func(a, b machineNode) int {
 			return strings.Compare(a.m.Labels[v1alpha1.NodeLabelKey]+"/"+a.m.Name, b.m.Labels[v1alpha1.NodeLabelKey]+"/"+b.m.Name)
 		})
 		out = append(out, group...)
@@ -298,7 +308,7 @@ func (r *Reconciler) loadOldMachines(ctx context.Context, s *scope) ([]oldMachin
 
 // markCandidates makes every node of an old set a candidate of the rollout
 // to the new set: label, target annotation and PreferNoSchedule taint.
-func (r *Reconciler) markCandidates(ctx context.Context, s *scope, old []oldMachine, target string) error {
+func (r *Reconciler) markCandidates(ctx context.Context, s *scope, old []machineNode, target string) error {
 	for _, om := range old {
 		if om.node == nil {
 			continue
@@ -333,32 +343,71 @@ func (r *Reconciler) changeNode(ctx context.Context, s *scope, node *corev1.Node
 	}
 }
 
-// cleanUpMovedMachines finishes the move of updated machines into the new
-// set: once the set's replicas include them, the transfer marker comes off
-// the Machines; the nodes of the new set's machines lose the rollout's
-// labels, annotations and taint and are uncordoned.
-func (r *Reconciler) cleanUpMovedMachines(ctx context.Context, s *scope) error {
-	newMS := s.new
-	var live []*v1alpha1.Machine
-	for _, m := range s.machines[newMS.UID] {
-		if m.DeletionTimestamp == nil {
-			live = append(live, m)
+// staleMachines returns the machines of the new set whose node is not on
+// its target: the agent last applied another one (inplace.CurrentAnnotation
+// names another set), or the node is still being told to apply another
+// one. A rollback, or a template change back to an older revision, makes
+// such a set new again while some of its nodes were updated, or were being
+// updated, to the template it replaced. They are updated back in place
+// like old machines, without a move. An agent that does not write
+// CurrentAnnotation (MCM's) leaves nothing to compare: its nodes are taken
+// to be on their set's target.
+func staleMachines(current []machineNode, target string) []machineNode {
+	var out []machineNode
+	for _, mn := range current {
+		if mn.node == nil {
+			continue
+		}
+		applied, hasApplied := mn.node.Annotations[inplace.CurrentAnnotation]
+		desired, hasDesired := mn.node.Annotations[inplace.DesiredAnnotation]
+		updating := mn.m.Status.CurrentStatus.Phase == v1alpha1.MachineInPlaceUpdating
+		if (hasApplied && applied != target) || (updating && hasDesired && desired != target) {
+			out = append(out, mn)
 		}
 	}
-	for _, m := range live {
-		if name := m.Labels[v1alpha1.NodeLabelKey]; name != "" {
-			n := &corev1.Node{}
-			if err := r.Target.Get(ctx, client.ObjectKey{Name: name}, n); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("reading node %s: %w", name, err)
-			} else if err == nil && inplace.HasRolloutMarks(n) {
-				if err := r.changeNode(ctx, s, n, func(n *corev1.Node) bool {
-					return inplace.Clear(n) || inplace.Uncordon(n)
-				}); err != nil {
-					return err
+	return out
+}
+
+// syncCurrentMachines keeps the nodes of the new set's machines in line
+// with it. A stale node (staleMachines) is a candidate of the rollout to
+// the new set, selected within the budget like an old one (a result it
+// reported for another target is dropped: inplace.MarkCandidate). A node
+// whose update to the new set is under way, or failed (replaceFailedInPlace
+// takes it), is left alone. Any other node loses the rollout's labels,
+// annotations and taint and is uncordoned: it was moved here, or its
+// update to a set that is no longer new was cancelled before the go
+// signal. The transfer marker comes off the Machines once the set's
+// replicas include them.
+func (r *Reconciler) syncCurrentMachines(ctx context.Context, s *scope, current, stale []machineNode) error {
+	newMS := s.new
+	isStale := map[*v1alpha1.Machine]bool{}
+	for _, mn := range stale {
+		isStale[mn.m] = true
+	}
+	for _, mn := range current {
+		switch n, phase := mn.node, mn.m.Status.CurrentStatus.Phase; {
+		case n == nil:
+		case isStale[mn.m]:
+			if err := r.changeNode(ctx, s, n, func(n *corev1.Node) bool { return inplace.MarkCandidate(n, newMS.Name) }); err != nil {
+				return err
+			}
+		case phase == v1alpha1.MachineInPlaceUpdating, phase == v1alpha1.MachineInPlaceUpdateFailed:
+		case inplace.HasRolloutMarks(n):
+			if err := r.changeNode(ctx, s, n, func(n *corev1.Node) bool {
+				// Only a selected node was drained (cordoned) for the
+				// update; a cordon on a mere candidate is someone else's.
+				drained := inplace.IsSelected(n) || inplace.Result(n) != ""
+				changed := inplace.Clear(n)
+				if drained {
+					changed = inplace.Uncordon(n) || changed
 				}
+				return changed
+			}); err != nil {
+				return err
 			}
 		}
-		if m.Labels[v1alpha1.LabelKeyNodeUpdateResult] != "" && newMS.Spec.Replicas >= int32(len(live)) {
+		m := mn.m
+		if m.Labels[v1alpha1.LabelKeyNodeUpdateResult] != "" && newMS.Spec.Replicas >= int32(len(current)) {
 			updated := m.DeepCopy()
 			delete(updated.Labels, v1alpha1.LabelKeyNodeUpdateResult)
 			if err := r.Client.Patch(ctx, updated, client.MergeFrom(m)); client.IgnoreNotFound(err) != nil {
@@ -372,7 +421,7 @@ func (r *Reconciler) cleanUpMovedMachines(ctx context.Context, s *scope) error {
 // stripOldMarkers takes the transfer marker off machines of old sets: a
 // machine moved into a set that a newer template made old before the
 // marker came off; it protects nothing there.
-func (r *Reconciler) stripOldMarkers(ctx context.Context, old []oldMachine) error {
+func (r *Reconciler) stripOldMarkers(ctx context.Context, old []machineNode) error {
 	for _, om := range old {
 		if om.m.Labels[v1alpha1.LabelKeyNodeUpdateResult] == "" {
 			continue
@@ -390,7 +439,7 @@ func (r *Reconciler) stripOldMarkers(ctx context.Context, old []oldMachine) erro
 // and the engine's sizing: an old set never waits for machines it cannot
 // create (it is scale-up-disabled), the new set counts every machine moved
 // into it, and grows by the surge or by machines missing altogether.
-func (r *Reconciler) sizeInPlaceSets(ctx context.Context, s *scope, old []oldMachine) error {
+func (r *Reconciler) sizeInPlaceSets(ctx context.Context, s *scope, old []machineNode) error {
 	d, newMS := s.d, s.new
 	have, marked := map[*v1alpha1.MachineSet]int32{}, map[*v1alpha1.MachineSet]int32{}
 	for _, om := range old {
@@ -435,7 +484,7 @@ func (r *Reconciler) sizeInPlaceSets(ctx context.Context, s *scope, old []oldMac
 // set as controller, its selector labels instead of the old set's, the
 // transfer marker; the name is kept), the node uncordoned, then the old
 // sets shrink and the new one grows by the number moved.
-func (r *Reconciler) moveUpdatedMachines(ctx context.Context, s *scope, old []oldMachine) (int32, error) {
+func (r *Reconciler) moveUpdatedMachines(ctx context.Context, s *scope, old []machineNode) (int32, error) {
 	newMS := s.new
 	fromSets := map[*v1alpha1.MachineSet]int32{}
 	var moved int32
@@ -447,7 +496,7 @@ func (r *Reconciler) moveUpdatedMachines(ctx context.Context, s *scope, old []ol
 		// node whose marking failed waits for the next sync.
 		if om.node == nil || om.node.Annotations[v1alpha1.AnnotationKeyNodeDesired] != newMS.Name ||
 			inplace.Reason(om.node) != v1alpha1.UpdateSuccessful ||
-			inplace.Result(om.node) != v1alpha1.LabelValueNodeUpdateSuccessful ||
+			inplace.Result(om.node) != v1alpha1.LabelValueNodeUpdateSuccessful || inplace.StaleResult(om.node, newMS.Name) ||
 			om.m.Status.CurrentStatus.Phase == v1alpha1.MachineInPlaceUpdating {
 			continue
 		}
@@ -486,7 +535,7 @@ func (r *Reconciler) moveUpdatedMachines(ctx context.Context, s *scope, old []ol
 // moveMachine writes the move of one machine to the new set in one merge
 // patch with the resource version (a machine changed meanwhile is moved on
 // a later sync).
-func (r *Reconciler) moveMachine(ctx context.Context, om oldMachine, newMS *v1alpha1.MachineSet) error {
+func (r *Reconciler) moveMachine(ctx context.Context, om machineNode, newMS *v1alpha1.MachineSet) error {
 	updated := om.m.DeepCopy()
 	if updated.Labels == nil {
 		updated.Labels = map[string]string{}
@@ -519,7 +568,7 @@ func (r *Reconciler) moveMachine(ctx context.Context, om oldMachine, newMS *v1al
 // grows by one, so a fresh machine of the new template takes the place. In
 // Manual they are left for the user. Either way the Progressing message
 // names them.
-func (r *Reconciler) replaceFailedInPlace(ctx context.Context, s *scope, old []oldMachine) error {
+func (r *Reconciler) replaceFailedInPlace(ctx context.Context, s *scope, old []machineNode) error {
 	auto := s.d.Spec.Strategy.InPlaceUpdate.OrchestrationType == v1alpha1.OrchestrationTypeAuto
 	st := s.inPlace
 	for _, om := range old {
@@ -561,9 +610,9 @@ func (r *Reconciler) replaceFailedInPlace(ctx context.Context, s *scope, old []o
 // the budget allows (inplace.Budget), in the order of loadOldMachines.
 // Only nodes of Running (or Available) machines are selected: a machine
 // that is unhealthy, or already under way, is not drained for an update.
-func (r *Reconciler) selectForUpdate(ctx context.Context, s *scope, old []oldMachine) error {
+func (r *Reconciler) selectForUpdate(ctx context.Context, s *scope, candidates []machineNode, stale int32) error {
 	d := s.d
-	b := inplace.Budget{Desired: d.Spec.Replicas, Updated: s.new.Spec.Replicas, MaxUnavailable: maxUnavailable(d)}
+	b := inplace.Budget{Desired: d.Spec.Replicas, Updated: max(s.new.Spec.Replicas-stale, 0), MaxUnavailable: maxUnavailable(d)}
 	for _, ms := range s.all() {
 		for _, m := range s.machines[ms.UID] {
 			if m.DeletionTimestamp == nil && isAvailablePhase(m.Status.CurrentStatus.Phase) {
@@ -571,8 +620,8 @@ func (r *Reconciler) selectForUpdate(ctx context.Context, s *scope, old []oldMac
 			}
 		}
 	}
-	var candidates []oldMachine
-	for _, om := range old {
+	var selectable []machineNode
+	for _, om := range candidates {
 		if om.node == nil {
 			continue
 		}
@@ -583,11 +632,11 @@ func (r *Reconciler) selectForUpdate(ctx context.Context, s *scope, old []oldMac
 		// A node a machine configuration pool is updating is left until the
 		// pool's update is done: one node is never driven by both.
 		if inplace.IsCandidate(om.node) && isAvailablePhase(om.m.Status.CurrentStatus.Phase) && !inplace.ConfigUpdating(om.node) {
-			candidates = append(candidates, om)
+			selectable = append(selectable, om)
 		}
 	}
 	n := b.Selectable()
-	picked := inplace.Select(candidates, func(oldMachine) bool { return false }, n)
+	picked := inplace.Select(selectable, func(machineNode) bool { return false }, n)
 	for _, om := range picked {
 		if err := r.changeNode(ctx, s, om.node, inplace.MarkSelected); err != nil {
 			return err

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/inplace"
 )
 
 // preferNoScheduleTaint is the taint on the nodes of old machine sets during
@@ -48,9 +49,12 @@ func (r *Reconciler) syncRolloutNodes(ctx context.Context, s *scope) error {
 			}
 			err := r.updateNode(ctx, node, func(n *corev1.Node) bool {
 				changed := false
-				if isNew {
+				if isNew && !inplace.IsCandidate(n) {
+					// A candidate of the new set is stale (rolled back while
+					// updated to another template): it is drained next, and
+					// keeps the taint until its update is done.
 					changed = removeTaint(n, preferNoScheduleTaint) || changed
-				} else if m.DeletionTimestamp == nil {
+				} else if !isNew && m.DeletionTimestamp == nil {
 					changed = addTaint(n, preferNoScheduleTaint) || changed
 				}
 				if rollingOut && r.Options.AutoscalerScaleDownAnnotationDuringRollout {
@@ -133,11 +137,12 @@ func (e errNodeConflict) Error() string {
 // again, by which time the cache holds the newer node.
 const nodeConflictRetry = time.Second
 
-// nodeProbe returns a node with copies of n's taints and annotations and
-// nothing else, for trying a change without touching n, which may be the
-// cache's own object.
+// nodeProbe returns a node with copies of n's taints and annotations, its
+// labels (shared, only read) and nothing else, for trying a change without
+// touching n, which may be the cache's own object.
 func nodeProbe(n *corev1.Node) *corev1.Node {
 	p := &corev1.Node{}
+	p.Labels = n.Labels // read only: the in-place candidate label
 	p.Annotations = maps.Clone(n.Annotations)
 	p.Spec.Taints = slices.Clone(n.Spec.Taints)
 	return p
