@@ -45,7 +45,7 @@ func (m *Manager) setupControllers(dc *driver.Client, mgr *term) error {
 			InPlaceUpdateTimeout:          m.opts.MachineInPlaceUpdateTimeout,
 			PreserveTimeout:               m.opts.MachinePreserveTimeout,
 			PVDetachTimeout:               m.opts.MachinePVDetachTimeout,
-			NodeConditions:                m.opts.NodeConditions,
+			PVReattachTimeout:             m.opts.MachinePVReattachTimeout,
 			MaxEvictRetries:               int32(m.opts.MachineMaxEvictRetries),
 			BootstrapTokenAuthExtraGroups: m.opts.BootstrapTokenAuthExtraGroups,
 			ResourceExhaustedRetry:        m.opts.ResourceExhaustedRetry,

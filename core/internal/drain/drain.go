@@ -47,6 +47,10 @@ type Options struct {
 	// DetachTimeout bounds the wait for the volumes of one pod
 	// (--machine-pv-detach-timeout); DefaultDetachTimeout when zero.
 	DetachTimeout time.Duration
+	// ReattachTimeout bounds the wait, after a pod's volumes detached, for
+	// them to be attached to another node (--machine-pv-reattach-timeout);
+	// zero: no such wait.
+	ReattachTimeout time.Duration
 	// VolumeIDs maps PersistentVolumes to provider volume IDs, to find
 	// volumes without a VolumeAttachment in node.status.volumesAttached;
 	// nil when the driver does not offer GetVolumeIDs (then only
@@ -105,6 +109,12 @@ type Result struct {
 	// DetachTimedOut lists the pods whose volumes did not detach within
 	// the detach timeout; the drain went on without waiting longer.
 	DetachTimedOut []string
+	// Reattaching is how many detached volumes of the Waiting pod are not
+	// attached to another node yet.
+	Reattaching int
+	// ReattachTimedOut lists the pods whose volumes were not attached
+	// elsewhere within the reattach timeout; the drain went on.
+	ReattachTimedOut []string
 }
 
 // Drained tells whether the Node has no pod left that the drain waits for.
@@ -121,7 +131,9 @@ func (r Result) Summary() string {
 	}
 	parts := []string{fmt.Sprintf("%d pods remaining", r.Remaining)}
 	if w := r.Waiting; w != nil {
-		if r.AttachedVolumes > 0 {
+		if r.Reattaching > 0 {
+			parts = append(parts, fmt.Sprintf("waiting for %d volumes of pod %s to be attached to another node (detached at %s)", r.Reattaching, w.Pod, w.DetachedAt.UTC().Format(time.RFC3339)))
+		} else if r.AttachedVolumes > 0 {
 			parts = append(parts, fmt.Sprintf("waiting for %d volumes of pod %s to detach (evicted at %s)", r.AttachedVolumes, w.Pod, w.Since.UTC().Format(time.RFC3339)))
 		} else {
 			parts = append(parts, fmt.Sprintf("waiting for pod %s to go and its %d volumes to detach (evicted at %s)", w.Pod, len(w.Volumes), w.Since.UTC().Format(time.RFC3339)))
@@ -152,6 +164,9 @@ func (r Result) Summary() string {
 		}
 		sort.Strings(keys)
 		parts = append(parts, fmt.Sprintf("%d evictions failed (%s: %s)", len(r.Failed), keys[0], r.Failed[keys[0]]))
+	}
+	if len(r.ReattachTimedOut) > 0 {
+		parts = append(parts, fmt.Sprintf("gave up waiting for the volumes of %s to be attached elsewhere", abbreviate(r.ReattachTimedOut, 5)))
 	}
 	if len(r.DetachTimedOut) > 0 {
 		parts = append(parts, fmt.Sprintf("gave up waiting for the volumes of %s to detach", abbreviate(r.DetachTimedOut, 5)))

@@ -38,6 +38,9 @@ type VolumeWait struct {
 	// VolumeIDs are the provider IDs of those of Volumes the driver knows
 	// (GetVolumeIDs), looked for in Node.status.volumesAttached.
 	VolumeIDs []string `json:"volumeIDs,omitempty"`
+	// DetachedAt is when a pass first saw the volumes detached; the wait
+	// for them to be attached elsewhere (reattachDone) counts from it.
+	DetachedAt *metav1.Time `json:"detachedAt,omitempty"`
 }
 
 // podKey is "namespace/name".
@@ -232,7 +235,7 @@ func (d *Drainer) finishWait(ctx context.Context, node *corev1.Node, pods []core
 		return false, err
 	}
 	if n == 0 {
-		return true, nil
+		return d.reattachDone(ctx, node, w, opts, res)
 	}
 	if timedOut {
 		res.DetachTimedOut = append(res.DetachTimedOut, w.Pod)

@@ -23,8 +23,10 @@ func (r *Reconciler) drainOptions(s *scope, force bool) drain.Options {
 		Force:         force,
 		Wait:          loadVolumeWait(s),
 		DetachTimeout: r.Options.PVDetachTimeout,
-		VolumeIDs:     r.volumeIDs(),
-		Now:           s.now,
+		// Zero (the option unset) waits for no reattach.
+		ReattachTimeout: r.Options.PVReattachTimeout,
+		VolumeIDs:       r.volumeIDs(s),
+		Now:             s.now,
 	}
 }
 

@@ -82,6 +82,11 @@ type Options struct {
 	MaxEvictRetries int32
 	// EvictRetryInterval is the length of one such retry (MCM's 20s).
 	EvictRetryInterval time.Duration
+	// PVReattachTimeout (--machine-pv-reattach-timeout) bounds the wait,
+	// after the volumes of an evicted pod detached, for them to be attached
+	// to another node before the drain evicts the next pod with volumes;
+	// zero: no such wait.
+	PVReattachTimeout time.Duration
 	// DrainPollInterval is how often a drain runs its next pass while pods
 	// remain on the Node.
 	DrainPollInterval time.Duration
