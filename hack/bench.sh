@@ -10,7 +10,9 @@
 #   hack/bench.sh --help
 #
 # A full run takes about three to five minutes on two cores, plus up to three for
-# the in-place rollout of 200 machines, the last part (--skip=inplace leaves it out). Benchmarks measure; they
+# the in-place rollout of 200 machines (--skip=inplace leaves it out) and as much
+# for the machine configuration pool rollout of 200 nodes, the last part
+# (--skip=pool leaves it out). Benchmarks measure; they
 # never fail because of a time (docs/performance.md).
 set -euo pipefail
 

@@ -51,7 +51,7 @@ func run(ctx context.Context, cfg *config, res *Results) (err error) {
 		}
 		res.DriverCalls = d
 	}
-	if cfg.skip["ceiling"] && cfg.skip["scale"] && cfg.skip["roll"] && cfg.skip["inplace"] {
+	if cfg.skip["ceiling"] && cfg.skip["scale"] && cfg.skip["roll"] && cfg.skip["inplace"] && cfg.skip["pool"] {
 		return nil
 	}
 
@@ -88,7 +88,7 @@ func run(ctx context.Context, cfg *config, res *Results) (err error) {
 			return fmt.Errorf("API server ceiling: %w", err)
 		}
 	}
-	if cfg.skip["scale"] && cfg.skip["roll"] && cfg.skip["inplace"] {
+	if cfg.skip["scale"] && cfg.skip["roll"] && cfg.skip["inplace"] && cfg.skip["pool"] {
 		return nil
 	}
 
@@ -120,6 +120,14 @@ func run(ctx context.Context, cfg *config, res *Results) (err error) {
 	// before count every Node of the cluster as theirs.
 	if !cfg.skip["inplace"] {
 		res.Scenarios = append(res.Scenarios, b.scenarioInPlace(ctx, cfg.inPlaceMachines, cfg.inPlaceUnavailable))
+		if err := b.checkChildren(); err != nil {
+			return err
+		}
+	}
+	// Its machines stay too; its own deployment and class keep its
+	// figures apart from the in-place rollout's.
+	if !cfg.skip["pool"] {
+		res.Scenarios = append(res.Scenarios, b.scenarioPool(ctx, cfg.poolMachines, cfg.poolUnavailable))
 	}
 	return b.checkChildren()
 }

@@ -14,7 +14,10 @@
 //  5. an in-place rollout of --inplace-machines machines with maxUnavailable
 //     --inplace-unavailable percent, the virtualnode driver playing the
 //     node agents;
-//  6. the API server's own write ceiling.
+//  6. a machine configuration pool rollout of --pool-machines nodes with
+//     maxUnavailable --pool-unavailable percent, the virtualnode driver
+//     playing the node agents (--skip=pool leaves it out);
+//  7. the API server's own write ceiling.
 //
 // Benchmarks measure; they never fail because of a time. The exit code is
 // 1 only when something could not run at all (no control plane, a process
@@ -54,6 +57,9 @@ type config struct {
 	inPlaceMachines                 int
 	inPlaceUnavailable              int
 	inPlaceDuration                 time.Duration
+	poolMachines                    int
+	poolUnavailable                 int
+	poolDuration                    time.Duration
 	bootDelay, heartbeat, timeout   time.Duration
 	ceilingObjects                  int
 	ceilingConcurrency              []int
@@ -84,13 +90,16 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.inPlaceMachines, "inplace-machines", 200, "machines of the in-place rollout")
 	fs.IntVar(&c.inPlaceUnavailable, "inplace-unavailable", 10, "maxUnavailable of the in-place rollout, percent")
 	fs.DurationVar(&c.inPlaceDuration, "inplace-duration", 2*time.Second, "how long the simulated node agent takes to update a node in place")
+	fs.IntVar(&c.poolMachines, "pool-machines", 200, "nodes of the machine configuration pool rollout")
+	fs.IntVar(&c.poolUnavailable, "pool-unavailable", 10, "maxUnavailable of the pool rollout, percent")
+	fs.DurationVar(&c.poolDuration, "pool-duration", 2*time.Second, "how long the simulated node agent takes to write a MachineConfig")
 	fs.DurationVar(&c.bootDelay, "boot-delay", 2*time.Second, "virtualnode bootDelay: how long a new Node reports NotReady (the machine start-up)")
 	fs.DurationVar(&c.heartbeat, "heartbeat-interval", 30*time.Second, "virtualnode --heartbeat-interval (the simulated kubelets' status and lease updates)")
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "how long a scenario may take before it is reported as not done")
 	fs.IntVar(&c.ceilingObjects, "ceiling-objects", 2000, "objects created per kind and concurrency for the API server ceiling")
 	conc := fs.String("ceiling-concurrency", "1,8,32", "client concurrencies of the API server ceiling")
 	fs.StringVar(&c.driverBenchtime, "driver-benchtime", "1s", "-benchtime of the driver call benchmarks")
-	skip := fs.String("skip", "", "comma-separated parts to skip: driver, ceiling, scale, roll, inplace")
+	skip := fs.String("skip", "", "comma-separated parts to skip: driver, ceiling, scale, roll, inplace, pool")
 	fs.Var((*stringList)(&c.managerArgs), "manager-arg", "extra flag for the manager, e.g. --manager-arg=--kube-api-qps=200 (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -109,10 +118,10 @@ func parseFlags(args []string) (*config, error) {
 	for _, s := range strings.Split(*skip, ",") {
 		switch s = strings.TrimSpace(s); s {
 		case "":
-		case "driver", "ceiling", "scale", "roll", "inplace":
+		case "driver", "ceiling", "scale", "roll", "inplace", "pool":
 			c.skip[s] = true
 		default:
-			return nil, fmt.Errorf("--skip: unknown part %q (want driver, ceiling, scale, roll, inplace)", s)
+			return nil, fmt.Errorf("--skip: unknown part %q (want driver, ceiling, scale, roll, inplace, pool)", s)
 		}
 	}
 	if c.machines < 1 || c.rollMachines < 1 || c.rollSurge < 1 || c.rollSurge > 100 {
@@ -120,6 +129,9 @@ func parseFlags(args []string) (*config, error) {
 	}
 	if c.inPlaceMachines < 1 || c.inPlaceUnavailable < 1 || c.inPlaceUnavailable > 100 || c.inPlaceDuration < 0 {
 		return nil, errors.New("--inplace-machines must be positive, --inplace-unavailable 1 to 100, --inplace-duration not negative")
+	}
+	if c.poolMachines < 1 || c.poolUnavailable < 1 || c.poolUnavailable > 100 || c.poolDuration < 0 {
+		return nil, errors.New("--pool-machines must be positive, --pool-unavailable 1 to 100, --pool-duration not negative")
 	}
 	if c.repo == "" {
 		repo, err := findRepo()
@@ -175,6 +187,7 @@ func main() {
 		Config: RunConfig{
 			Machines: cfg.machines, RollMachines: cfg.rollMachines, RollSurgePercent: cfg.rollSurge,
 			InPlaceMachines: cfg.inPlaceMachines, InPlaceUnavailablePercent: cfg.inPlaceUnavailable, InPlaceDuration: cfg.inPlaceDuration.String(),
+			PoolMachines: cfg.poolMachines, PoolUnavailablePercent: cfg.poolUnavailable, PoolDuration: cfg.poolDuration.String(),
 			BootDelay: cfg.bootDelay.String(), HeartbeatInterval: cfg.heartbeat.String(),
 			ManagerArgs: append([]string{}, cfg.managerArgs...), CeilingObjects: cfg.ceilingObjects,
 		},

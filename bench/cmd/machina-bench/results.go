@@ -42,6 +42,9 @@ type RunConfig struct {
 	// InPlaceUnavailablePercent is the in-place rollout's maxUnavailable.
 	InPlaceUnavailablePercent int      `json:"inPlaceUnavailablePercent"`
 	InPlaceDuration           string   `json:"inPlaceDuration"`
+	PoolMachines              int      `json:"poolMachines"`
+	PoolUnavailablePercent    int      `json:"poolUnavailablePercent"`
+	PoolDuration              string   `json:"poolDuration"`
 	BootDelay                 string   `json:"bootDelay"`
 	HeartbeatInterval         string   `json:"heartbeatInterval"`
 	ManagerArgs               []string `json:"managerArgs"`
@@ -114,6 +117,13 @@ func printTable(w io.Writer, r *Results) {
 				fmt.Fprintf(w, "   %s: %.1f s; lower bound %.0f waves × %.1f s update = %.1f s (%.1fx); VMs created %.0f, deleted %.0f; machines created %.0f; simulated agent writes %s per machine\n",
 					s.Name, s.Seconds, s.Extra["waves"], s.Extra["updateSeconds"], b, ratio(s.Seconds, b),
 					s.Extra["vmCreations"], s.Extra["vmDeletions"], s.Extra["machinesCreated"], f2(s.Extra["agentWrites"]/float64(max(s.Machines, 1))))
+			}
+		}
+		for _, s := range r.Scenarios {
+			if b, ok := s.Extra["poolLowerBoundSeconds"]; ok {
+				fmt.Fprintf(w, "   %s: %.1f s; lower bound %.0f waves × %.1f s update = %.1f s (%.1fx); node writes per node: manager %s, simulated agent %s\n",
+					s.Name, s.Seconds, s.Extra["waves"], s.Extra["updateSeconds"], b, ratio(s.Seconds, b),
+					f2(s.Extra["managerNodeWrites"]/float64(max(s.Machines, 1))), f2(s.Extra["agentWrites"]/float64(max(s.Machines, 1))))
 			}
 		}
 		for _, s := range r.Scenarios {

@@ -60,6 +60,10 @@ type Reconciler struct {
 	ControlRecorder events.EventRecorder
 	// TargetRecorder records events on Nodes.
 	TargetRecorder events.EventRecorder
+	// UnmanagedAfter is the age after which a Node no Machine names is
+	// annotated not-managed-by-mcm (--machine-creation-timeout);
+	// DefaultUnmanagedAfter when zero (node_unmanaged.go).
+	UnmanagedAfter time.Duration
 
 	added added
 }
@@ -151,7 +155,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if node.DeletionTimestamp.IsZero() {
-		return r.ensureFinalizer(ctx, node, machines)
+		res, err := r.ensureFinalizer(ctx, node, machines)
+		if err != nil || res.RequeueAfter > 0 {
+			return res, err
+		}
+		return r.markUnmanaged(ctx, node, machines)
 	}
 	return r.reconcileDelete(ctx, node, machines)
 }

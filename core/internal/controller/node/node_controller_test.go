@@ -46,6 +46,26 @@ func TestNodeController(t *testing.T) {
 		controllertest.RequireFinalizerFor(t, tc, stranger, v1alpha1.NodeFinalizer, false, time.Second)
 	})
 
+	t.Run("a node no machine names is marked not-managed-by-mcm, until one does", func(t *testing.T) {
+		ctx := t.Context()
+		n := newNode("n-unmanaged")
+		require.NoError(t, tc.Create(ctx, n))
+		annotation := func() (string, bool) {
+			got := &corev1.Node{}
+			require.NoError(t, tc.Get(ctx, client.ObjectKeyFromObject(n), got))
+			v, ok := got.Annotations[v1alpha1.NotManagedByMCMAnnotation]
+			return v, ok
+		}
+		_, marked := annotation()
+		require.False(t, marked, "a young node is not marked")
+		require.Eventually(t, func() bool { v, ok := annotation(); return ok && v == "1" }, 15*time.Second, 50*time.Millisecond,
+			"the node was never marked not managed")
+		m := newMachine(ns, "m-unmanaged", n.Name)
+		require.NoError(t, cc.Create(ctx, m))
+		require.Eventually(t, func() bool { _, ok := annotation(); return !ok }, 15*time.Second, 50*time.Millisecond,
+			"the mark stayed after a machine named the node")
+	})
+
 	t.Run("a machine naming an existing node puts the finalizer on it", func(t *testing.T) {
 		ctx := t.Context()
 		n := newNode("n-late")
@@ -144,7 +164,8 @@ func startManager(t *testing.T, control, target *testenv.Env) ctrl.Manager {
 		if err := mgr.Add(tcl); err != nil {
 			return err
 		}
-		return (&node.Reconciler{}).SetupWithManager(mgr, tcl, 2)
+		// Nodes without a Machine are marked not managed after 2s.
+		return (&node.Reconciler{UnmanagedAfter: 2 * time.Second}).SetupWithManager(mgr, tcl, 2)
 	})
 	require.True(t, tcl.GetCache().WaitForCacheSync(t.Context()), "the target cluster's cache did not sync")
 	return mgr
