@@ -103,7 +103,8 @@ func (m *Manager) setupControllers(dc *driver.Client, mgr *term) error {
 		return fmt.Errorf("secret controller: %w", err)
 	}
 	if target != nil {
-		if err := (&node.Reconciler{}).SetupWithManager(mgr, target, workers); err != nil {
+		nodes := &node.Reconciler{UnmanagedAfter: m.opts.MachineCreationTimeout}
+		if err := nodes.SetupWithManager(mgr, target, workers); err != nil {
 			return fmt.Errorf("node controller: %w", err)
 		}
 	}
