@@ -31,24 +31,23 @@ var phaseRank = map[v1alpha1.MachinePhase]int{
 // and Pending: they serve nothing yet, but their VM may be on its way.
 const creatingRank = 4
 
-// preserveAnnotationValues are the values of the preserve annotation on a
-// Machine that keep a Failed machine from being replaced (MCM: "now",
-// "when-failed", and "auto-preserved" set by the controller).
-var preserveAnnotationValues = map[string]bool{
-	v1alpha1.PreserveValueNow:           true,
-	v1alpha1.PreserveValueWhenFailed:    true,
-	v1alpha1.PreserveValueAutoPreserved: true,
-}
-
 // Preserved reports whether the machine is preserved: its preservation
 // expiry lies in the future, or its preserve annotation asks for it and the
-// machine controller has not yet stamped an expiry. Preserved machines are
-// deleted last on scale-down and a Failed preserved machine is not replaced.
+// machine controller has not stamped an expiry yet ("now" in any phase,
+// "when-failed" and the controller's "auto-preserved" when the machine is
+// Failed). Preserved machines are deleted last on scale-down and a Failed
+// preserved machine is not replaced.
 func Preserved(m *v1alpha1.Machine, now time.Time) bool {
 	if exp := m.Status.CurrentStatus.PreserveExpiryTime; exp != nil {
 		return exp.After(now)
 	}
-	return preserveAnnotationValues[m.Annotations[v1alpha1.PreserveAnnotation]]
+	switch m.Annotations[v1alpha1.PreserveAnnotation] {
+	case v1alpha1.PreserveValueNow:
+		return true
+	case v1alpha1.PreserveValueWhenFailed, v1alpha1.PreserveValueAutoPreserved:
+		return m.Status.CurrentStatus.Phase == v1alpha1.MachineFailed
+	}
+	return false
 }
 
 func autoPreserved(m *v1alpha1.Machine) bool {

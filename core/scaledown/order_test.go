@@ -30,6 +30,7 @@ func TestDecide(t *testing.T) {
 	annotate := func(k, v string) func(*v1alpha1.Machine) {
 		return func(m *v1alpha1.Machine) { m.Annotations[k] = v }
 	}
+	failed := func(m *v1alpha1.Machine) { m.Status.CurrentStatus.Phase = v1alpha1.MachineFailed }
 	for _, tc := range []struct {
 		key         Key
 		first, last *v1alpha1.Machine
@@ -40,8 +41,11 @@ func TestDecide(t *testing.T) {
 		}), machine("a", func(m *v1alpha1.Machine) {
 			m.Status.CurrentStatus.PreserveExpiryTime = &metav1.Time{Time: now.Add(time.Minute)}
 		})},
-		{KeyPreserved, machine("b", annotate(v1alpha1.PreserveAnnotation, v1alpha1.PreserveValueAutoPreserved)),
-			machine("a", annotate(v1alpha1.PreserveAnnotation, v1alpha1.PreserveValueWhenFailed))},
+		{KeyPreserved, machine("b", failed, annotate(v1alpha1.PreserveAnnotation, v1alpha1.PreserveValueAutoPreserved)),
+			machine("a", failed, annotate(v1alpha1.PreserveAnnotation, v1alpha1.PreserveValueWhenFailed))},
+		// when-failed on a machine that has not failed preserves nothing yet.
+		{KeyPreserved, machine("b", annotate(v1alpha1.PreserveAnnotation, v1alpha1.PreserveValueWhenFailed)),
+			machine("a", failed, annotate(v1alpha1.PreserveAnnotation, v1alpha1.PreserveValueWhenFailed))},
 		{KeyPreserved, machine("b", func(m *v1alpha1.Machine) {
 			m.Status.CurrentStatus.PreserveExpiryTime = &metav1.Time{Time: now.Add(time.Minute)}
 		}), machine("a", func(m *v1alpha1.Machine) {
