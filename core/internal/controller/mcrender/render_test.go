@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -276,16 +277,14 @@ func testSelectorChange(t *testing.T, c client.Client) {
 	first := target(t, c, "sel", "")
 	assert.Equal(t, []string{"10-sel-one"}, sourceNames(first))
 
-	first.Spec.MachineConfigSelector.MatchExpressions[0].Values = []string{"sel-two"}
-	require.NoError(t, c.Update(ctx, first))
+	setRoles(t, c, "sel", "sel-two")
 	second := target(t, c, "sel", first.Spec.Configuration.Name)
 	assert.Equal(t, []string{"10-sel-two"}, sourceNames(second))
 	_, ign := renderedIgnition(t, c, second.Spec.Configuration.Name)
 	assert.Equal(t, "two", fileData(t, ign, "/etc/sel"))
 
 	// A selector that selects nothing keeps the target and says so.
-	second.Spec.MachineConfigSelector.MatchExpressions[0].Values = []string{"nobody"}
-	require.NoError(t, c.Update(ctx, second))
+	setRoles(t, c, "sel", "nobody")
 	eventually(t, func() bool {
 		cond := renderDegraded(t, c, "sel")
 		return cond != nil && cond.Status == metav1.ConditionTrue && cond.Reason == "NoMachineConfigs"
@@ -293,6 +292,20 @@ func testSelectorChange(t *testing.T, c client.Client) {
 	p := &mcfgv1.MachineConfigPool{}
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "sel"}, p))
 	assert.Equal(t, second.Spec.Configuration.Name, p.Spec.Configuration.Name)
+}
+
+// setRoles points the pool's selector at roles. The controller writes the
+// pool too (its target, its status): a conflict is retried on a fresh read.
+func setRoles(t *testing.T, c client.Client, name string, roles ...string) {
+	t.Helper()
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p := &mcfgv1.MachineConfigPool{}
+		if err := c.Get(t.Context(), client.ObjectKey{Name: name}, p); err != nil {
+			return err
+		}
+		p.Spec.MachineConfigSelector.MatchExpressions[0].Values = roles
+		return c.Update(t.Context(), p)
+	}))
 }
 
 // testGC changes a pool's configuration twice while a Node still runs the
