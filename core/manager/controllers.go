@@ -25,8 +25,9 @@ import (
 // leadership term on mgr (term.go): what it adds runs only while this
 // replica leads. Each controller gets --concurrent-syncs workers. Without
 // a target cluster the Node controller does not run, and the others leave
-// Nodes alone.
-func (m *Manager) setupControllers(dc *driver.Client, mgr *term) error {
+// Nodes alone. Every call for a machine, a class or an orphan scan goes to
+// the driver of its class's provider, found through drivers.
+func (m *Manager) setupControllers(drivers *driver.Set, mgr *term) error {
 	workers := m.opts.ConcurrentSyncs
 	// Interfaces stay nil (not typed nil) without a target cluster.
 	var target cluster.Cluster
@@ -37,7 +38,7 @@ func (m *Manager) setupControllers(dc *driver.Client, mgr *term) error {
 	}
 
 	machines := &machine.Reconciler{
-		Driver: dc,
+		Drivers: drivers,
 		Options: machine.Options{
 			CreationTimeout:               m.opts.MachineCreationTimeout,
 			HealthTimeout:                 m.opts.MachineHealthTimeout,
@@ -79,17 +80,15 @@ func (m *Manager) setupControllers(dc *driver.Client, mgr *term) error {
 		return fmt.Errorf("machinedeployment controller: %w", err)
 	}
 
-	if err := (&machineclass.Reconciler{}).SetupWithManager(mgr, workers); err != nil {
+	// The class controller reports on each class whether a driver serves
+	// its provider (condition DriverFound, and an event when none does).
+	if err := (&machineclass.Reconciler{Drivers: drivers}).SetupWithManager(mgr, workers); err != nil {
 		return fmt.Errorf("machineclass controller: %w", err)
 	}
 	// Class updates: a changed MachineClass reaches the running VMs of its
 	// machines through UpdateMachine, --class-update-max-concurrent at a
 	// time, for drivers with the capability.
 	if m.opts.ClassUpdateMaxConcurrent > 0 {
-		drivers, err := driver.NewSet([]*driver.Client{dc}, true)
-		if err != nil {
-			return fmt.Errorf("class update controller: %w", err)
-		}
 		classUpdates := &classupdate.Reconciler{
 			Drivers: drivers,
 			Gate:    m.gate,
@@ -118,7 +117,7 @@ func (m *Manager) setupControllers(dc *driver.Client, mgr *term) error {
 	// --machine-safety-orphan-vms-period, over the classes of --namespace;
 	// it does nothing against a driver without ListMachines.
 	orphans := &orphan.Collector{
-		Driver:    dc,
+		Drivers:   drivers,
 		Period:    m.opts.MachineSafetyOrphanVMsPeriod,
 		Namespace: m.opts.Namespace,
 	}

@@ -48,8 +48,10 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	if v, ok := os.LookupEnv(DriverEndpointEnv); ok && v != "" {
 		endpoint = v
 	}
-	fs.StringVar(&o.DriverEndpoint, "driver-endpoint", endpoint,
-		"Driver API endpoint, unix:///path/to/socket (tcp://host:port for development only); default from $"+DriverEndpointEnv)
+	o.DriverEndpoint = endpoint
+	fs.Var(&driverEndpointsFlag{o: o}, "driver-endpoint",
+		"Driver API endpoint, unix:///path/to/socket (tcp://host:port for development only): the one driver, serving every provider; "+
+			"or name=unix:///path, repeated, one per driver, each serving the providers it lists; default from $"+DriverEndpointEnv)
 	fs.DurationVar(&o.DriverCreateTimeout, "driver-create-timeout", o.DriverCreateTimeout, "timeout of one CreateMachine call")
 	fs.DurationVar(&o.DriverDeleteTimeout, "driver-delete-timeout", o.DriverDeleteTimeout, "timeout of one DeleteMachine call")
 	fs.DurationVar(&o.DriverStatusTimeout, "driver-status-timeout", o.DriverStatusTimeout, "timeout of one GetMachineStatus call")

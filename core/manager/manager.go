@@ -175,17 +175,9 @@ func (m *Manager) Run(ctx context.Context) error {
 	if err := m.checkNamespaces(ctx); err != nil {
 		return err
 	}
-	m.log.Info("Connecting to the driver", "endpoint", m.opts.DriverEndpoint)
-	dc, err := driver.Connect(ctx, m.opts.DriverEndpoint, driver.Options{
-		CreateTimeout: m.opts.DriverCreateTimeout,
-		DeleteTimeout: m.opts.DriverDeleteTimeout,
-		StatusTimeout: m.opts.DriverStatusTimeout,
-		ListTimeout:   m.opts.DriverListTimeout,
-		CallTimeout:   m.opts.DriverCallTimeout,
-		Logger:        m.log.WithName("driver"),
-	})
+	drivers, err := m.connectDrivers(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil && !errors.Is(err, errDriverSet) {
 			// Stopped (SIGTERM) while waiting for the driver: a graceful
 			// stop, not a failure.
 			m.log.Info("Stopped before the driver was connected")
@@ -194,19 +186,22 @@ func (m *Manager) Run(ctx context.Context) error {
 		return fmt.Errorf("connecting to the driver: %w", err)
 	}
 	defer func() {
-		if err := dc.Close(); err != nil {
-			m.log.Error(err, "Closing the driver connection")
+		if err := drivers.Close(); err != nil {
+			m.log.Error(err, "Closing the driver connections")
 		}
 	}()
 
-	// Ready only while the driver answers its Probe: a core whose driver
-	// is gone can make no progress on machines.
-	if err := m.base.AddReadyzCheck("driver", dc.HealthChecker()); err != nil {
+	// Ready only while every driver answers its Probe: a core whose driver
+	// is gone can make no progress on that driver's machines.
+	if err := m.addDriverChecks(drivers); err != nil {
 		return err
 	}
-	info := dc.Info()
+	for _, dc := range drivers.Drivers() {
+		info := dc.Info()
+		m.log.Info("Driver", "name", dc.Name(), "driver", info.Name, "driverVersion", info.VendorVersion, "providers", info.Providers)
+	}
 	m.log.Info("Starting", "namespace", m.opts.Namespace, "targetCluster", m.target != nil,
-		"driver", info.Name, "driverVersion", info.VendorVersion, "leaderElection", m.opts.LeaderElect)
+		"drivers", len(drivers.Drivers()), "leaderElection", m.opts.LeaderElect)
 
 	// The caches and servers stop only after the controllers have.
 	baseCtx, stopBase := context.WithCancel(context.WithoutCancel(ctx))
@@ -218,7 +213,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	leadDone := make(chan struct{})
 	go func() {
 		defer close(leadDone)
-		m.lead(leadCtx, dc)
+		m.lead(leadCtx, drivers)
 	}()
 
 	select {
@@ -248,7 +243,7 @@ const catchUpTimeout = time.Minute
 // this replica holds the lease, else one after the other. A term first
 // waits until the caches have caught up with the API servers, then builds
 // the controllers and runs them.
-func (m *Manager) lead(ctx context.Context, dc *driver.Client) {
+func (m *Manager) lead(ctx context.Context, drivers *driver.Set) {
 	terms := 0
 	runTerm := func(ctx context.Context) error {
 		if m.lock != nil {
@@ -267,7 +262,7 @@ func (m *Manager) lead(ctx context.Context, dc *driver.Client) {
 		}
 		t := newTerm(m.base, m.indexes, m.opts.skipNameValidation || terms > 0)
 		terms++
-		if err := m.setupControllers(dc, t); err != nil {
+		if err := m.setupControllers(drivers, t); err != nil {
 			return fmt.Errorf("setting up the controllers: %w", err)
 		}
 		return t.run(ctx)

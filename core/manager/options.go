@@ -98,8 +98,13 @@ type Options struct {
 	Profiling bool
 
 	// DriverEndpoint (--driver-endpoint, env MACHINA_DRIVER_ENDPOINT) is the
-	// driver's socket, unix:///path (or tcp://host:port for development).
+	// driver's socket, unix:///path (or tcp://host:port for development),
+	// when the manager has one driver, which serves every provider.
 	DriverEndpoint string
+	// DriverEndpoints (--driver-endpoint name=unix:///path, repeated) are
+	// the drivers of a manager with several, each serving the providers
+	// it lists (driverendpoints.go). Set, DriverEndpoint must be empty.
+	DriverEndpoints []DriverEndpoint
 	// Timeouts of one driver call of each kind (--driver-create-timeout,
 	// --driver-delete-timeout, --driver-status-timeout,
 	// --driver-list-timeout, --driver-call-timeout for every other RPC).
@@ -260,9 +265,7 @@ func (o *Options) Validate() error {
 	if o.ConcurrentSyncs < 1 {
 		bad("--concurrent-syncs must be at least 1, got %d", o.ConcurrentSyncs)
 	}
-	if !strings.HasPrefix(o.DriverEndpoint, "unix:///") && !strings.HasPrefix(o.DriverEndpoint, "tcp://") {
-		bad("--driver-endpoint %q: want unix:///absolute/path or tcp://host:port", o.DriverEndpoint)
-	}
+	o.validateDriverEndpoints(bad)
 	positive := map[string]time.Duration{
 		"--min-resync-period":                            o.MinResyncPeriod,
 		"--machine-config-gc-grace":                      o.MachineConfigGCGrace,

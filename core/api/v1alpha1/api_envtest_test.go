@@ -63,6 +63,7 @@ func testDiscovery(t *testing.T, cfg *rest.Config) {
 		"machines":                  {"mc"},
 		"machines/status":           nil,
 		"machineclasses":            {"mcc"},
+		"machineclasses/status":     nil,
 		"machinesets":               {"mcs"},
 		"machinesets/status":        nil,
 		"machinesets/scale":         nil,

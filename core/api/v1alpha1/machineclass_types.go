@@ -7,12 +7,14 @@ import (
 )
 
 // +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=mcc
 // +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.provider`,description="Provider (driver) of the class."
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`,description="Time since the class was created."
 
 // MachineClass is a reusable provider configuration that Machines,
-// MachineSets and MachineDeployments refer to. It has no status.
+// MachineSets and MachineDeployments refer to. Its status is machina's
+// addition (MCM's classes have none): conditions the manager reports.
 type MachineClass struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -43,7 +45,34 @@ type MachineClass struct {
 	// and (when credentialsSecretRef is unset) credentials.
 	// +optional
 	SecretRef *corev1.SecretReference `json:"secretRef,omitempty"`
+
+	// Status is what the manager observed about the class.
+	// +optional
+	Status *MachineClassStatus `json:"status,omitempty"`
 }
+
+// MachineClassStatus is what the manager observed about a MachineClass.
+type MachineClassStatus struct {
+	// Conditions of the class; see MachineClassDriverFound.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// MachineClassDriverFound is the MachineClass condition that says whether
+// a driver of the manager serves the class's provider. False (reason
+// MachineClassNoDriver) leaves the class's machines alone: no call is made
+// for them, and none is deleted or failed for it.
+const MachineClassDriverFound = "DriverFound"
+
+// Reasons of MachineClassDriverFound.
+const (
+	// MachineClassDriverServes: one driver serves the provider.
+	MachineClassDriverServes = "DriverServesProvider"
+	// MachineClassNoDriver: no driver, or more than one, serves it.
+	MachineClassNoDriver = "NoDriverForProvider"
+)
 
 // NodeTemplate describes the nodes a MachineClass creates.
 type NodeTemplate struct {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
+	"github.com/machina-io/machina/core/internal/driver"
 	"github.com/machina-io/machina/core/internal/driverclass"
 )
 
@@ -41,6 +42,10 @@ func (r *Reconciler) loadClass(ctx context.Context, s *scope) error {
 	if len(class.ProviderSpec.Raw) == 0 {
 		return &configError{fmt.Sprintf("MachineClass %s has no providerSpec", name)}
 	}
+	dc, err := r.Drivers.ForClass(class)
+	if err != nil {
+		return err
+	}
 
 	secrets, userData, err := driverclass.Secrets(withoutClientLogs(ctx), r.Control, class)
 	if err != nil {
@@ -53,6 +58,8 @@ func (r *Reconciler) loadClass(ctx context.Context, s *scope) error {
 	s.userData = userData
 	s.secrets = secrets
 	s.class = class
+	s.driver = dc
+	s.log = s.log.WithValues("driver", dc.Name())
 	return nil
 }
 
@@ -60,7 +67,17 @@ func (r *Reconciler) loadClass(ctx context.Context, s *scope) error {
 // of the given operation, a Warning event, and a retry. The phase stays: a
 // missing class is not the machine's failure, and the watches on classes
 // and Secrets retry as soon as they appear.
+//
+// A class whose provider no driver serves (driver.ErrNoDriver) leaves the
+// machine alone: nothing is written, no event is emitted (the MachineClass
+// controller reports it on the class), and the machine is looked at again
+// after MediumRetry or when its class changes. It is not a driver failure:
+// no phase changes, so nothing is failed, replaced or deleted for it.
 func (r *Reconciler) classProblem(s *scope, op v1alpha1.MachineOperationType, err error) (phase.Result, error) {
+	if errors.Is(err, driver.ErrNoDriver) {
+		s.log.Info("Leaving the machine alone: no driver serves its class", "operation", string(op), "reason", err.Error())
+		return phase.Result{RequeueAfter: r.Options.MediumRetry, Stop: true}, nil
+	}
 	var ce *configError
 	if !errors.As(err, &ce) {
 		return phase.Result{}, err

@@ -46,7 +46,10 @@ type Reconciler struct {
 	// Tokens manages bootstrap tokens in the target cluster; built by
 	// SetupWithManager when nil, with a client that does not cache Secrets.
 	Tokens *bootstrap.Tokens
-	// Driver is the connected driver.
+	// Drivers finds the driver of a machine's class. Nil: Driver serves
+	// every class.
+	Drivers driver.Router
+	// Driver is the one connected driver when Drivers is nil.
 	Driver *driver.Client
 	// Recorder emits events on Machines; the manager's recorder for
 	// ControllerName when nil.
@@ -92,8 +95,15 @@ const (
 // Nodes (condition, label, annotation, taint and existence changes), each
 // mapped to the Machine whose label "node" names it.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster) error {
-	if r.Driver == nil {
-		return errors.New("machine controller: Driver is required")
+	if r.Drivers == nil {
+		if r.Driver == nil {
+			return errors.New("machine controller: Drivers or Driver is required")
+		}
+		set, err := driver.NewSet([]*driver.Client{r.Driver}, true)
+		if err != nil {
+			return fmt.Errorf("machine controller: %w", err)
+		}
+		r.Drivers = set
 	}
 	r.Options = r.Options.withDefaults()
 	if r.Control == nil {
@@ -230,6 +240,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (phase.Resul
 	return phase.Run(ctx, s,
 		r.reconcileCreate,
 		r.reconcileNodeTemplate,
+		r.reconcileVirtualCapacity, // machine_virtualcapacity.go
 		r.reconcileInPlace,
 		r.reconcileHealth,
 		r.reconcilePreservation, // machine_preserve.go

@@ -48,7 +48,7 @@ func (r *Reconciler) reconcileCreate(ctx context.Context, s *scope) (phase.Resul
 	}
 
 	// Step 1: look the VM up by name (and provider ID when known).
-	st, err := r.Driver.GetMachineStatus(ctx, &driverv1alpha1.GetMachineStatusRequest{
+	st, err := s.driver.GetMachineStatus(ctx, &driverv1alpha1.GetMachineStatusRequest{
 		Machine:      machineMessage(m),
 		MachineClass: driverclass.Message(s.class),
 		Secrets:      s.secrets,
@@ -70,7 +70,7 @@ func (r *Reconciler) reconcileCreate(ctx context.Context, s *scope) (phase.Resul
 			return r.invalidResponse(s, statusForCreateTable, fmt.Errorf("provider_id %q differs from the machine's %q", vm.providerID, m.Spec.ProviderID))
 		}
 		if st.GetNeedsInitialization() {
-			if r.Driver.Has(driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE) {
+			if s.driver.Has(driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE) {
 				initialize = true
 			} else {
 				s.log.Info("Driver reported needs_initialization without advertising the InitializeMachine capability; ignoring it (driver bug)")
@@ -101,7 +101,7 @@ func (r *Reconciler) reconcileCreate(ctx context.Context, s *scope) (phase.Resul
 		if stale, res, err := r.staleNodeGuard(ctx, s, vm); stale || err != nil {
 			return res, err
 		}
-		initialize = r.Driver.Has(driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE)
+		initialize = s.driver.Has(driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE)
 		r.normal(s, reasonCreated, actionCreate, "Created VM %s", vm.providerID)
 		r.observeMCMCreate(ctx, s)
 
@@ -115,7 +115,7 @@ func (r *Reconciler) reconcileCreate(ctx context.Context, s *scope) (phase.Resul
 
 	// Step 3: initialize, when the driver asks for it.
 	if initialize {
-		resp, err := r.Driver.InitializeMachine(ctx, &driverv1alpha1.InitializeMachineRequest{
+		resp, err := s.driver.InitializeMachine(ctx, &driverv1alpha1.InitializeMachineRequest{
 			Machine:        machineMessage(m),
 			MachineClass:   driverclass.Message(s.class),
 			Secrets:        s.secrets,
@@ -213,7 +213,7 @@ func (r *Reconciler) createVM(ctx context.Context, s *scope) (*driverv1alpha1.Cr
 		}
 		userData = bootstrap.Render(userData, m.Name, token)
 	}
-	resp, err := r.Driver.CreateMachine(ctx, &driverv1alpha1.CreateMachineRequest{
+	resp, err := s.driver.CreateMachine(ctx, &driverv1alpha1.CreateMachineRequest{
 		Machine:        machineMessage(m),
 		MachineClass:   driverclass.Message(s.class),
 		Secrets:        s.secrets,
@@ -257,7 +257,7 @@ func (r *Reconciler) staleNodeGuard(ctx context.Context, s *scope, vm vmInfo) (b
 		LastKnownState: vm.lastKnownState,
 	}
 	req.Machine.ProviderId = vm.providerID
-	if _, err := r.Driver.DeleteMachine(ctx, req); err != nil && !deleteMachineTable.react(driver.Code(err)).proceed {
+	if _, err := s.driver.DeleteMachine(ctx, req); err != nil && !deleteMachineTable.react(driver.Code(err)).proceed {
 		// The machine's own deletion deletes the VM later, by provider ID.
 		m.Spec.ProviderID = vm.providerID
 		desc = fmt.Sprintf("The new VM %s would register as node %s, but a Node of that name exists since %s, before this machine; deleting the new VM failed (%s: %s), the machine's deletion retries it",

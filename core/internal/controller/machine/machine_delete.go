@@ -117,7 +117,7 @@ func (r *Reconciler) stepGetVMStatus(ctx context.Context, s *scope) (v1alpha1.De
 		res, err := r.classProblem(s, v1alpha1.MachineOperationDelete, err)
 		return v1alpha1.DeletionStepGetVMStatus, res, err
 	}
-	resp, err := r.Driver.GetMachineStatus(ctx, &driverv1alpha1.GetMachineStatusRequest{
+	resp, err := s.driver.GetMachineStatus(ctx, &driverv1alpha1.GetMachineStatusRequest{
 		Machine:      machineMessage(s.machine),
 		MachineClass: driverclass.Message(s.class),
 		Secrets:      s.secrets,
@@ -273,7 +273,7 @@ func (r *Reconciler) stepDeleteVM(ctx context.Context, s *scope) (v1alpha1.Delet
 		return v1alpha1.DeletionStepDeleteVM, res, err
 	}
 	m := s.machine
-	resp, err := r.Driver.DeleteMachine(ctx, &driverv1alpha1.DeleteMachineRequest{
+	resp, err := s.driver.DeleteMachine(ctx, &driverv1alpha1.DeleteMachineRequest{
 		Machine:        machineMessage(m),
 		MachineClass:   driverclass.Message(s.class),
 		Secrets:        s.secrets,

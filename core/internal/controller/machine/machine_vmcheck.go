@@ -163,7 +163,7 @@ func (r *Reconciler) reconcileVMCheck(ctx context.Context, s *scope) (phase.Resu
 		r.vmChecks.set(m.UID, c)
 		return r.classProblem(s, v1alpha1.MachineOperationHealthCheck, err)
 	}
-	_, err := r.Driver.GetMachineStatus(ctx, &driverv1alpha1.GetMachineStatusRequest{
+	_, err := s.driver.GetMachineStatus(ctx, &driverv1alpha1.GetMachineStatusRequest{
 		Machine:      machineMessage(m),
 		MachineClass: driverclass.Message(s.class),
 		Secrets:      s.secrets,

@@ -6,8 +6,11 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/drain"
+	"github.com/machina-io/machina/core/internal/driver"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 )
 
@@ -17,9 +20,11 @@ const maxVolumesPerCall = 1024
 
 // volumeIDs is the drain's mapping of PersistentVolumes to provider volume
 // IDs: the driver's GetVolumeIDs when it advertises TYPE_GET_VOLUME_IDS,
-// else nil (the drain then tells a detach by VolumeAttachments only).
-func (r *Reconciler) volumeIDs() drain.VolumeIDsFunc {
-	if r.Driver == nil || !r.Driver.Has(driverv1alpha1.Capability_TYPE_GET_VOLUME_IDS) {
+// else nil (the drain then tells a detach by VolumeAttachments only). The
+// driver is the one of the machine's class.
+func (r *Reconciler) volumeIDs(s *scope) drain.VolumeIDsFunc {
+	dc := r.driverOf(s)
+	if dc == nil || !dc.Has(driverv1alpha1.Capability_TYPE_GET_VOLUME_IDS) {
 		return nil
 	}
 	return func(ctx context.Context, pvs []*corev1.PersistentVolume) (map[string]string, error) {
@@ -33,7 +38,7 @@ func (r *Reconciler) volumeIDs() drain.VolumeIDsFunc {
 				}
 				req.Volumes = append(req.Volumes, msg)
 			}
-			resp, err := r.Driver.GetVolumeIDs(ctx, req)
+			resp, err := dc.GetVolumeIDs(ctx, req)
 			if err != nil {
 				return nil, fmt.Errorf("GetVolumeIDs: %w", err)
 			}
@@ -43,6 +48,25 @@ func (r *Reconciler) volumeIDs() drain.VolumeIDsFunc {
 		}
 		return ids, nil
 	}
+}
+
+// driverOf returns the driver of the machine's class: the one loadClass
+// found, or else the one the class in the cache routes to; nil when there
+// is none.
+func (r *Reconciler) driverOf(s *scope) *driver.Client {
+	if s.driver != nil {
+		return s.driver
+	}
+	class := &v1alpha1.MachineClass{}
+	// A read from the cache: it does not wait on the network.
+	if err := r.Control.Get(context.Background(), client.ObjectKey{Namespace: s.machine.Namespace, Name: s.machine.Spec.Class.Name}, class); err != nil {
+		return nil
+	}
+	dc, err := r.Drivers.ForClass(class)
+	if err != nil {
+		return nil
+	}
+	return dc
 }
 
 // persistentVolumeMessage is a PersistentVolume as the Driver API carries

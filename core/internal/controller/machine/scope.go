@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/driver"
 )
 
 // scope is what one reconcile knows about one Machine. The phase functions
@@ -22,6 +23,8 @@ type scope struct {
 	class    *v1alpha1.MachineClass
 	secrets  map[string][]byte
 	userData []byte
+	// driver serves the class's provider, found by loadClass.
+	driver *driver.Client
 
 	// node is the Machine's Node in the target cluster (nil when it has none
 	// or it does not exist), read by loadNode.

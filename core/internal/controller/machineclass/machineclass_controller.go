@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/driver"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -49,6 +50,9 @@ type Reconciler struct {
 	Client client.Client
 	// Recorder records events on MachineClasses.
 	Recorder events.EventRecorder
+	// Drivers, when set, is asked for the driver of each live class; the
+	// answer is the class's DriverFound condition (driver.go).
+	Drivers driver.Router
 }
 
 // SetupWithManager registers the controller, and the cache indexes it
@@ -105,7 +109,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if class.DeletionTimestamp.IsZero() {
-		return r.ensureFinalizer(ctx, class)
+		res, err := r.ensureFinalizer(ctx, class)
+		if err != nil || !res.IsZero() || r.Drivers == nil {
+			return res, err
+		}
+		return r.reportDriver(ctx, class)
 	}
 	return r.reconcileDelete(ctx, class)
 }

@@ -17,6 +17,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/driver"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 )
 
@@ -38,7 +39,11 @@ type Driver interface {
 // Runnable that runs only on the elected leader. Build it with the fields
 // below and add it with SetupWithManager.
 type Collector struct {
-	// Driver is the connected driver (required).
+	// Drivers finds the driver of each class: every class is scanned
+	// through the driver of its provider, and a class whose provider has no
+	// driver is skipped. Nil: Driver serves every class.
+	Drivers driver.Router
+	// Driver is the one connected driver when Drivers is nil.
 	Driver Driver
 	// Client reads MachineClasses and Machines from the manager's cache;
 	// mgr.GetClient() when nil.
@@ -112,8 +117,8 @@ func (c *Collector) SetupWithManager(mgr ctrl.Manager) error {
 // The caller holds c.mu.
 func (c *Collector) init() error {
 	switch {
-	case c.Driver == nil:
-		return errors.New("orphan collector: Driver is required")
+	case c.Driver == nil && c.Drivers == nil:
+		return errors.New("orphan collector: Drivers or Driver is required")
 	case c.Client == nil || c.APIReader == nil || c.Cache == nil || c.Recorder == nil:
 		return errors.New("orphan collector: Client, APIReader, Cache and Recorder are required")
 	}

@@ -76,8 +76,8 @@ func (c *Collector) Scan(ctx context.Context) Result {
 
 func (c *Collector) scan(ctx context.Context) (Result, error) {
 	var res Result
-	if !c.Driver.Has(driverv1alpha1.Capability_TYPE_LIST_MACHINES) {
-		c.log.V(1).Info("Driver does not advertise TYPE_LIST_MACHINES; orphan VMs cannot be collected")
+	if !c.anyDriverLists() {
+		c.log.V(1).Info("No driver advertises TYPE_LIST_MACHINES; orphan VMs cannot be collected")
 		c.seen = nil
 		return res, nil
 	}
@@ -123,6 +123,33 @@ func (c *Collector) scan(ctx context.Context) (Result, error) {
 	return res, nil
 }
 
+// anyDriverLists reports whether some driver advertises
+// TYPE_LIST_MACHINES; without one there is nothing to scan.
+func (c *Collector) anyDriverLists() bool {
+	if c.Drivers == nil {
+		return c.Driver.Has(driverv1alpha1.Capability_TYPE_LIST_MACHINES)
+	}
+	for _, d := range c.Drivers.Drivers() {
+		if d.Has(driverv1alpha1.Capability_TYPE_LIST_MACHINES) {
+			return true
+		}
+	}
+	return false
+}
+
+// driverFor returns the driver of class and its name ("" with a single
+// Driver).
+func (c *Collector) driverFor(class *v1alpha1.MachineClass) (Driver, string, error) {
+	if c.Drivers == nil {
+		return c.Driver, "", nil
+	}
+	d, err := c.Drivers.ForClass(class)
+	if err != nil {
+		return nil, "", err
+	}
+	return d, d.Name(), nil
+}
+
 // checkAPIServer lists at most one Machine from the API server.
 func (c *Collector) checkAPIServer(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, apiCheckTimeout)
@@ -156,6 +183,18 @@ func (c *Collector) scanClass(ctx context.Context, class *v1alpha1.MachineClass,
 		log.V(1).Info("Skipping machine class without providerSpec")
 		return nil, nil
 	}
+	d, name, err := c.driverFor(class)
+	if err != nil {
+		log.V(1).Info("Skipping machine class in the orphan scan", "reason", err.Error())
+		return nil, nil
+	}
+	if name != "" {
+		log = log.WithValues("driver", name)
+	}
+	if !d.Has(driverv1alpha1.Capability_TYPE_LIST_MACHINES) {
+		log.V(1).Info("Skipping machine class: its driver does not advertise TYPE_LIST_MACHINES")
+		return nil, nil
+	}
 	// The user data is for CreateMachine only: not sent here.
 	secrets, _, err := driverclass.Secrets(ctx, c.APIReader, class)
 	if err != nil {
@@ -167,7 +206,7 @@ func (c *Collector) scanClass(ctx context.Context, class *v1alpha1.MachineClass,
 		return nil, fmt.Errorf("machine class %s: %w", class.Name, err)
 	}
 	msg := driverclass.Message(class)
-	resp, err := c.Driver.ListMachines(ctx, &driverv1alpha1.ListMachinesRequest{MachineClass: msg, Secrets: secrets})
+	resp, err := d.ListMachines(ctx, &driverv1alpha1.ListMachinesRequest{MachineClass: msg, Secrets: secrets})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -204,7 +243,7 @@ func (c *Collector) scanClass(ctx context.Context, class *v1alpha1.MachineClass,
 			vmLog.Info("Orphan VM candidate is not an orphan after all", "why", why)
 			continue
 		}
-		if err := c.deleteVM(ctx, class, msg, secrets, vm, why); err != nil {
+		if err := c.deleteVM(ctx, d, class, msg, secrets, vm, why); err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
@@ -259,9 +298,9 @@ func notFoundFromAPIServer(err error, name string) bool {
 // deleteVM deletes one orphan VM: DeleteMachine with a Machine carrying only
 // name, namespace and provider ID (Driver API §11.7), so that the driver
 // deletes exactly that VM.
-func (c *Collector) deleteVM(ctx context.Context, class *v1alpha1.MachineClass, msg *driverv1alpha1.MachineClass,
+func (c *Collector) deleteVM(ctx context.Context, d Driver, class *v1alpha1.MachineClass, msg *driverv1alpha1.MachineClass,
 	secrets map[string][]byte, vm *driverv1alpha1.ListedMachine, why string) error {
-	_, err := c.Driver.DeleteMachine(ctx, &driverv1alpha1.DeleteMachineRequest{
+	_, err := d.DeleteMachine(ctx, &driverv1alpha1.DeleteMachineRequest{
 		Machine: &driverv1alpha1.Machine{
 			Name:       vm.GetMachineName(),
 			Namespace:  class.Namespace,
