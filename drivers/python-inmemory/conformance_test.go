@@ -1,6 +1,7 @@
 package pythoninmemory
 
 import (
+	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -34,6 +35,9 @@ func TestConformance(t *testing.T) {
 		Secrets:      map[string][]byte{"token": []byte("conformance-token")},
 		UserData:     []byte("#cloud-config\n"),
 		Volumes:      volumes,
+		// The driver changes tags on a running VM, and nothing else.
+		UpdatedProviderSpec:    json.RawMessage(`{"size":"small","tags":{"team":"conformance"}}`),
+		NeedsNewVMProviderSpec: json.RawMessage(`{"size":"large"}`),
 		Timeouts: conformance.Timeouts{
 			Identity: 10 * time.Second, Ready: 30 * time.Second,
 			Create: 30 * time.Second, Initialize: 30 * time.Second, Delete: 30 * time.Second,

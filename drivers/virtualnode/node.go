@@ -85,6 +85,7 @@ func nodeFor(req *driverv1alpha1.CreateMachineRequest, spec providerSpec, now ti
 		setIf(labels, corev1.LabelTopologyZone, t.GetZone())
 		setIf(labels, corev1.LabelArchStable, t.GetArchitecture())
 	}
+	maps.Copy(labels, spec.labels)
 	maps.Copy(labels, m.GetNodeTemplate().GetLabels())
 	labels[corev1.LabelHostname] = hostnameLabelValue(m.GetName())
 	labels[LabelClass] = classLabelValue(class.GetName())

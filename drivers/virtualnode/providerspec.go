@@ -18,6 +18,9 @@ type providerSpec struct {
 	// machineConfig, when set, makes the driver play the node agent of
 	// the class's Nodes in the MachineConfig handshake.
 	machineConfig *inPlaceSpec
+	// labels are put on the Node; UpdateMachine changes them on a running
+	// Node.
+	labels map[string]string
 	// hash is the SHA-256 of the spec re-encoded with sorted keys, so that
 	// two encodings of one object hash alike.
 	hash string
@@ -29,6 +32,7 @@ type providerSpecJSON struct {
 	BootDelay     *string            `json:"bootDelay"`
 	InPlaceUpdate *inPlaceUpdateJSON `json:"inPlaceUpdate"`
 	MachineConfig *inPlaceUpdateJSON `json:"machineConfig"`
+	Labels        map[string]string  `json:"labels"`
 }
 
 // inPlaceUpdateJSON is the provider spec's "inPlaceUpdate" object, and
@@ -49,7 +53,8 @@ type inPlaceSpec struct {
 // the optional keys "capacity" (resource name to quantity string),
 // "bootDelay" (a duration string such as "30s"), "inPlaceUpdate" and
 // "machineConfig" (each {"duration": "5s", "failureRate": 0.1}, both
-// optional); other keys are ignored.
+// optional) and "labels" (put on the Node, the one key UpdateMachine
+// changes on a running Node); other keys are ignored.
 func parseProviderSpec(raw []byte) (providerSpec, error) {
 	var spec providerSpec
 	var fields providerSpecJSON
@@ -57,6 +62,7 @@ func parseProviderSpec(raw []byte) (providerSpec, error) {
 		return spec, err
 	}
 	spec.capacity = fields.Capacity
+	spec.labels = fields.Labels
 	if fields.BootDelay != nil {
 		d, err := time.ParseDuration(*fields.BootDelay)
 		if err != nil || d < 0 {

@@ -2,12 +2,14 @@ package virtualnode
 
 import "github.com/machina-io/machina/sdk"
 
-// The driver implements the required RPCs, ListMachines and GetVolumeIDs.
+// The driver implements the required RPCs, ListMachines, GetVolumeIDs and
+// UpdateMachine.
 // It needs no initialization step, so it is no sdk.Initializer.
 var (
 	_ sdk.Driver       = (*Driver)(nil)
 	_ sdk.Lister       = (*Driver)(nil)
 	_ sdk.VolumeMapper = (*Driver)(nil)
+	_ sdk.Updater      = (*Driver)(nil)
 )
 
 // DefaultProviders are the MachineClass provider values the driver

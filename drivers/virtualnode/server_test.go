@@ -35,6 +35,7 @@ func TestServedOverASocket(t *testing.T) {
 	}
 	assert.Equal(t, []driverv1alpha1.Capability_Type{
 		driverv1alpha1.Capability_TYPE_LIST_MACHINES, driverv1alpha1.Capability_TYPE_GET_VOLUME_IDS,
+		driverv1alpha1.Capability_TYPE_UPDATE_MACHINE,
 	}, types)
 	_, err = machines.InitializeMachine(context.Background(), &driverv1alpha1.InitializeMachineRequest{})
 	requireCode(t, codes.Unimplemented, err)

@@ -23,7 +23,7 @@ import json
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
 from machina.driver.v1alpha1 import machine_pb2
@@ -41,6 +41,10 @@ CSI_DRIVER = "python-inmemory.csi.machina.io"
 HOST_PATH_PREFIX = "/python-inmemory/"
 
 MAX_CREATE_DELAY = 300.0
+
+#: Provider spec keys UpdateMachine changes on a running VM, as a cloud
+#: tags a running instance.
+TAG_LIKE_KEYS = ("labels", "tags")
 
 
 @dataclass(frozen=True)
@@ -158,6 +162,48 @@ class InMemoryDriver:
             node_name=vm.name,
             last_known_state=json.dumps({"providerID": vm.provider_id}),
             addresses=[machine_pb2.NodeAddress(type="Hostname", address=vm.name)],
+        )
+
+    def update_machine(self, request: machine_pb2.UpdateMachineRequest) -> machine_pb2.UpdateMachineResponse:
+        """Apply a class change to the running VM, or answer needs_new_vm (§6.7).
+
+        Only the provider spec keys in :data:`TAG_LIKE_KEYS` can change on a
+        running VM; any other difference from the VM's own spec leaves the VM
+        untouched and answers needs_new_vm. A VM that already matches is
+        answered applied (idempotency).
+        """
+        m = validate.machine(request, need_provider_id=True)
+        if not request.HasField("old_machine_class"):
+            raise invalid("old_machine_class is required")
+        validate.json_object(
+            "old_machine_class.provider_spec", request.old_machine_class.provider_spec, validate.MAX_PROVIDER_SPEC
+        )
+        _, spec = validate.machine_class(request)
+        validate.secrets(request.secrets)
+        validate.last_known_state(request.last_known_state)
+        with self._machine_call(m):
+            vm = self._get(m)
+            if vm is None or vm.provider_id != m.provider_id:
+                raise not_found(f"no VM with provider ID {m.provider_id} for machine {m.name}")
+            differ = sorted(k for k in vm.spec.keys() | spec.keys() if vm.spec.get(k) != spec.get(k))
+            fixed = [k for k in differ if k not in TAG_LIKE_KEYS]
+            if fixed:
+                return machine_pb2.UpdateMachineResponse(
+                    needs_new_vm=machine_pb2.NeedsNewVM(
+                        reason=f"provider spec keys {', '.join(fixed)} differ and cannot change on a running VM"
+                        f" (only {' and '.join(TAG_LIKE_KEYS)} can)"
+                    )
+                )
+            if differ:
+                vm = replace(vm, spec=spec)
+                with self._lock:
+                    self._vms[(m.namespace, m.name)] = vm
+        return machine_pb2.UpdateMachineResponse(
+            applied=machine_pb2.GetMachineStatusResponse(
+                provider_id=vm.provider_id,
+                node_name=vm.name,
+                addresses=[machine_pb2.NodeAddress(type="Hostname", address=vm.name)],
+            )
         )
 
     def delete_machine(self, request: machine_pb2.DeleteMachineRequest) -> machine_pb2.DeleteMachineResponse:

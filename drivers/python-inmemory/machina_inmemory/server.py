@@ -46,6 +46,7 @@ MAX_SOCKET_PATH = 107
 CAPABILITIES = (
     identity_pb2.Capability.TYPE_LIST_MACHINES,
     identity_pb2.Capability.TYPE_GET_VOLUME_IDS,
+    identity_pb2.Capability.TYPE_UPDATE_MACHINE,
 )
 
 log = logging.getLogger("machina.python-inmemory")
@@ -128,6 +129,9 @@ class MachineServicer(machine_pb2_grpc.MachineServiceServicer):
 
     def GetVolumeIDs(self, request: Any, context: grpc.ServicerContext) -> Any:
         return self._call("GetVolumeIDs", self._driver.get_volume_ids, request, context)
+
+    def UpdateMachine(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._call("UpdateMachine", self._driver.update_machine, request, context)
 
     def InitializeMachine(self, request: Any, context: grpc.ServicerContext) -> Any:
         # Not advertised, so UNIMPLEMENTED (§3.5).

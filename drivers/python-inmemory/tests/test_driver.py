@@ -205,3 +205,43 @@ class VolumeTest(DriverTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class UpdateTest(DriverTestCase):
+    def created(self, spec):
+        resp = self.driver.create_machine(create(spec=spec))
+        return machine(provider_id=resp.provider_id), resp
+
+    def update(self, m, old, new):
+        return machine_pb2.UpdateMachineRequest(machine=m, old_machine_class=klass(spec=old), machine_class=klass(spec=new))
+
+    def test_tags_are_applied_to_the_same_vm(self) -> None:
+        old, new = b'{"size":"small","tags":{"team":"a"}}', b'{"size":"small","tags":{"team":"b"},"labels":{"x":"y"}}'
+        m, created = self.created(old)
+        for _ in range(2):  # the repeat is applied again and changes nothing
+            resp = self.driver.update_machine(self.update(m, old, new))
+            self.assertEqual(resp.WhichOneof("result"), "applied")
+            self.assertEqual(resp.applied.provider_id, created.provider_id)
+        (vm,) = self.driver.vms()
+        self.assertEqual(vm.spec, json.loads(new))
+        self.assertEqual(vm.provider_id, created.provider_id)
+        # The VM matches the new class now.
+        self.assertEqual(self.driver.create_machine(create(spec=new)).provider_id, created.provider_id)
+
+    def test_other_keys_need_a_new_vm_and_leave_the_vm_alone(self) -> None:
+        old, new = b'{"size":"small","tags":{"team":"a"}}', b'{"size":"large","tags":{"team":"b"}}'
+        m, _ = self.created(old)
+        resp = self.driver.update_machine(self.update(m, old, new))
+        self.assertEqual(resp.WhichOneof("result"), "needs_new_vm")
+        self.assertIn("size", resp.needs_new_vm.reason)
+        (vm,) = self.driver.vms()
+        self.assertEqual(vm.spec, json.loads(old))
+
+    def test_errors(self) -> None:
+        old = b'{"size":"small"}'
+        m, _ = self.created(old)
+        self.assertCode(grpc.StatusCode.NOT_FOUND, self.driver.update_machine, self.update(machine(provider_id="other"), old, old))
+        self.assertCode(grpc.StatusCode.INVALID_ARGUMENT, self.driver.update_machine, self.update(machine(), old, old),
+                        contains="machine.provider_id")
+        self.assertCode(grpc.StatusCode.INVALID_ARGUMENT, self.driver.update_machine,
+                        machine_pb2.UpdateMachineRequest(machine=m, machine_class=klass(spec=old)), contains="old_machine_class")

@@ -48,6 +48,7 @@ class StripTest(unittest.TestCase):
                 "DeleteMachineRequest.secrets",
                 "GetMachineStatusRequest.secrets",
                 "ListMachinesRequest.secrets",
+                "UpdateMachineRequest.secrets",
             },
         )
 
