@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -131,6 +132,34 @@ func TestKubeletConfig(t *testing.T) {
 			return c.Get(ctx, client.ObjectKeyFromObject(pool), p) == nil &&
 				!slices.ContainsFunc(p.Spec.Configuration.Source, func(r corev1.ObjectReference) bool { return r.Name == "99-kube-generated-kubelet-1" })
 		}, "the pool's rendering still includes 99-kube-generated-kubelet-1")
+	})
+
+	t.Run("a pool it no longer selects loses its MachineConfig", func(t *testing.T) {
+		other := &mcfgv1.MachineConfigPool{
+			ObjectMeta: metav1.ObjectMeta{Name: "kube2", Labels: map[string]string{"custom-kubelet": "large-pods"}},
+			Spec: mcfgv1.MachineConfigPoolSpec{
+				MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{mcfgv1.RoleLabel: "kube2"}},
+			},
+		}
+		require.NoError(t, c.Create(ctx, other))
+		exists := func(name string) bool {
+			return c.Get(ctx, client.ObjectKey{Name: name}, &mcfgv1.MachineConfig{}) == nil
+		}
+		waitFor(t, func() bool { return exists("99-kube2-generated-kubelet") }, "max-pods never wrote 99-kube2-generated-kubelet")
+
+		require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(other), other); err != nil {
+				return err
+			}
+			other.Labels = nil
+			return c.Update(ctx, other)
+		}))
+		waitFor(t, func() bool { return !exists("99-kube2-generated-kubelet") }, "99-kube2-generated-kubelet was never deleted")
+		assert.True(t, exists("99-kube-generated-kubelet"), "the pool still selected keeps its MachineConfig")
+		// The status follows the deletion in the same sync.
+		waitFor(t, func() bool {
+			return condition(t, c, "max-pods", mcfgv1.KubeletConfigSuccess).Message == "Wrote 99-kube-generated-kubelet"
+		}, "max-pods's Success condition never stopped naming 99-kube2-generated-kubelet")
 	})
 }
 
