@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -33,6 +34,7 @@ func TestMCMParity(t *testing.T) {
 		{"terminating node condition", testTerminatingCondition},
 		{"misconfigured PDB", testMisconfiguredPDB},
 		{"max evict retries", testMaxEvictRetries},
+		{"virtual capacity", testVirtualCapacity},
 	} {
 		t.Run(s.name, func(t *testing.T) { s.run(t, env) })
 	}
@@ -226,4 +228,46 @@ func testMaxEvictRetries(t *testing.T, env *testenv.Env) {
 
 	allowDisruptions(t, w, c, "web", 1)
 	w.waitGone("pr-1", waitLong)
+}
+
+// The class's nodeTemplate.virtualCapacity reaches the Node's capacity and
+// allocatable, recorded in last-applied-virtual-capacity; a resource
+// dropped from the template leaves the Node, others' resources stay.
+func testVirtualCapacity(t *testing.T, env *testenv.Env) {
+	w := newWorld(t, env, env, inmemory.Options{})
+	class := w.class("small", nil)
+	class.NodeTemplate = &v1alpha1.NodeTemplate{Capacity: corev1.ResourceList{},
+		VirtualCapacity: corev1.ResourceList{"example.com/licence": resource.MustParse("4")}}
+	require.NoError(t, env.Client.Update(w.ctx, class))
+	w.start()
+	w.machine("pv-1", "small")
+	w.waitPhase("pv-1", v1alpha1.MachineRunning, waitLong)
+	c := env.Client
+	node := func() *corev1.Node {
+		n := &corev1.Node{}
+		require.NoError(t, c.Get(w.ctx, client.ObjectKey{Name: "pv-1"}, n))
+		return n
+	}
+	has := func(n *corev1.Node, name corev1.ResourceName, want string) bool {
+		q, ok := n.Status.Capacity[name]
+		a, okA := n.Status.Allocatable[name]
+		return ok && okA && q.String() == want && a.String() == want
+	}
+	require.Eventually(t, func() bool { return has(node(), "example.com/licence", "4") }, waitLong, 50*time.Millisecond,
+		"the virtual capacity never reached the node")
+	assert.JSONEq(t, `{"example.com/licence":"4"}`, node().Annotations[v1alpha1.LastAppliedVirtualCapacityAnnotation])
+
+	// Someone else's extended resource stays; the template's change moves ours.
+	n := node()
+	n.Status.Capacity["example.com/theirs"] = resource.MustParse("1")
+	require.NoError(t, c.Status().Update(w.ctx, n))
+	require.NoError(t, c.Get(w.ctx, client.ObjectKeyFromObject(class), class))
+	class.NodeTemplate.VirtualCapacity = corev1.ResourceList{"example.com/hint": resource.MustParse("2")}
+	require.NoError(t, c.Update(w.ctx, class))
+	require.Eventually(t, func() bool {
+		n := node()
+		_, old := n.Status.Capacity["example.com/licence"]
+		return has(n, "example.com/hint", "2") && !old
+	}, waitLong, 50*time.Millisecond, "the node did not follow the template's change")
+	assert.Contains(t, node().Status.Capacity, corev1.ResourceName("example.com/theirs"))
 }
