@@ -58,7 +58,8 @@ func Connect(ctx context.Context, endpoint string, opts Options) (*Client, error
 	}
 	// The metrics are labelled with the driver's name. Without
 	// Options.Name it is known only once the driver said it; the calls of
-	// the connect sequence then go to collectors that are not registered.
+	// the connect sequence go to collectors registered then.
+	c.metrics.Store(newClientMetrics())
 	if err := c.useMetrics(); err != nil {
 		return nil, err
 	}
@@ -114,14 +115,14 @@ func Connect(ctx context.Context, endpoint string, opts Options) (*Client, error
 	return c, nil
 }
 
-// useMetrics points the client at the collectors registered for its name,
-// or at unregistered ones while it has none.
+// useMetrics registers the client's collectors under its name, or points
+// the client at those registered for that name before. Without a name yet
+// it does nothing.
 func (c *Client) useMetrics() error {
 	if c.name == "" {
-		c.metrics.Store(newClientMetrics())
 		return nil
 	}
-	m, err := registerClientMetrics(c.opts.Registerer, c.name)
+	m, err := registerClientMetrics(c.opts.Registerer, c.name, c.metrics.Load())
 	if err != nil {
 		return fmt.Errorf("registering driver client metrics: %w", err)
 	}

@@ -93,16 +93,15 @@ type registeredKey struct {
 	driver string
 }
 
-// registerClientMetrics registers a driver's metrics with reg, labelled
-// driver=name, or returns those registered for name before.
-func registerClientMetrics(reg prometheus.Registerer, name string) (*clientMetrics, error) {
+// registerClientMetrics registers m, a driver's metrics, with reg,
+// labelled driver=name, or returns those registered for name before.
+func registerClientMetrics(reg prometheus.Registerer, name string, m *clientMetrics) (*clientMetrics, error) {
 	registered.Lock()
 	defer registered.Unlock()
 	key := registeredKey{reg: reg, driver: name}
-	if m, ok := registered.sets[key]; ok {
-		return m, nil
+	if existing, ok := registered.sets[key]; ok {
+		return existing, nil
 	}
-	m := newClientMetrics()
 	if err := prometheus.WrapRegistererWith(prometheus.Labels{"driver": name}, reg).Register(m); err != nil {
 		return nil, err
 	}

@@ -71,7 +71,7 @@ func TestMetrics(t *testing.T) {
 	assert.Equal(t, 1.0, counterValue(t, reg, "grpc_client_handled_total", map[string]string{"grpc_method": "CreateMachine", "grpc_code": "OK", "driver": "pool-a"}))
 	assert.Equal(t, uint64(2), histogramCount(t, reg, "mcm_cloud_api_driver_request_duration_seconds", map[string]string{"driver": "pool-a", "operation": "create_machine"}))
 
-	c2, err := registerClientMetrics(reg, "pool-a") // a second client on the same registry shares the collectors
+	c2, err := registerClientMetrics(reg, "pool-a", newClientMetrics()) // a second client on the same registry shares the collectors
 	require.NoError(t, err)
 	assert.Equal(t, 1.0, testutil.ToFloat64(c2.mcmFailed.WithLabelValues(testDriverName, "create_machine", "13")))
 	assert.Equal(t, 1, testutil.CollectAndCount(c2.mcmFailed), "only the failed create is counted")
@@ -117,15 +117,15 @@ func TestMetricsPerDriver(t *testing.T) {
 	assert.Equal(t, 1.0, counterValue(t, reg, "grpc_client_handled_total", map[string]string{"grpc_method": "CreateMachine", "driver": testDriverName}))
 	assert.Equal(t, 2.0, counterValue(t, reg, "grpc_client_handled_total", map[string]string{"grpc_method": "CreateMachine", "driver": "pool-b"}))
 	assert.Equal(t, uint64(2), histogramCount(t, reg, "mcm_cloud_api_driver_request_duration_seconds", map[string]string{"driver": "pool-b", "operation": "create_machine"}))
-	// Only a named client measures its connect sequence.
-	assert.Equal(t, 0.0, counterValue(t, reg, "grpc_client_handled_total", map[string]string{"grpc_method": "Probe", "driver": testDriverName}))
+	// Both measure their connect sequence.
+	assert.Equal(t, 1.0, counterValue(t, reg, "grpc_client_handled_total", map[string]string{"grpc_method": "GetPluginInfo", "driver": testDriverName}))
 	assert.Equal(t, 1.0, counterValue(t, reg, "grpc_client_handled_total", map[string]string{"grpc_method": "Probe", "driver": "pool-b"}))
 }
 
 func TestMetricsConflictingRegistration(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "grpc_client_handling_seconds", Help: "not a histogram"}))
-	_, err := registerClientMetrics(reg, "pool-a")
+	_, err := registerClientMetrics(reg, "pool-a", newClientMetrics())
 	require.Error(t, err)
 }
 
