@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/scaledown"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -324,7 +325,10 @@ func (r *Reconciler) setsOf(ctx context.Context, md *v1alpha1.MachineDeployment)
 // deleted), which decide a freeze, and all, which decide an unfreeze. A
 // machine being deleted is on its way out: counting it toward the limit
 // froze every large scale-down (MCM does). As in MCM, a frozen set is
-// unfrozen only once its surplus is gone, being deleted or not.
+// unfrozen only once its surplus is gone, being deleted or not. A preserved
+// Failed machine counts in neither: the set runs another machine in its
+// place on purpose (machineset/preserve.go), and up to
+// autoPreserveFailedMachineMax of them must not freeze it.
 func (r *Reconciler) countMachines(ctx context.Context, reader client.Reader, ms *v1alpha1.MachineSet) (live, all int32, err error) {
 	list := &v1alpha1.MachineList{}
 	opts := []client.ListOption{client.InNamespace(ms.Namespace)}
@@ -334,8 +338,13 @@ func (r *Reconciler) countMachines(ctx context.Context, reader client.Reader, ms
 	if err := reader.List(ctx, list, opts...); err != nil {
 		return 0, 0, err
 	}
+	now := time.Now()
 	for i := range list.Items {
-		if owner := metav1.GetControllerOf(&list.Items[i]); owner != nil && owner.UID == ms.UID {
+		m := &list.Items[i]
+		if m.Status.CurrentStatus.Phase == v1alpha1.MachineFailed && scaledown.Preserved(m, now) {
+			continue
+		}
+		if owner := metav1.GetControllerOf(m); owner != nil && owner.UID == ms.UID {
 			all++
 			if list.Items[i].DeletionTimestamp == nil {
 				live++

@@ -57,6 +57,22 @@ func TestOvershootCountsOnlyLiveMachines(t *testing.T) {
 		f.requireStays(ms, true)
 	})
 
+	t.Run("preserved Failed machines do not count", func(t *testing.T) {
+		f := start(t, env, 2, 1)
+		ms := f.machineSet("preserving", 1, nil) // higher 4, lower 3
+		machines := f.machines(ms, 4)
+		f.requireFrozen(ms, true)
+		// Two of them Failed and preserved: 2 left that count, below lower.
+		until := metav1.NewTime(time.Now().Add(time.Hour))
+		for _, m := range machines[:2] {
+			require.NoError(t, f.c.Get(context.Background(), client.ObjectKeyFromObject(m), m))
+			m.Status.CurrentStatus.Phase = v1alpha1.MachineFailed
+			m.Status.CurrentStatus.PreserveExpiryTime = &until
+			require.NoError(t, f.c.Status().Update(context.Background(), m))
+		}
+		f.requireFrozen(ms, false)
+	})
+
 	t.Run("a MachineDeployment scaled from 150 to 0 never freezes its set", func(t *testing.T) {
 		testScaleDown150To0(t, env)
 	})
