@@ -47,6 +47,7 @@ func TestRender(t *testing.T) {
 	t.Run("a bad fragment keeps the last good rendering", func(t *testing.T) { testBadFragment(t, c) })
 	t.Run("a selector change renders again", func(t *testing.T) { testSelectorChange(t, c) })
 	t.Run("unreferenced renderings are collected after the grace", func(t *testing.T) { testGC(t, c) })
+	t.Run("a pool created again adopts its rendering", func(t *testing.T) { testAdopt(t, c) })
 }
 
 // eventually polls cond until it holds, or fails the test after
@@ -350,4 +351,33 @@ func testGC(t *testing.T, c client.Client) {
 	require.NoError(t, c.Update(ctx, node))
 	eventually(t, func() bool { return gone(first) }, "%s was never collected after the Node moved on", first)
 	assert.False(t, gone(third))
+}
+
+// testAdopt deletes a pool and creates it again: the rendering, the same
+// content under the same name, becomes the new pool's.
+func testAdopt(t *testing.T, c client.Client) {
+	ctx := t.Context()
+	require.NoError(t, c.Create(ctx, fragment("10-adopt", "adopt", fileConfig("/etc/adopt", "a"))))
+	old := pool("adopt", "adopt")
+	require.NoError(t, c.Create(ctx, old))
+	name := target(t, c, "adopt", "").Spec.Configuration.Name
+	rendered := &mcfgv1.MachineConfig{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: name}, rendered))
+	require.NoError(t, c.Delete(ctx, old))
+	eventually(t, func() bool {
+		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(old), &mcfgv1.MachineConfigPool{}))
+	}, "the pool was never deleted")
+
+	again := pool("adopt", "adopt")
+	require.NoError(t, c.Create(ctx, again))
+	require.NotEqual(t, old.UID, again.UID)
+	assert.Equal(t, name, target(t, c, "adopt", "").Spec.Configuration.Name, "the same content, the same name")
+	eventually(t, func() bool {
+		mc := &mcfgv1.MachineConfig{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
+			return false
+		}
+		ref := metav1.GetControllerOf(mc)
+		return mc.UID == rendered.UID && ref != nil && ref.UID == again.UID && len(mc.OwnerReferences) == 1
+	}, "%s (the same object, not a new one) never became the new pool's", name)
 }

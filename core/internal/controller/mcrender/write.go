@@ -29,7 +29,7 @@ func (r *Reconciler) writeRendered(ctx context.Context, s *scope) (phase.Result,
 			s.fail(reasonBadFragment, fmt.Sprintf("MachineConfig %s exists with a different content than its name's hash says; delete it to render again", s.name))
 			return phase.Result{Stop: true}, nil
 		}
-		return phase.Result{}, nil
+		return phase.Result{}, r.adopt(ctx, s, existing)
 	}
 	if !apierrors.IsNotFound(err) {
 		return phase.Result{}, fmt.Errorf("reading %s: %w", s.name, err)
@@ -103,4 +103,24 @@ func sources(fragments []mcfgv1.MachineConfig) []corev1.ObjectReference {
 		})
 	}
 	return slices.Clip(out)
+}
+
+// adopt makes the pool the controller of a rendering left by an earlier
+// pool of the same name (deleted and created again): the owner reference
+// to the gone pool would have the garbage collector delete the new pool's
+// target.
+func (r *Reconciler) adopt(ctx context.Context, s *scope, mc *mcfgv1.MachineConfig) error {
+	if ref := metav1.GetControllerOf(mc); ref != nil && ref.UID == s.pool.UID {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(mc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	mc.OwnerReferences = nil
+	if err := controllerutil.SetControllerReference(s.pool, mc, r.Client.Scheme()); err != nil {
+		return err
+	}
+	if err := r.Client.Patch(ctx, mc, patch); err != nil {
+		return fmt.Errorf("adopting %s: %w", mc.Name, err)
+	}
+	s.log.Info("Adopted rendered MachineConfig of an earlier pool of the same name", "machineConfig", mc.Name)
+	return nil
 }
