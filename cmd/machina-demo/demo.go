@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/internal/process"
 )
@@ -198,10 +199,14 @@ func (d *demo) cleanup() error {
 	return errors.Join(errs...)
 }
 
-// demoScheme knows the built-in types and machine.sapcloud.io/v1alpha1.
+// demoScheme knows the built-in types, machine.sapcloud.io/v1alpha1 and
+// machineconfiguration.openshift.io/v1.
 func demoScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := mcv1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	return scheme, v1alpha1.AddToScheme(scheme)

@@ -170,12 +170,13 @@ func TestDemoRunsTheLifecycleAndLeavesNothing(t *testing.T) {
 		"3 machines of class virtualnode-small Running, their Nodes Ready",
 		"rolled out: 3 machines of class virtualnode-large, the old machines and their Nodes gone",
 		"updated in place: the same 3 machines, now in the MachineSet of template demo.machina.io/config=v2, their Nodes updated by their agents",
+		"pool worker Updated: its rendered configuration on all 3 nodes, one node at a time",
 		"scaled to zero: every machine drained and deleted, every Node gone",
 		"The demo went through the whole lifecycle",
 	} {
 		assert.Contains(t, out, want)
 	}
-	assert.Equal(t, 4, strings.Count(out, "] Done in "), "four steps, each reported once")
+	assert.Equal(t, 5, strings.Count(out, "] Done in "), "five steps, each reported once")
 	dir := p.workDir(t)
 	assert.NoDirExists(t, dir)
 	assert.Empty(t, processesUsing(t, dir), "every process of the demo has stopped")

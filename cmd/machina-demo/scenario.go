@@ -22,8 +22,8 @@ const (
 )
 
 // scenario applies the examples and walks the MachineDeployment through
-// creation, a rolling update, an in-place update and (without --keep) a
-// scale-down to zero.
+// creation, a rolling update, an in-place update, a MachineConfig rolled
+// out to a pool of its nodes and (without --keep) a scale-down to zero.
 func (d *demo) scenario(ctx context.Context) error {
 	examples := filepath.Join(d.cfg.repo, "deploy", "examples")
 	objs, err := manifests.Render(examples)
@@ -62,6 +62,9 @@ func (d *demo) scenario(ctx context.Context) error {
 	}
 
 	if err := d.inPlaceUpdate(ctx, step); err != nil {
+		return err
+	}
+	if err := d.poolRollout(ctx, step); err != nil {
 		return err
 	}
 
