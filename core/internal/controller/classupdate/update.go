@@ -186,4 +186,3 @@ func shortHash(h string) string {
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
-
