@@ -38,7 +38,9 @@ func TestMaxUnavailable(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 func TestConfigUpdating(t *testing.T) {
-	node := func(a map[string]string) *corev1.Node { return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Annotations: a}} }
+	node := func(a map[string]string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Annotations: a}}
+	}
 	d, c, st := mcv1.DesiredConfigAnnotation, mcv1.CurrentConfigAnnotation, mcv1.StateAnnotation
 	for _, tc := range []struct {
 		name string
