@@ -157,10 +157,12 @@ func testPreserveNowNodeWins(t *testing.T, env *testenv.Env) {
 	w.opts.PreserveTimeout = 30 * time.Minute
 	w.class("small", nil)
 	w.start()
-	w.machine("m1", "small", func(m *v1alpha1.Machine) {
-		m.Annotations = map[string]string{v1alpha1.PreserveAnnotation: v1alpha1.PreserveValueNow}
-	})
+	w.machine("m1", "small")
+	// Annotated once Running: the simulated kubelet reports Ready only on
+	// a Node without conditions, and a Preserved condition written first
+	// would keep it from ever doing so.
 	w.waitPhase("m1", v1alpha1.MachineRunning, waitLong)
+	w.annotateMachine("m1", v1alpha1.PreserveAnnotation, strp(v1alpha1.PreserveValueNow))
 	preserved := func(what string) *v1alpha1.Machine {
 		t.Helper()
 		m := w.eventually("m1", waitLong, what, func(m *v1alpha1.Machine) bool {
