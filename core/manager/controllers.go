@@ -48,6 +48,7 @@ func (m *Manager) setupControllers(drivers *driver.Set, mgr *term) error {
 			PVDetachTimeout:               m.opts.MachinePVDetachTimeout,
 			PVReattachTimeout:             m.opts.MachinePVReattachTimeout,
 			MaxEvictRetries:               int32(m.opts.MachineMaxEvictRetries),
+			NodeConditions:                m.opts.NodeConditions,
 			BootstrapTokenAuthExtraGroups: m.opts.BootstrapTokenAuthExtraGroups,
 			ResourceExhaustedRetry:        m.opts.ResourceExhaustedRetry,
 			VMStatusCheckPeriod:           m.opts.vmStatusCheckPeriod(),
@@ -58,6 +59,10 @@ func (m *Manager) setupControllers(drivers *driver.Set, mgr *term) error {
 	// API servers are unreachable, and fails at most
 	// --machine-max-replacements machines of a deployment at a time.
 	machines.Gate = m.gate
+	// A driver's OUT_OF_RANGE (several VMs for one machine) asks the orphan
+	// collector below for a scan at once.
+	orphanScans := orphan.NewTrigger()
+	machines.OrphanScan = orphanScans.Fire
 	machines.Meltdown = meltdown.NewGuard(mgr.GetClient(), meltdown.MustParseLimit(m.opts.MachineMaxReplacements))
 	if err := machines.SetupWithManager(mgr, target); err != nil {
 		return fmt.Errorf("machine controller: %w", err)
@@ -120,6 +125,7 @@ func (m *Manager) setupControllers(drivers *driver.Set, mgr *term) error {
 		Drivers:   drivers,
 		Period:    m.opts.MachineSafetyOrphanVMsPeriod,
 		Namespace: m.opts.Namespace,
+		Trigger:   orphanScans,
 	}
 	if err := orphans.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("orphan VM collector: %w", err)

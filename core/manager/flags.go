@@ -74,7 +74,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.MachinePVDetachTimeout, "machine-pv-detach-timeout", o.MachinePVDetachTimeout,
 		"how long a drain waits for the volumes of one evicted pod to detach before it goes on")
 	fs.DurationVar(&o.MachinePVReattachTimeout, "machine-pv-reattach-timeout", o.MachinePVReattachTimeout,
-		"accepted for MCM compatibility; not used by the drain yet")
+		"after the CSI volumes of an evicted pod detached, how long the drain waits for them to be attached to another node before it evicts the next pod with volumes; 0: no such wait")
 	fs.Var((*listValue)(&o.NodeConditions), "node-conditions",
 		"comma-separated node condition types that make a machine unhealthy when True")
 	fs.Var((*listValue)(&o.BootstrapTokenAuthExtraGroups), "bootstrap-token-auth-extra-groups",

@@ -120,9 +120,9 @@ type Options struct {
 	MachineDrainTimeout           time.Duration // --machine-drain-timeout
 	MachineInPlaceUpdateTimeout   time.Duration // --machine-inplace-update-timeout
 	MachinePreserveTimeout        time.Duration // --machine-preserve-timeout
-	MachineMaxEvictRetries        int           // --machine-max-evict-retries (accepted; see docs)
+	MachineMaxEvictRetries        int           // --machine-max-evict-retries
 	MachinePVDetachTimeout        time.Duration // --machine-pv-detach-timeout
-	MachinePVReattachTimeout      time.Duration // --machine-pv-reattach-timeout (accepted; see docs)
+	MachinePVReattachTimeout      time.Duration // --machine-pv-reattach-timeout
 	NodeConditions                []string      // --node-conditions
 	BootstrapTokenAuthExtraGroups []string      // --bootstrap-token-auth-extra-groups
 	ResourceExhaustedRetry        time.Duration // --resource-exhausted-retry

@@ -25,16 +25,3 @@ func effectiveCreationTimeout(s *scope) (time.Duration, bool) {
 	}
 	return d, true
 }
-
-// setJoinDuration records on the Machine how long it took to join the
-// cluster, as MCM does (annotation node.machine.sapcloud.io/machine-join-duration,
-// a Go duration), for tools that read it there; the metrics
-// machina_machine_join_duration_seconds and mcm_machine_join_duration_seconds
-// hold the same.
-func setJoinDuration(s *scope, d time.Duration) {
-	m := s.machine
-	if m.Annotations == nil {
-		m.Annotations = map[string]string{}
-	}
-	m.Annotations[v1alpha1.MachineJoinDurationAnnotation] = d.String()
-}

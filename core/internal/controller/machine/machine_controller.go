@@ -54,6 +54,9 @@ type Reconciler struct {
 	// Recorder emits events on Machines; the manager's recorder for
 	// ControllerName when nil.
 	Recorder events.EventRecorder
+	// OrphanScan, when set, asks the orphan VM collector for a scan now
+	// (machine_orphanscan.go).
+	OrphanScan func()
 	// Gate is the API server freeze gate: while it is frozen the controller
 	// makes no health decisions (no machine goes Unknown→Failed or
 	// Pending→Failed), because a node that looks unhealthy may only be
@@ -216,6 +219,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.vmChecks.forget(m.UID)
 		res, err = r.reconcileDelete(ctx, s)
 	}
+	r.askForOrphanScan(s)
 	if perr := r.patch(ctx, s); perr != nil {
 		err = errors.Join(err, perr)
 		if s.permitHeld {

@@ -138,7 +138,6 @@ func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, node *corev1.N
 			fmt.Sprintf("Machine joined the cluster as node %s in %s", node.Name, joinedIn))
 		joinDuration.WithLabelValues(m.Namespace, m.Labels[v1alpha1.MachineDeploymentNameLabel]).Observe(s.now.Sub(m.CreationTimestamp.Time).Seconds())
 		r.observeMCMJoin(ctx, s)
-		setJoinDuration(s, joinedIn)
 		r.normal(s, reasonJoined, actionCreate, "Joined the cluster as node %s in %s", node.Name, joinedIn)
 		// The bootstrap token has done its job.
 		if r.Tokens != nil {

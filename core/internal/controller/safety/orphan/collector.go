@@ -68,6 +68,10 @@ type Collector struct {
 	// Registerer receives the collector's metrics; controller-runtime's
 	// registry when nil.
 	Registerer prometheus.Registerer
+	// Trigger, when set, asks for scans between the periodic ones
+	// (trigger.go): the Machine controller fires it when a driver answers
+	// OUT_OF_RANGE.
+	Trigger *Trigger
 	// Observe, when set, is called after every scan with its result. Tests
 	// use it to count scans.
 	Observe func(Result)
@@ -170,6 +174,8 @@ func (c *Collector) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-ticker.C:
+		case <-c.Trigger.fired():
+			c.log.Info("Orphan VM scan asked for: a driver answered OUT_OF_RANGE (several VMs for one machine)")
 		}
 	}
 }
