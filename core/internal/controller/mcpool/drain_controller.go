@@ -133,15 +133,8 @@ func (r *DrainReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 			log.V(1).Info("Uncordon waits for the node to be Ready")
 			return ctrl.Result{RequeueAfter: drainRetry}, nil
 		}
-		if node.Spec.Unschedulable {
-			patched := node.DeepCopy()
-			patched.Spec.Unschedulable = false
-			if err := r.Target.Patch(ctx, patched, client.MergeFrom(node)); err != nil {
-				return ctrl.Result{}, fmt.Errorf("uncordoning node %s: %w", node.Name, err)
-			}
-			node = patched
-		}
-		if err := r.ack(ctx, node, want); err != nil {
+		// The uncordon and its acknowledgement in one patch.
+		if err := r.ack(ctx, node, want, func(n *corev1.Node) { n.Spec.Unschedulable = false }); err != nil {
 			return ctrl.Result{}, err
 		}
 		r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, ReasonUncordoned, "Uncordon", "Uncordoned for %s", want)
@@ -155,9 +148,13 @@ func (r *DrainReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	return ctrl.Result{}, nil
 }
 
-// ack writes lastAppliedDrain=want.
-func (r *DrainReconciler) ack(ctx context.Context, node *corev1.Node, want string) error {
+// ack writes lastAppliedDrain=want, with what also changes (if any) in the
+// same merge patch.
+func (r *DrainReconciler) ack(ctx context.Context, node *corev1.Node, want string, also ...func(*corev1.Node)) error {
 	patched := node.DeepCopy()
+	for _, change := range also {
+		change(patched)
+	}
 	if patched.Annotations == nil {
 		patched.Annotations = map[string]string{}
 	}
