@@ -51,7 +51,7 @@ func run(ctx context.Context, cfg *config, res *Results) (err error) {
 		}
 		res.DriverCalls = d
 	}
-	if cfg.skip["ceiling"] && cfg.skip["scale"] && cfg.skip["roll"] && cfg.skip["inplace"] && cfg.skip["pool"] {
+	if cfg.skip["ceiling"] && cfg.skip["scale"] && cfg.skip["roll"] && cfg.skip["inplace"] && cfg.skip["pool"] && cfg.fleet == 0 {
 		return nil
 	}
 
@@ -88,7 +88,7 @@ func run(ctx context.Context, cfg *config, res *Results) (err error) {
 			return fmt.Errorf("API server ceiling: %w", err)
 		}
 	}
-	if cfg.skip["scale"] && cfg.skip["roll"] && cfg.skip["inplace"] && cfg.skip["pool"] {
+	if cfg.skip["scale"] && cfg.skip["roll"] && cfg.skip["inplace"] && cfg.skip["pool"] && cfg.fleet == 0 {
 		return nil
 	}
 
@@ -106,6 +106,12 @@ func run(ctx context.Context, cfg *config, res *Results) (err error) {
 	if !cfg.skip["scale"] {
 		res.Scenarios = append(res.Scenarios, b.scenarioScaleUp(ctx, cfg.machines))
 		res.Scenarios = append(res.Scenarios, b.scenarioScaleDown(ctx, cfg.machines))
+		if err := b.checkChildren(); err != nil {
+			return err
+		}
+	}
+	if cfg.fleet > 0 {
+		res.Scenarios = append(res.Scenarios, b.scenarioFleet(ctx, cfg.fleet)...)
 		if err := b.checkChildren(); err != nil {
 			return err
 		}

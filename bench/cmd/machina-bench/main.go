@@ -10,7 +10,8 @@
 //     virtualnode driver and the manager as real processes;
 //  3. a rolling update of --roll-machines machines with maxSurge
 //     --roll-surge percent;
-//  4. scale-down to zero;
+//  4. scale-down to zero (and, with --fleet, a scale-up and scale-down of
+//     that many machines, printed beside the first pair);
 //  5. an in-place rollout of --inplace-machines machines with maxUnavailable
 //     --inplace-unavailable percent, the virtualnode driver playing the
 //     node agents;
@@ -53,6 +54,7 @@ const (
 type config struct {
 	repo, assets, bin, out, workDir string
 	machines, rollMachines          int
+	fleet                           int
 	rollSurge                       int
 	inPlaceMachines                 int
 	inPlaceUnavailable              int
@@ -85,6 +87,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.workDir, "work-dir", "", "directory for the control plane's data, logs and sockets (default: a new temp dir, removed at the end unless --keep)")
 	fs.BoolVar(&c.keepWorkDir, "keep", false, "keep the work directory (logs, audit log)")
 	fs.IntVar(&c.machines, "machines", 1000, "machines of the scale-up and scale-down")
+	fs.IntVar(&c.fleet, "fleet", 0, "also scale up to this many machines and down again after the --machines pair, and print both side by side (0: not run; e.g. 5000)")
 	fs.IntVar(&c.rollMachines, "roll-machines", 200, "machines of the rolling update")
 	fs.IntVar(&c.rollSurge, "roll-surge", 10, "maxSurge of the rolling update, percent")
 	fs.IntVar(&c.inPlaceMachines, "inplace-machines", 200, "machines of the in-place rollout")
@@ -126,6 +129,9 @@ func parseFlags(args []string) (*config, error) {
 	}
 	if c.machines < 1 || c.rollMachines < 1 || c.rollSurge < 1 || c.rollSurge > 100 {
 		return nil, errors.New("--machines and --roll-machines must be positive, --roll-surge 1 to 100")
+	}
+	if c.fleet < 0 {
+		return nil, errors.New("--fleet must not be negative")
 	}
 	if c.inPlaceMachines < 1 || c.inPlaceUnavailable < 1 || c.inPlaceUnavailable > 100 || c.inPlaceDuration < 0 {
 		return nil, errors.New("--inplace-machines must be positive, --inplace-unavailable 1 to 100, --inplace-duration not negative")
@@ -185,7 +191,7 @@ func main() {
 		Started: time.Now(),
 		Host:    Host{CPUs: runtime.NumCPU(), GoVersion: runtime.Version()},
 		Config: RunConfig{
-			Machines: cfg.machines, RollMachines: cfg.rollMachines, RollSurgePercent: cfg.rollSurge,
+			Machines: cfg.machines, Fleet: cfg.fleet, RollMachines: cfg.rollMachines, RollSurgePercent: cfg.rollSurge,
 			InPlaceMachines: cfg.inPlaceMachines, InPlaceUnavailablePercent: cfg.inPlaceUnavailable, InPlaceDuration: cfg.inPlaceDuration.String(),
 			PoolMachines: cfg.poolMachines, PoolUnavailablePercent: cfg.poolUnavailable, PoolDuration: cfg.poolDuration.String(),
 			BootDelay: cfg.bootDelay.String(), HeartbeatInterval: cfg.heartbeat.String(),

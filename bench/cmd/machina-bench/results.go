@@ -35,7 +35,9 @@ type Host struct {
 // RunConfig is the configuration of the run that matters for reading the
 // figures.
 type RunConfig struct {
-	Machines         int `json:"machines"`
+	Machines int `json:"machines"`
+	// Fleet is the size of the second scale-up and scale-down (0: none).
+	Fleet            int `json:"fleet,omitempty"`
 	RollMachines     int `json:"rollMachines"`
 	RollSurgePercent int `json:"rollSurgePercent"`
 	InPlaceMachines  int `json:"inPlaceMachines"`
@@ -142,6 +144,7 @@ func printTable(w io.Writer, r *Results) {
 			fmt.Fprintln(w)
 		}
 	}
+	printFleet(w, r, row, flush)
 	if len(r.Ceiling) > 0 {
 		fmt.Fprintln(w, "\n5. API server write ceiling (creates with no client rate limit; same API server)")
 		row("kind", "concurrency", "objects", "errors", "seconds", "creates/s", "p50 ms", "p99 ms")

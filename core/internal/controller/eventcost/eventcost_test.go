@@ -1,0 +1,232 @@
+package eventcost_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/machineset"
+	"github.com/machina-io/machina/core/internal/controller/node"
+	"github.com/machina-io/machina/core/testenv"
+)
+
+const (
+	ns = "fleet"
+	// small and large are the two fleet sizes; large is 8× small, so a
+	// cost linear in the fleet would grow about eightfold.
+	small, large = 50, 400
+	// growth is how much a reconcile may cost more at the large fleet than
+	// at the small one: generous, since a constant cost measures within a
+	// few percent and a linear one about 8×.
+	growth = 2.0
+	// runs is how many reconciles one measurement averages.
+	runs = 40
+	// probeMachines is the size of the MachineSet whose reconcile is
+	// measured; it does not change with the fleet.
+	probeMachines = 3
+)
+
+func init() { ctrl.SetLogger(logr.Discard()) }
+
+// TestPerEventCostDoesNotGrowWithTheFleet measures one reconcile of a
+// MachineSet of 3 machines and of one Node, in the steady state (nothing
+// to do but look), beside a fleet of 50 and then of 400 machines with
+// their Nodes, owned by another MachineSet, in the same cache. The
+// controllers are registered with a manager whose cache alone runs: no
+// controller reconciles in the background, so the process's allocations
+// during the measured calls are theirs (and the informers' handling of the
+// watch events of their own writes, which do not depend on the fleet).
+func TestPerEventCostDoesNotGrowWithTheFleet(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := t.Context()
+	c := env.Client
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                 env.Scheme,
+		Logger:                 logr.Discard(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	require.NoError(t, err)
+	sets := &machineset.Reconciler{}
+	require.NoError(t, sets.SetupWithManager(mgr, 1))
+	nodes := &node.Reconciler{UnmanagedAfter: time.Hour}
+	require.NoError(t, nodes.SetupWithManager(mgr, mgr, 1))
+	cacheCtx, stopCache := context.WithCancel(context.Background())
+	cacheDone := make(chan error, 1)
+	go func() { cacheDone <- mgr.GetCache().Start(cacheCtx) }()
+	t.Cleanup(func() { stopCache(); require.NoError(t, <-cacheDone) })
+	require.True(t, mgr.GetCache().WaitForCacheSync(ctx), "the cache did not sync")
+
+	probe := createSet(t, c, "probe", probeMachines)
+	fleet := createSet(t, c, "fleet", large)
+	for i := range probeMachines {
+		createMachine(t, c, probe, i)
+	}
+
+	setReq := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: probe.Name}}
+	nodeReq := ctrl.Request{NamespacedName: types.NamespacedName{Name: nodeName(probe.Name, 0)}}
+	measure := func(n int) (setCost, nodeCost cost) {
+		waitCached(t, mgr.GetCache(), probeMachines+n)
+		setCost = measureCost(t, func() {
+			_, err := sets.Reconcile(ctx, setReq)
+			require.NoError(t, err)
+		})
+		nodeCost = measureCost(t, func() {
+			_, err := nodes.Reconcile(ctx, nodeReq)
+			require.NoError(t, err)
+		})
+		// The measured calls did the work: the set counts its machines as
+		// ready and the Node carries the finalizer of its live machine.
+		got := &v1alpha1.MachineSet{}
+		require.NoError(t, c.Get(ctx, setReq.NamespacedName, got))
+		require.EqualValues(t, probeMachines, got.Status.ReadyReplicas, "the probe set's status")
+		n0 := &corev1.Node{}
+		require.NoError(t, c.Get(ctx, nodeReq.NamespacedName, n0))
+		require.Contains(t, n0.Finalizers, v1alpha1.NodeFinalizer, "the probe node's finalizer")
+		t.Logf("fleet %d: MachineSet reconcile %s; Node reconcile %s", n, setCost, nodeCost)
+		return setCost, nodeCost
+	}
+
+	createMachines(t, c, fleet, 0, small)
+	setSmall, nodeSmall := measure(small)
+	createMachines(t, c, fleet, small, large)
+	setLarge, nodeLarge := measure(large)
+
+	setSmall.requireFlat(t, "MachineSet", setLarge)
+	nodeSmall.requireFlat(t, "Node", nodeLarge)
+}
+
+// cost is what one call allocated, on average.
+type cost struct{ allocs, bytes float64 }
+
+func (c cost) String() string { return fmt.Sprintf("%.0f allocations, %.0f bytes", c.allocs, c.bytes) }
+
+func (c cost) requireFlat(t *testing.T, what string, large cost) {
+	t.Helper()
+	require.LessOrEqualf(t, large.allocs, growth*c.allocs,
+		"a %s reconcile allocates %.0f times with %d other machines and %.0f with %d: its cost grows with the fleet", what, c.allocs, small, large.allocs, large)
+	require.LessOrEqualf(t, large.bytes, growth*c.bytes,
+		"a %s reconcile allocates %.0f bytes with %d other machines and %.0f with %d: its cost grows with the fleet", what, c.bytes, small, large.bytes, large)
+}
+
+// measureCost runs f a few times first (a first reconcile may write:
+// status, finalizer), then averages the process's allocations over runs
+// calls.
+func measureCost(t *testing.T, f func()) cost {
+	t.Helper()
+	for range 3 {
+		f()
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	return cost{
+		allocs: float64(after.Mallocs-before.Mallocs) / runs,
+		bytes:  float64(after.TotalAlloc-before.TotalAlloc) / runs,
+	}
+}
+
+func selector(set string) map[string]string { return map[string]string{"set": set} }
+
+func createSet(t *testing.T, c client.Client, name string, replicas int32) *v1alpha1.MachineSet {
+	t.Helper()
+	class := v1alpha1.ClassSpec{Kind: "MachineClass", Name: "c"}
+	ms := &v1alpha1.MachineSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.MachineSetSpec{
+			Replicas:     replicas,
+			Selector:     &metav1.LabelSelector{MatchLabels: selector(name)},
+			MachineClass: class,
+			Template: v1alpha1.MachineTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: selector(name)},
+				Spec:       v1alpha1.MachineSpec{Class: class},
+			},
+		},
+	}
+	require.NoError(t, c.Create(t.Context(), ms))
+	return ms
+}
+
+func nodeName(set string, i int) string { return fmt.Sprintf("%s-%d", set, i) }
+
+// createMachine creates machine i of set, Running on its Node, as the
+// Machine controller leaves it, and the Node with the Node controller's
+// finalizer.
+func createMachine(t *testing.T, c client.Client, set *v1alpha1.MachineSet, i int) {
+	ctx := t.Context()
+	name := nodeName(set.Name, i)
+	labels := selector(set.Name)
+	labels[v1alpha1.NodeLabelKey] = name
+	m := &v1alpha1.Machine{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns, Name: name, Labels: labels,
+			Finalizers:      []string{v1alpha1.MachineFinalizer},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(set, v1alpha1.GroupVersion.WithKind("MachineSet"))},
+		},
+		Spec: *set.Spec.Template.Spec.DeepCopy(),
+	}
+	m.Spec.ProviderID = "fleet://" + name
+	require.NoError(t, c.Create(ctx, m))
+	m.Status.CurrentStatus = v1alpha1.CurrentStatus{Phase: v1alpha1.MachineRunning, LastUpdateTime: metav1.Now()}
+	require.NoError(t, c.Status().Update(ctx, m))
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{v1alpha1.NodeFinalizer}}}
+	require.NoError(t, c.Create(ctx, n))
+}
+
+// createMachines creates machines from to to-1 of set, eight at a time.
+func createMachines(t *testing.T, c client.Client, set *v1alpha1.MachineSet, from, to int) {
+	t.Helper()
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for i := range next {
+				createMachine(t, c, set, i)
+			}
+		})
+	}
+	for i := from; i < to; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+// waitCached waits until the cache holds n Running machines and n Nodes.
+func waitCached(t *testing.T, r client.Reader, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		machines, nodes := &v1alpha1.MachineList{}, &corev1.NodeList{}
+		if r.List(t.Context(), machines, client.InNamespace(ns)) != nil || r.List(t.Context(), nodes) != nil {
+			return false
+		}
+		running := 0
+		for _, m := range machines.Items {
+			if m.Status.CurrentStatus.Phase == v1alpha1.MachineRunning {
+				running++
+			}
+		}
+		return running == n && len(nodes.Items) == n
+	}, time.Minute, 50*time.Millisecond, "the cache never held %d Running machines and their Nodes", n)
+}
