@@ -109,16 +109,16 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("metrics", func(t *testing.T) {
 		body := httpGet(t, "http://"+metricsAddr+"/metrics")
 		for _, want := range []string{
-			`grpc_client_handled_total{grpc_code="OK",grpc_method="CreateMachine"`,
-			`grpc_client_handling_seconds_bucket{grpc_method="CreateMachine"`,
-			`grpc_client_handled_total{grpc_code="OK",grpc_method="GetPluginInfo"`,
+			`grpc_client_handled_total{driver="inmemory.driver.machina.io",grpc_code="OK",grpc_method="CreateMachine"`,
+			`grpc_client_handling_seconds_bucket{driver="inmemory.driver.machina.io",grpc_method="CreateMachine"`,
+			`grpc_client_handled_total{driver="inmemory.driver.machina.io",grpc_code="OK",grpc_method="GetPluginInfo"`,
 			`controller_runtime_reconcile_total{controller="machine-controller",result="success"}`,
 			`controller_runtime_reconcile_total{controller="machineclass",result="success"}`,
 			`controller_runtime_reconcile_total{controller="node",result="success"}`,
 			`workqueue_adds_total{controller="machine-controller",name="machine-controller"`,
 			`workqueue_depth{controller="secret",name="secret"`,
 			`mcm_machine_items_total`,
-			`mcm_cloud_api_driver_request_duration_seconds_bucket{operation="create_machine"`,
+			`mcm_cloud_api_driver_request_duration_seconds_bucket{driver="inmemory.driver.machina.io",operation="create_machine"`,
 		} {
 			assert.True(t, strings.Contains(body, want), "/metrics lacks %s", want)
 		}

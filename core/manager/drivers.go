@@ -21,10 +21,8 @@ func (m *Manager) connectDrivers(ctx context.Context) (*driver.Set, error) {
 		}
 	}
 	for _, e := range endpoints {
+		// Connect adds the driver's name to the logger.
 		log := m.log.WithName("driver")
-		if e.Name != "" {
-			log = log.WithValues("driver", e.Name)
-		}
 		m.log.Info("Connecting to the driver", "name", e.Name, "endpoint", e.Endpoint)
 		dc, err := driver.Connect(ctx, e.Endpoint, driver.Options{
 			Name:          e.Name,

@@ -184,8 +184,8 @@ func TestManager(t *testing.T) {
 	t.Run("metrics", func(t *testing.T) {
 		body := get(t, "http://"+opts.MetricsBindAddress+"/metrics")
 		for _, want := range []string{
-			`grpc_client_handled_total{grpc_code="OK",grpc_method="CreateMachine"`,
-			`grpc_client_handling_seconds_bucket{grpc_method="CreateMachine"`,
+			`grpc_client_handled_total{driver="test.driver.machina.io",grpc_code="OK",grpc_method="CreateMachine"`,
+			`grpc_client_handling_seconds_bucket{driver="test.driver.machina.io",grpc_method="CreateMachine"`,
 			`controller_runtime_reconcile_total{controller="machineclass"`,
 			`controller_runtime_reconcile_total{controller="secret"`,
 			`controller_runtime_reconcile_total{controller="node"`,
@@ -197,7 +197,7 @@ func TestManager(t *testing.T) {
 			`machina_orphan_vms_deleted_total{class="machines/small"} 1`,
 			`mcm_machine_controller_frozen 0`,
 			`controller_runtime_reconcile_total{controller="machineset-safety"`,
-			`mcm_cloud_api_driver_request_duration_seconds_bucket{operation="create_machine"`,
+			`mcm_cloud_api_driver_request_duration_seconds_bucket{driver="test.driver.machina.io",operation="create_machine"`,
 		} {
 			// Not assert.Contains: it would print the whole scrape.
 			assert.True(t, strings.Contains(body, want), "/metrics lacks %s", want)
