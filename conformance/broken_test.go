@@ -296,6 +296,8 @@ var mutants = []mutant{
 		"CreateMachine/success", "which is not a DNS-1123 subdomain"},
 	{"manifest too big", "R-5.1.2-manifest-limits", nil, breakage{}, mutation{bigManifest: true},
 		"Identity/manifest", "entries"},
+	{"provider listed twice", "R-5.1.2-providers-form", nil, breakage{}, mutation{twiceListedProvider: true},
+		"Identity/providers", "is listed twice"},
 	{"new machine not created", "R-6.1.3-no-vm-create-one", nil, breakage{}, mutation{createFails: true},
 		"CreateMachine/success", "the provider returned an unexpected answer"},
 	{"initialize of a gone VM INTERNAL", "R-6.2.4-not-found-no-vm-machine", nil, breakage{}, mutation{initUnknownInternal: true},

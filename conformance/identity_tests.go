@@ -72,6 +72,25 @@ func testManifest(s *suite, t T) {
 	}
 }
 
+// testProviders checks GetPluginInfo.providers (§5.1.2): a core routes
+// classes by these values and refuses a driver that breaks the form.
+func testProviders(s *suite, t T) {
+	resp, err := s.getPluginInfo(t)
+	if !expectOK(t, ruleIdentityOK, "GetPluginInfo", err) {
+		return
+	}
+	seen := map[string]bool{}
+	for i, p := range resp.GetProviders() {
+		switch {
+		case p == "" || len(p) > maxPluginNameLen:
+			ruleProviders.errorf(t, "providers[%d] %.70q has %d characters", i, p, len(p))
+		case seen[p]:
+			ruleProviders.errorf(t, "providers[%d] %q is listed twice", i, p)
+		}
+		seen[p] = true
+	}
+}
+
 // knownCapabilities are the Capability.Type values of this API version.
 var knownCapabilities = map[driverv1alpha1.Capability_Type]bool{
 	driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE: true,

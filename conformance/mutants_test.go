@@ -78,6 +78,7 @@ type mutation struct {
 	listEntryNoProviderID  bool // ListMachines entries carry no provider_id
 	badNodeName            bool // CreateMachine returns a node name that is no DNS-1123 subdomain
 	bigManifest            bool // GetPluginInfo.manifest has 17 entries
+	twiceListedProvider    bool // GetPluginInfo.providers lists a value twice
 	createFails            bool // CreateMachine of a new machine whose name ends in -create answers INTERNAL
 	initUnknownInternal    bool // InitializeMachine of a VM that does not exist answers INTERNAL
 	deleteFailsFirst       bool // the first DeleteMachine of an existing VM answers INTERNAL
@@ -265,6 +266,9 @@ func (d *refDriver) mutateCall(ctx context.Context, req any, info *grpc.UnarySer
 			for i := range 17 {
 				c.Manifest[fmt.Sprintf("k%02d", i)] = "v"
 			}
+		}
+		if c, ok := resp.(*driverv1alpha1.GetPluginInfoResponse); ok && m.twiceListedProvider {
+			c.Providers = append(c.Providers, "inmemory", "inmemory")
 		}
 		return resp, err
 	case *driverv1alpha1.ProbeRequest:

@@ -55,6 +55,8 @@ func suiteTests() []testCase {
 			"GetPluginInfo.vendor_version is a semantic version (optional leading v) of at most 128 bytes", testVendorVersion),
 		tc("Identity/manifest", "§5.1.2", capNone,
 			"GetPluginInfo.manifest has at most 16 entries, keys and values at most 128 bytes", testManifest),
+		tc("Identity/providers", "§5.1.2", capNone,
+			"GetPluginInfo.providers are 1 to 63 characters each, none listed twice", testProviders),
 		tc("Identity/known_capabilities", "§3.4", capNone,
 			"GetPluginCapabilities never lists TYPE_UNSPECIFIED; values this suite does not know are logged, not failed", testKnownCapabilities),
 		tc("Identity/probe", "§5.3", capNone,

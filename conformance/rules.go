@@ -61,6 +61,7 @@ var (
 	rulePluginName    = rule{"R-5.1.2-name-form", "GetPluginInfo.name is at most 63 characters of [a-z0-9.-], starting and ending with an alphanumeric"}
 	ruleVendorVersion = rule{"R-5.1.2-vendor-version-form", "GetPluginInfo.vendor_version is a semantic version of at most 128 bytes, optionally with a leading v"}
 	ruleManifest      = rule{"R-5.1.2-manifest-limits", "GetPluginInfo.manifest has at most 16 entries of at most 128 bytes each"}
+	ruleProviders     = rule{"R-5.1.2-providers-form", "GetPluginInfo.providers are 1 to 63 characters each, none listed twice"}
 	ruleProbe         = rule{"R-5.3.2-answer-within-5-seconds", "Probe answers OK within 5 seconds"}
 	ruleIdentityOK    = rule{"R-5-implement-all-three-rpcs", "the identity RPCs answer OK"}
 
