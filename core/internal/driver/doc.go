@@ -9,6 +9,10 @@
 // Driver API promises drivers. Optional RPCs the driver did not advertise
 // are refused locally with UNIMPLEMENTED, without touching the network.
 //
+// A manager may run several drivers: Set, a Router, finds the driver of a
+// MachineClass by the provider values each driver lists in GetPluginInfo,
+// and answers a *NoDriverError when none (or more than one) does.
+//
 // The package decides nothing about retries: it reports gRPC codes (see Code
 // and IsTransient) and leaves the decision to the controllers.
 package driver
