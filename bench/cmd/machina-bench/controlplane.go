@@ -54,7 +54,11 @@ func startControlPlane(dir, assets, crdDir string) (*controlPlane, error) {
 		Set("audit-policy-file", policy).
 		Set("audit-log-path", cp.auditLog).
 		Set("audit-log-format", "json").
-		Set("audit-log-mode", "blocking")
+		Set("audit-log-mode", "blocking").
+		// The log is never rotated: a rotation within a scenario (the
+		// default is at 100 MB, which a fleet of a few thousand machines
+		// passes) would move the bytes the scenario's offsets point at.
+		Set("audit-log-maxsize", "1000000")
 	noExisting := false
 	cp.env = &envtest.Environment{
 		UseExistingCluster:       &noExisting,

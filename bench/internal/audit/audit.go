@@ -93,6 +93,9 @@ func Size(path string) (int64, error) {
 // Read counts the events of the log at path between the byte offsets from
 // and to (as returned by Size before and after a stretch of work).
 func Read(path string, from, to int64) (*Counts, error) {
+	if to < from {
+		return nil, fmt.Errorf("audit log %s shrank from %d to %d bytes (rotated?): the requests of this stretch are lost", path, from, to)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

@@ -94,3 +94,12 @@ func TestPolicyAuditsOnlyTheGivenUsers(t *testing.T) {
 	assert.Equal(t, "None", p.Rules[1].Level)
 	assert.Empty(t, p.Rules[1].Users, "the last rule matches everyone else")
 }
+
+// A log that shrank between the two offsets was rotated: the stretch's
+// requests are not in it, which must not read as zero requests.
+func TestReadRejectsALogThatShrank(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	require.NoError(t, os.WriteFile(path, []byte("{}\n"), 0o600))
+	_, err := Read(path, 100, 3)
+	require.ErrorContains(t, err, "shrank")
+}
