@@ -112,7 +112,7 @@ func TestRunnerFocusOnSuite(t *testing.T) {
 		names = append(names, res.Name)
 	}
 	assert.Equal(t, []string{
-		"Identity/plugin_name", "Identity/vendor_version", "Identity/manifest", "Identity/known_capabilities",
+		"Identity/plugin_name", "Identity/vendor_version", "Identity/manifest", "Identity/providers", "Identity/known_capabilities",
 		"Identity/probe", "Identity/stable_answers",
 		"DeleteMachine/removes_vm", "DeleteMachine/idempotent", "DeleteMachine/by_name_only",
 		"DeleteMachine/other_provider_id_kept", "DeleteMachine/recreate_after_delete", "DeleteMachine/unknown_machine",
