@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The machina demo (`make demo`): builds the manager, the virtualnode driver
-# and the demo program, then runs the demo on a local kube-apiserver and
+# The machina demo (`make demo`): builds the manager, the virtualnode driver,
+# the node agent and the demo program, then runs the demo on a local kube-apiserver and
 # etcd. Arguments go to the demo program, for example:
 #
 #   hack/demo.sh --keep        # keep everything running after the rollout
@@ -18,7 +18,7 @@ assets=$(hack/envtest-assets.sh)
 
 bin=${root}/bin
 mkdir -p "${bin}"
-for pkg in ./cmd/machina-manager ./drivers/virtualnode/cmd/machina-driver-virtualnode ./cmd/machina-demo; do
+for pkg in ./cmd/machina-manager ./drivers/virtualnode/cmd/machina-driver-virtualnode ./cmd/machina-node-agent ./cmd/machina-demo; do
   echo "go build ${pkg}"
   go build -o "${bin}/" "${pkg}"
 done

@@ -40,6 +40,8 @@ type demo struct {
 	client  client.Client
 	driver  *process.Process
 	manager *process.Process
+	// agents are the node agents of the pool step, one per node.
+	agents []nodeAgent
 	// managerHealth and managerMetrics are the manager's HTTP addresses.
 	managerHealth  string
 	managerMetrics string
@@ -51,7 +53,7 @@ type demo struct {
 // scenario is done (or, with --keep, when ctx is cancelled), or on the
 // first failure.
 func (d *demo) run(ctx context.Context) error {
-	binaries := []string{managerBinary, driverBinary}
+	binaries := []string{managerBinary, driverBinary, agentBinary}
 	if d.cfg.local() {
 		binaries = binaries[:1]
 	}
@@ -112,7 +114,7 @@ func (d *demo) startCluster(ctx context.Context) error {
 func (d *demo) startProcesses(ctx context.Context) error {
 	overlay := filepath.Join(d.cfg.repo, "deploy", "overlays", "virtualnode")
 	d.screen.Message("Installing ServiceAccount %s/%s and the RBAC of deploy/overlays/virtualnode", namespace, serviceAccount)
-	saKubeconfig, err := installIdentity(ctx, d.cp.cfg, d.client, overlay, d.workDir)
+	saKubeconfig, err := installIdentity(ctx, d.cp.cfg, d.client, overlay, d.workDir, managerIdentity)
 	if err != nil {
 		return err
 	}
@@ -165,9 +167,14 @@ func (d *demo) waitReady(ctx context.Context) error {
 	return process.WaitHTTP(ctx, "http://"+d.managerHealth+"/readyz", d.cfg.timeout, pollInterval, d.manager, d.driver)
 }
 
-// checkChildren fails when the manager or the driver has exited.
+// checkChildren fails when the manager, the driver or a node agent has
+// exited.
 func (d *demo) checkChildren() error {
-	for _, c := range []*process.Process{d.driver, d.manager} {
+	children := []*process.Process{d.driver, d.manager}
+	for _, a := range d.agents {
+		children = append(children, a.proc)
+	}
+	for _, c := range children {
 		if c != nil && !c.Running() {
 			return c.ExitError(25)
 		}
@@ -182,7 +189,9 @@ func (d *demo) cleanup() error {
 	if d.manager != nil || d.driver != nil || d.cp != nil {
 		fmt.Println("Stopping the manager, the driver, kube-apiserver and etcd")
 	}
-	// The manager first, so that it does not see its driver vanish.
+	// The agents first: they only follow their Nodes. Then the manager,
+	// so that it does not see its driver vanish.
+	errs = append(errs, d.stopAgents())
 	if d.manager != nil {
 		errs = append(errs, d.manager.Stop(20*time.Second))
 	}

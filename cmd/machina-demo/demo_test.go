@@ -27,8 +27,8 @@ import (
 // These tests run the demo as `make demo` does: the real binaries, built
 // from this work tree, as processes on a real API server.
 
-// binaries builds the manager, the virtualnode driver and the demo once for
-// all tests of the package.
+// binaries builds the manager, the virtualnode driver, the node agent and
+// the demo once for all tests of the package.
 var binaries = sync.OnceValues(func() (string, error) {
 	root, err := manifests.RepoRoot(".")
 	if err != nil {
@@ -40,7 +40,7 @@ var binaries = sync.OnceValues(func() (string, error) {
 	}
 	builtDir = dir
 	cmd := exec.Command("go", "build", "-o", dir+"/",
-		"./cmd/machina-manager", "./drivers/virtualnode/cmd/machina-driver-virtualnode", "./cmd/machina-demo")
+		"./cmd/machina-manager", "./drivers/virtualnode/cmd/machina-driver-virtualnode", "./cmd/machina-node-agent", "./cmd/machina-demo")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", &buildError{out: string(out), err: err}
@@ -177,6 +177,21 @@ func TestDemoRunsTheLifecycleAndLeavesNothing(t *testing.T) {
 		assert.Contains(t, out, want)
 	}
 	assert.Equal(t, 5, strings.Count(out, "] Done in "), "five steps, each reported once")
+
+	// The MachineConfig of deploy/examples/machineconfig is on the root of
+	// every node's agent: the file, the unit, and the unit enabled. The demo
+	// prints what it read from each root before it removes them.
+	roots := regexp.MustCompile(`node (\S+) \(root (\S+)\):`).FindAllStringSubmatch(out, -1)
+	require.Len(t, roots, replicas, "one root per node of the pool")
+	for _, want := range []string{
+		`/etc/chrony.d/example.conf 0644 "server time.example.com iburst\n"`,
+		`/etc/systemd/system/example-hello.service 0644 "[Unit]\nDescription=Say hello once at boot\n\n[Service]\nType=oneshot\n` +
+			`ExecStart=/usr/bin/echo hello\n\n[Install]\nWantedBy=multi-user.target\n"`,
+		`/etc/systemd/system/multi-user.target.wants/example-hello.service -> /etc/systemd/system/example-hello.service`,
+	} {
+		assert.Equal(t, replicas, strings.Count(out, want), "on every node's root: %s", want)
+	}
+	assert.Contains(t, out, "most nodes updating at once: 1, maxUnavailable 1")
 	dir := p.workDir(t)
 	assert.NoDirExists(t, dir)
 	assert.Empty(t, processesUsing(t, dir), "every process of the demo has stopped")
@@ -186,7 +201,7 @@ func TestDemoKeepRunsUntilInterrupted(t *testing.T) {
 	p := startDemo(t, "--keep")
 	p.waitOutput(t, "Everything keeps running until Ctrl-C", 6*time.Minute)
 	dir := p.workDir(t)
-	assert.Len(t, processesUsing(t, dir), 4, "etcd, kube-apiserver, the driver and the manager run")
+	assert.Len(t, processesUsing(t, dir), 4+replicas, "etcd, kube-apiserver, the driver, the manager and the pool's node agents run")
 
 	// The kubeconfig the demo prints reaches the cluster, in the demo's
 	// namespace, where the rollout left three machines.

@@ -35,10 +35,20 @@ const (
 // to run a Deployment anyway.
 var rbacKinds = []string{"Namespace", "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}
 
+// identity is a ServiceAccount of deploy/ the demo runs a process as.
+type identity struct{ namespace, name string }
+
+// managerIdentity is the manager's and the driver's; agentIdentity that of
+// deploy/node-agent, which the pool step's node agents run as.
+var (
+	managerIdentity = identity{namespace, serviceAccount}
+	agentIdentity   = identity{"machina-node-agent", "machina-node-agent"}
+)
+
 // installIdentity applies the ServiceAccount and RBAC of the overlay dir and
-// writes a kubeconfig file that authenticates as that ServiceAccount with a
-// token from the TokenRequest API.
-func installIdentity(ctx context.Context, admin *rest.Config, c client.Client, overlay, dir string) (string, error) {
+// writes a kubeconfig file into dir that authenticates as the ServiceAccount
+// id with a token from the TokenRequest API.
+func installIdentity(ctx context.Context, admin *rest.Config, c client.Client, overlay, dir string, id identity) (string, error) {
 	objs, err := manifests.Render(overlay)
 	if err != nil {
 		return "", err
@@ -68,20 +78,20 @@ func installIdentity(ctx context.Context, admin *rest.Config, c client.Client, o
 		return "", err
 	}
 	seconds := int64(tokenLifetime / time.Second)
-	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, serviceAccount, &authenticationv1.TokenRequest{
+	tr, err := cs.CoreV1().ServiceAccounts(id.namespace).CreateToken(ctx, id.name, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		return "", fmt.Errorf("requesting a token for ServiceAccount %s/%s: %w", namespace, serviceAccount, err)
+		return "", fmt.Errorf("requesting a token for ServiceAccount %s/%s: %w", id.namespace, id.name, err)
 	}
 
-	user := "system:serviceaccount:" + namespace + ":" + serviceAccount
+	user := "system:serviceaccount:" + id.namespace + ":" + id.name
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["demo"] = &clientcmdapi.Cluster{Server: admin.Host, CertificateAuthorityData: admin.CAData}
 	kc.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	kc.Contexts["demo"] = &clientcmdapi.Context{Cluster: "demo", AuthInfo: user, Namespace: namespace}
+	kc.Contexts["demo"] = &clientcmdapi.Context{Cluster: "demo", AuthInfo: user, Namespace: id.namespace}
 	kc.CurrentContext = "demo"
-	path := filepath.Join(dir, "machina-manager.kubeconfig")
+	path := filepath.Join(dir, id.name+".kubeconfig")
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
 		return "", err
 	}

@@ -40,7 +40,7 @@ func (d *demo) runLocal(ctx context.Context) error {
 	// rights, and nothing for a driver.
 	overlay := filepath.Join(d.cfg.repo, "deploy", "overlays", "inmemory")
 	d.screen.Message("Installing namespace %s, ServiceAccount %s and the manager's RBAC of deploy/base", namespace, serviceAccount)
-	saKubeconfig, err := installIdentity(ctx, d.cp.cfg, d.client, overlay, d.workDir)
+	saKubeconfig, err := installIdentity(ctx, d.cp.cfg, d.client, overlay, d.workDir, managerIdentity)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -25,20 +27,42 @@ const demoPool = "worker"
 
 // poolRollout applies deploy/examples/machineconfig (a MachineConfig with a
 // file and a systemd unit, and the worker pool, maxUnavailable 1): the
-// manager renders the pool's configuration and rolls it out to the
-// demo's nodes one at a time, each node's agent (played by the virtualnode
-// driver, docs/machine-config.md) asking for its drain and uncordon.
+// manager renders the pool's configuration and rolls it out to the demo's
+// nodes one at a time. Each node is served by a real machina-node-agent
+// process (docs/machine-config.md) with a directory of its own as the node's
+// root: it writes the file and the unit there, asking the manager for its
+// drain and uncordon. (The class of the machines has no machineConfig in
+// its provider spec: the virtualnode driver does not play the agent too.)
+// Once the pool is Updated the demo shows what each root holds and the most
+// nodes it saw updating at once.
 func (d *demo) poolRollout(ctx context.Context, step func(string, func(*snapshot) bool) error) error {
 	objs, err := readManifests(filepath.Join(d.cfg.repo, "deploy", "examples", "machineconfig"))
 	if err != nil {
 		return err
 	}
+	before, err := takeSnapshot(ctx, d.client)
+	if err != nil {
+		return err
+	}
+	var nodes []string
+	for i := range before.machines {
+		if n := before.nodeOf(&before.machines[i]); n != nil {
+			nodes = append(nodes, n.Name)
+		}
+	}
+	slices.Sort(nodes)
+	if err := d.startAgents(ctx, nodes); err != nil {
+		return err
+	}
+	peak, stopWatch := d.watchInFlight(ctx, nodes)
+	defer stopWatch()
+
 	d.screen.Message("Machine configuration: applying deploy/examples/machineconfig (MachineConfig 99-worker-chrony with a file and a unit, "+
 		"MachineConfigPool %s of the nodes labelled node-role.kubernetes.io/worker, maxUnavailable 1)", demoPool)
 	if err := manifests.Apply(ctx, d.client, objs, fieldOwner); err != nil {
 		return err
 	}
-	return step(fmt.Sprintf("pool %s Updated: its rendered configuration on all %d nodes, one node at a time", demoPool, replicas),
+	err = step(fmt.Sprintf("pool %s Updated: its rendered configuration on all %d nodes, one node at a time", demoPool, replicas),
 		func(s *snapshot) bool {
 			pool := &mcv1.MachineConfigPool{}
 			if err := d.client.Get(ctx, client.ObjectKey{Name: demoPool}, pool); err != nil {
@@ -57,6 +81,39 @@ func (d *demo) poolRollout(ctx context.Context, step func(string, func(*snapshot
 			}
 			return len(s.machines) == replicas
 		})
+	if err != nil {
+		return err
+	}
+	stopWatch()
+	if err := d.showRoots(peak.max()); err != nil {
+		return err
+	}
+	if peak.max() > 1 {
+		return fmt.Errorf("pool %s: %d nodes were updating at once, more than its maxUnavailable 1", demoPool, peak.max())
+	}
+	return nil
+}
+
+// showRoots prints what each agent wrote under its node's root, and fails
+// when a root is empty: the pool says Updated, the disk must agree.
+func (d *demo) showRoots(peak int) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "What the node agents wrote under their roots (most nodes updating at once: %d, maxUnavailable 1):", peak)
+	for _, a := range d.agents {
+		lines, err := rootListing(a.root)
+		if err != nil {
+			return fmt.Errorf("node %s: reading its root %s: %w", a.node, a.root, err)
+		}
+		if len(lines) == 0 {
+			return fmt.Errorf("node %s: pool %s is Updated but nothing is under its root %s", a.node, demoPool, a.root)
+		}
+		fmt.Fprintf(&b, "\n  node %s (root %s):", a.node, a.root)
+		for _, l := range lines {
+			fmt.Fprintf(&b, "\n    %s", l)
+		}
+	}
+	d.screen.Message("%s", b.String())
+	return nil
 }
 
 // readManifests decodes every object of the YAML files of dir (a plain
