@@ -38,6 +38,7 @@ func TestMCMParity(t *testing.T) {
 		{"max evict retries", testMaxEvictRetries},
 		{"virtual capacity", testVirtualCapacity},
 		{"OUT_OF_RANGE asks for an orphan scan", testOutOfRangeOrphanScan},
+		{"invalid effective-creation-timeout", testInvalidEffectiveCreationTimeout},
 	} {
 		t.Run(s.name, func(t *testing.T) { s.run(t, env) })
 	}
@@ -102,6 +103,24 @@ func testMCMDurations(t *testing.T, env *testenv.Env) {
 	assert.NotNil(t, series(t, mcmDeleteDuration, all), "mcm_machine_delete_duration_seconds%v", all)
 	assert.NotNil(t, series(t, mcmDrainDuration, map[string]string{"namespace": w.ns, "machine_deployment": "workers"}),
 		"mcm_machine_drain_duration_seconds")
+}
+
+// An effective-creation-timeout that is no positive duration is bad input:
+// the machine gets a Warning event saying so, and spec.creationTimeout
+// applies instead of it.
+func testInvalidEffectiveCreationTimeout(t *testing.T, env *testenv.Env) {
+	w := newWorld(t, env, env, inmemory.Options{})
+	w.class("small", nil)
+	w.kubelet.holdNode("pe-bad")
+	w.start()
+	w.machine("pe-bad", "small", func(m *v1alpha1.Machine) {
+		m.Annotations = map[string]string{v1alpha1.EffectiveCreationTimeoutAnnotation: "soon"}
+		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineCreationTimeout: &metav1.Duration{Duration: 2 * time.Second}}
+	})
+	ev := w.waitEvent("pe-bad", corev1.EventTypeWarning, reasonInvalidAnnotation)
+	assert.Contains(t, ev, `node.machine.sapcloud.io/effective-creation-timeout="soon" is no positive duration`)
+	failed := w.waitPhase("pe-bad", v1alpha1.MachineFailed, waitLong)
+	assert.Contains(t, failed.Status.LastOperation.Description, "within the creation timeout of 2s")
 }
 
 // terminatingCondition reads the node's Terminating condition, nil when it

@@ -11,7 +11,7 @@ import (
 // status.unhealthySince), so no retry or phase change extends it.
 
 func (r *Reconciler) creationTimeout(s *scope) time.Duration {
-	if d, ok := effectiveCreationTimeout(s); ok {
+	if d, ok := r.effectiveCreationTimeout(s); ok {
 		return d
 	}
 	if d := s.config().MachineCreationTimeout; d != nil && d.Duration > 0 {
