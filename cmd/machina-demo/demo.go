@@ -186,6 +186,9 @@ func (d *demo) checkChildren() error {
 // directory. It is safe after a partial start.
 func (d *demo) cleanup() error {
 	var errs []error
+	if len(d.agents) > 0 {
+		fmt.Println("Stopping the node agents")
+	}
 	if d.manager != nil || d.driver != nil || d.cp != nil {
 		fmt.Println("Stopping the manager, the driver, kube-apiserver and etcd")
 	}
