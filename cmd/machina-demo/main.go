@@ -3,8 +3,10 @@
 // starts etcd and kube-apiserver (controller-runtime's envtest), the
 // virtualnode driver and the manager as processes joined by a Unix socket,
 // creates a MachineDeployment of three machines, rolls it to another
-// MachineClass and scales it to zero, showing the machines and Nodes as
-// they change. `make demo` (hack/demo.sh) builds everything and runs it.
+// MachineClass, updates it in place, rolls a MachineConfig out to a pool of
+// its nodes (a real machina-node-agent per node, each writing into a
+// directory of its own, pool.go) and scales it to zero, showing the
+// machines and Nodes as they change. `make demo` (hack/demo.sh) builds everything and runs it.
 //
 // With --keep it stops after the rollout and keeps everything running until
 // Ctrl-C, printing a kubeconfig to explore the cluster with kubectl.
