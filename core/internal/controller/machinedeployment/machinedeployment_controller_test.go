@@ -67,6 +67,7 @@ func TestMachineDeploymentController(t *testing.T) {
 	t.Run("a stuck rollout reports ProgressDeadlineExceeded", s.testProgressDeadline)
 	t.Run("kubectl scale works through the scale subresource", s.testKubectlScale)
 	t.Run("trigger-deletion annotation deletes exactly the named machines", s.testTriggerDeletion)
+	t.Run("a plain trigger-deletion name takes the scaler's decision time", s.testTriggerDeletionScalerTime)
 	t.Run("scaling during a rollout is proportional", s.testProportionalScaling)
 	t.Run("rollbackTo returns to an earlier template", s.testRollback)
 	t.Run("the API server freeze stops scaling and rollouts until it ends", s.testAPIServerFreeze)
@@ -508,6 +509,34 @@ func (s *suite) testTriggerDeletion(t *testing.T) {
 		_, ok := d.Annotations[v1alpha1.TriggerDeletionByMCMAnnotation]
 		return !ok
 	}, waitTimeout, poll, "handled names were not removed from the annotation")
+}
+
+// A plain name in trigger-deletion is marked with the deployment's
+// last-deployment-replica-change-by-scaler-time, not the time the controller
+// saw it. Replicas stay, so the marked machine stays to be looked at.
+func (s *suite) testTriggerDeletionScalerTime(t *testing.T) {
+	ctx := context.Background()
+	ns := s.namespace(t)
+	s.joiner(t, ns, 0)
+	d := newDeployment(ns, "ca-time", 2)
+	require.NoError(t, s.c.Create(ctx, d))
+	s.waitComplete(t, d)
+	victim := s.machines(t, ns)[0].Name
+	const decided = "2026-01-01T09:00:00Z"
+	s.update(t, d, func(d *v1alpha1.MachineDeployment) {
+		if d.Annotations == nil {
+			d.Annotations = map[string]string{}
+		}
+		d.Annotations[v1alpha1.TriggerDeletionByMCMAnnotation] = victim
+		d.Annotations[v1alpha1.LastReplicaChangeByScalerTimeAnnotation] = decided
+	})
+	m := &v1alpha1.Machine{}
+	require.Eventually(t, func() bool {
+		require.NoError(t, s.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: victim}, m))
+		return m.Annotations[v1alpha1.MarkedForDeletionTimeAnnotation] != ""
+	}, waitTimeout, poll, "machine %s was not marked for deletion", victim)
+	assert.Equal(t, decided, m.Annotations[v1alpha1.MarkedForDeletionTimeAnnotation])
+	assert.Equal(t, v1alpha1.TriggeredForDeletionPriority, m.Annotations[v1alpha1.MachinePriorityAnnotation])
 }
 
 func (s *suite) testProportionalScaling(t *testing.T) {

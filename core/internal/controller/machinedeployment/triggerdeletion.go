@@ -24,9 +24,9 @@ type triggerEntry struct {
 
 // parseTriggerDeletion reads the annotation value: comma-separated entries,
 // each "name~RFC3339" (the autoscaler's format) or a plain "name" (then the
-// decision time is now). Malformed entries are dropped, as MCM does; the
+// decision time is plainAt). Malformed entries are dropped, as MCM does; the
 // autoscaler writes them again if it still wants the machine gone.
-func parseTriggerDeletion(value string, now time.Time) []triggerEntry {
+func parseTriggerDeletion(value string, plainAt time.Time) []triggerEntry {
 	var out []triggerEntry
 	seen := map[string]bool{}
 	for raw := range strings.SplitSeq(value, ",") {
@@ -34,7 +34,7 @@ func parseTriggerDeletion(value string, now time.Time) []triggerEntry {
 		if raw == "" {
 			continue
 		}
-		e := triggerEntry{raw: raw, name: raw, at: now.UTC().Format(time.RFC3339)}
+		e := triggerEntry{raw: raw, name: raw, at: plainAt.UTC().Format(time.RFC3339)}
 		if name, at, ok := strings.Cut(raw, "~"); ok {
 			if _, err := time.Parse(time.RFC3339, at); err != nil || name == "" {
 				continue
@@ -48,6 +48,18 @@ func parseTriggerDeletion(value string, now time.Time) []triggerEntry {
 		out = append(out, e)
 	}
 	return out
+}
+
+// scalerDecisionTime is the time of a plain name in the trigger-deletion
+// annotation: the deployment's last-deployment-replica-change-by-scaler-time
+// when it holds an RFC 3339 time (the scaler's own record of its decision),
+// else now, as MCM's adjustingMachineDeploymentDeletionAnnotations does
+// (machine-controller-manager pkg/controller/deployment.go).
+func scalerDecisionTime(d *v1alpha1.MachineDeployment, now time.Time) time.Time {
+	if t, err := time.Parse(time.RFC3339, d.Annotations[v1alpha1.LastReplicaChangeByScalerTimeAnnotation]); err == nil {
+		return t
+	}
+	return now
 }
 
 // triggerDeletion is the phase that serves the cluster-autoscaler's
@@ -71,7 +83,7 @@ func (r *Reconciler) handleTriggerDeletion(ctx context.Context, s *scope) error 
 	}
 	log := ctrl.LoggerFrom(ctx)
 	var keep []string
-	for _, e := range parseTriggerDeletion(value, s.now) {
+	for _, e := range parseTriggerDeletion(value, scalerDecisionTime(d, s.now)) {
 		m, err := r.deploymentMachine(ctx, s, e.name)
 		if err != nil {
 			return err
