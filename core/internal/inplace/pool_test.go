@@ -27,12 +27,41 @@ func TestMaxUnavailable(t *testing.T) {
 		{ptr(pct("100%")), 7, 7, false},
 		{ptr(num(-1)), 10, 0, true},
 		{ptr(pct("many")), 10, 0, true},
+		{ptr(pct("101%")), 10, 0, true},
+		{ptr(pct("100000000000%")), 3, 0, true}, // wrapped to a negative budget before
+		{ptr(pct("99999999999999999999999%")), 3, 0, true},
+		{ptr(pct("-5%")), 10, 0, true},
+		{ptr(pct(" 5%")), 10, 0, true},
+		{ptr(pct("%")), 10, 0, true},
+		{ptr(num(2147483647)), 3, 2147483647, false}, // above total is valid
 	} {
 		got, err := MaxUnavailable(tc.v, tc.total)
 		if (err != nil) != tc.wantErr || got != tc.want {
 			t.Errorf("MaxUnavailable(%v, %d) = %d, %v; want %d, error %v", tc.v, tc.total, got, err, tc.want, tc.wantErr)
 		}
 	}
+}
+
+// FuzzMaxUnavailable: whatever the user writes, the budget is refused or is
+// a positive count no larger than total (for a percentage) or the number.
+func FuzzMaxUnavailable(f *testing.F) {
+	for _, s := range []string{"10%", "100%", "0%", "101%", "100000000000%", "7", "-1", "", "%", "1e3%"} {
+		f.Add(s, uint16(10))
+	}
+	f.Fuzz(func(t *testing.T, s string, size uint16) {
+		total := int(size)
+		v := intstr.Parse(s)
+		got, err := MaxUnavailable(&v, total)
+		if err != nil {
+			return
+		}
+		if got < 1 {
+			t.Fatalf("MaxUnavailable(%q, %d) = %d, want at least 1", s, total, got)
+		}
+		if v.Type == intstr.String && int(got) > max(total, 1) {
+			t.Fatalf("MaxUnavailable(%q, %d) = %d, above the pool's %d nodes", s, total, got, total)
+		}
+	})
 }
 
 func ptr[T any](v T) *T { return &v }

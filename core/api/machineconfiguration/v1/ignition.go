@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -92,6 +93,12 @@ type IgnitionDropin struct {
 // DefaultFileMode is the mode of a file whose mode is unset.
 const DefaultFileMode = 0o644
 
+// MaxFileSize bounds a file's content after decoding and decompression. A
+// MachineConfig is at most what etcd stores (about 1.5 MiB), but a gzip
+// source of that size can expand a thousandfold: the bound keeps one
+// fragment from exhausting the manager's or an agent's memory.
+const MaxFileSize = 16 << 20
+
 // ParseIgnition reads raw (a MachineConfig's spec.config) and checks the
 // subset machina acts on: a 3.x version, absolute file paths, modes within
 // 07777, readable data: URLs, unit names. An empty raw is an empty config.
@@ -118,6 +125,11 @@ func (ign *Ignition) Validate() error {
 		if !path.IsAbs(f.Path) {
 			return fmt.Errorf("file %q: path is not absolute", f.Path)
 		}
+		// Refused here rather than only by the node agent, so that the pool
+		// says RenderDegraded instead of degrading every node in turn.
+		if slices.Contains(strings.Split(f.Path, "/"), "..") || path.Clean(f.Path) == "/" {
+			return fmt.Errorf("file %q: path leaves the node's file system or names its root", f.Path)
+		}
 		if f.Mode != nil && (*f.Mode < 0 || *f.Mode > 0o7777) {
 			return fmt.Errorf("file %s: invalid mode %d (want 0 to 4095, that is 0 to 07777)", f.Path, *f.Mode)
 		}
@@ -129,16 +141,22 @@ func (ign *Ignition) Validate() error {
 		}
 	}
 	for _, u := range ign.Systemd.Units {
-		if u.Name == "" || strings.Contains(u.Name, "/") {
+		if !fileName(u.Name) {
 			return fmt.Errorf("unit %q: invalid name", u.Name)
 		}
 		for _, d := range u.Dropins {
-			if d.Name == "" || strings.Contains(d.Name, "/") {
+			if !fileName(d.Name) {
 				return fmt.Errorf("unit %s: dropin %q: invalid name", u.Name, d.Name)
 			}
 		}
 	}
 	return nil
+}
+
+// fileName tells whether name is one path element, as a unit or drop-in
+// name must be.
+func fileName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\\\x00")
 }
 
 // CheckIgnitionVersion accepts the Ignition spec versions 3.0.0 to 3.5.0.
@@ -177,9 +195,12 @@ func (f IgnitionFile) Data() ([]byte, error) {
 			return nil, fmt.Errorf("file %s: gzip: %w", f.Path, err)
 		}
 		defer r.Close()
-		if data, err = io.ReadAll(r); err != nil {
+		if data, err = io.ReadAll(io.LimitReader(r, MaxFileSize+1)); err != nil {
 			return nil, fmt.Errorf("file %s: gzip: %w", f.Path, err)
 		}
+	}
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("file %s: content is larger than %d MiB", f.Path, MaxFileSize>>20)
 	}
 	return data, nil
 }

@@ -3,6 +3,8 @@ package v1_test
 import (
 	"bytes"
 	"compress/gzip"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -24,6 +26,54 @@ func TestDataURL(t *testing.T) {
 	assert.ErrorContains(t, err, `unsupported URL scheme "https"`)
 	_, err = mcfgv1.DecodeDataURL("data:;base64,!!!")
 	assert.ErrorContains(t, err, "bad base64")
+}
+
+func gzipped(t testing.TB, data []byte) []byte {
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	_, err := w.Write(data)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	return gz.Bytes()
+}
+
+// FuzzParseIgnition: a MachineConfig's spec.config is user input. Whatever
+// it holds, parsing does not panic, and what it accepts is what the node
+// agent can write: absolute paths that stay on the node, one-element unit
+// names, contents that decode within MaxFileSize.
+func FuzzParseIgnition(f *testing.F) {
+	for _, seed := range []string{
+		`{"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/etc/a","mode":420,"contents":{"source":"data:,hi"}}]}}`,
+		`{"ignition":{"version":"3.2.0"},"systemd":{"units":[{"name":"a.service","enabled":true,"contents":"[Unit]","dropins":[{"name":"b.conf"}]}]}}`,
+		`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/../x"}]}}`,
+		`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/z","contents":{"compression":"gzip","source":"data:;base64,H4sIAAAAAAAA/w=="}}]}}`,
+		`null`, ``, `[]`, `{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/x","mode":-1}]}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		ign, err := mcfgv1.ParseIgnition(raw)
+		if err != nil {
+			return
+		}
+		for _, file := range ign.Storage.Files {
+			if !strings.HasPrefix(file.Path, "/") || slices.Contains(strings.Split(file.Path, "/"), "..") {
+				t.Fatalf("accepted path %q", file.Path)
+			}
+			if m := file.FileMode(); m < 0 || m > 0o7777 {
+				t.Fatalf("accepted mode %o", m)
+			}
+			data, err := file.Data()
+			if err != nil || len(data) > mcfgv1.MaxFileSize {
+				t.Fatalf("accepted file %s whose data does not decode: %d bytes, %v", file.Path, len(data), err)
+			}
+		}
+		for _, u := range ign.Systemd.Units {
+			if u.Name == "" || u.Name == ".." || strings.ContainsRune(u.Name, '/') {
+				t.Fatalf("accepted unit name %q", u.Name)
+			}
+		}
+	})
 }
 
 func TestParseIgnition(t *testing.T) {
@@ -51,6 +101,12 @@ func TestParseIgnition(t *testing.T) {
 		`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/x","mode":4096}]}}`:                      "invalid mode 4096",
 		`{"ignition":{"version":"3.2.0"},"systemd":{"units":[{"name":""}]}}`:                                    "invalid name",
 		`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/x","contents":{"source":"s3://b/k"}}]}}`: "unsupported URL scheme",
+		`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/../../x"}]}}`:                        "leaves the node's file system",
+		`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"//"}]}}`:                                  "names its root",
+		`{"ignition":{"version":"3.2.0"},"systemd":{"units":[{"name":".."}]}}`:                                  "invalid name",
+		`{"ignition":{"version":"3.2.0"},"systemd":{"units":[{"name":"a.service","dropins":[{"name":"."}]}]}}`:  "invalid name",
+		`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/big","contents":{"compression":"gzip","source":"` +
+			mcfgv1.DataURL(gzipped(t, bytes.Repeat([]byte{0}, mcfgv1.MaxFileSize+1))) + `"}}]}}`: "larger than 16 MiB",
 	} {
 		_, err := mcfgv1.ParseIgnition([]byte(config))
 		assert.ErrorContains(t, err, want, config)

@@ -263,6 +263,56 @@ func TestPoolRollout(t *testing.T) {
 		})
 	})
 
+	t.Run("the uncordon waits until the node is Ready on its new configuration", func(t *testing.T) {
+		createRendered(t, c, "rendered-ready-a")
+		createRendered(t, c, "rendered-ready-b")
+		name := createNodes(t, c, "ready", 1, map[string]string{"pool": "ready"}, "rendered-ready-a")[0]
+		createPool(t, c, "ready", "rendered-ready-b", nil)
+		waitNode(t, c, name, "started", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == "rendered-ready-b" })
+		patchAnnotations(t, c, name, map[string]string{keyState: "Working"})
+		patchAnnotations(t, c, name, map[string]string{keyDrain: "drain-rendered-ready-b"})
+		waitNode(t, c, name, "drained", func(n *corev1.Node) bool {
+			return n.Annotations[keyLastApplied] == "drain-rendered-ready-b" && n.Spec.Unschedulable
+		})
+		// The node reboots into the new configuration and is not Ready yet
+		// when its agent asks for the uncordon.
+		setReady(t, c, name, corev1.ConditionFalse)
+		patchAnnotations(t, c, name, map[string]string{keyDrain: "uncordon-rendered-ready-b"})
+		// The controller hears of the request at once (a node event); it
+		// must hold it for as long as the node stays NotReady.
+		assert.Never(t, func() bool {
+			n := getNode(t, c, name)
+			return !n.Spec.Unschedulable || n.Annotations[keyLastApplied] == "uncordon-rendered-ready-b"
+		}, 3*time.Second, 50*time.Millisecond, "a NotReady node was uncordoned")
+		setReady(t, c, name, corev1.ConditionTrue)
+		waitNode(t, c, name, "uncordoned once Ready", func(n *corev1.Node) bool {
+			return n.Annotations[keyLastApplied] == "uncordon-rendered-ready-b" && !n.Spec.Unschedulable
+		})
+	})
+
+	t.Run("an out-of-range maxUnavailable degrades the pool and starts no node", func(t *testing.T) {
+		createRendered(t, c, "rendered-range-a")
+		createRendered(t, c, "rendered-range-b")
+		names := createNodes(t, c, "range", 3, map[string]string{"pool": "range"}, "rendered-range-a")
+		// 1e11% of 3 nodes wrapped around int32 to a negative budget.
+		huge := intstr.FromString("100000000000%")
+		createPool(t, c, "range", "rendered-range-b", &huge)
+		pool := waitPool(t, c, "range", "degraded", func(p *mcv1.MachineConfigPool) bool {
+			return conditionIs(p, mcv1.PoolDegraded, metav1.ConditionTrue)
+		})
+		d := conditionOf(pool, mcv1.PoolDegraded)
+		assert.Equal(t, "InvalidPool", d.Reason)
+		assert.Contains(t, d.Message, `maxUnavailable "100000000000%" must not be more than 100%`)
+		assert.Equal(t, 0, countOn(t, c, names, "rendered-range-b"))
+
+		fixed := intstr.FromString("100%")
+		updatePool(t, c, "range", func(p *mcv1.MachineConfigPool) { p.Spec.MaxUnavailable = &fixed })
+		rollOut(t, c, names, "rendered-range-b", 3)
+		waitPool(t, c, "range", "updated", func(p *mcv1.MachineConfigPool) bool {
+			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && conditionIs(p, mcv1.PoolDegraded, metav1.ConditionFalse)
+		})
+	})
+
 	t.Run("an empty nodeSelector selects nothing and says so", func(t *testing.T) {
 		pool := &mcv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "everything"}}
 		pool.Spec.NodeSelector = &metav1.LabelSelector{}
