@@ -122,6 +122,14 @@ func (r *Reconciler) reconcileInPlace(ctx context.Context, s *scope) (phase.Resu
 		setPhase(s, v1alpha1.MachineRunning, false)
 		setLastOperation(s, v1alpha1.MachineOperationHealthCheck, v1alpha1.MachineStateSuccessful, "",
 			fmt.Sprintf("Node %s was updated in place and is back in service", node.Name))
+		if reason == v1alpha1.SelectedForUpdate {
+			// Already selected for the next update (a rollback re-targets a
+			// node whose agent applied the abandoned template): the Node
+			// event of that selection has come and gone, and the phase
+			// written here brings no event of its own, so the drain starts
+			// now, not at the next resync.
+			return r.drainForInPlace(ctx, s)
+		}
 		return phase.Result{}, nil
 	}
 	return phase.Result{}, nil
