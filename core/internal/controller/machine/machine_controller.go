@@ -76,6 +76,8 @@ type Reconciler struct {
 
 	written  writtenVersions
 	vmChecks vmChecks
+	retries  retryGate
+	released releasedMachines
 }
 
 // Field indexes of the controller's Machine cache. The names carry the
@@ -201,6 +203,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	m := &v1alpha1.Machine{}
 	if err := r.Control.Get(ctx, req.NamespacedName, m); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.released.has(m.UID) {
+		// A stale copy of a machine this controller released: done.
+		return ctrl.Result{}, nil
 	}
 	m, err := r.fresh(ctx, m)
 	if m == nil || err != nil {

@@ -80,7 +80,7 @@ func testCreateJoinRun(t *testing.T, env *testenv.Env) {
 	require.NotEmpty(t, m.Status.Conditions, "node conditions are mirrored")
 	assert.Contains(t, m.Status.Conditions, findCond(m.Status.Conditions, corev1.NodeReady))
 	assert.Equal(t, corev1.ConditionTrue, findCond(m.Status.Conditions, corev1.NodeReady).Status)
-	assert.Equal(t, []string{"", "Pending", "Running"}, withoutLeadingEmpty(w.rec.phasesOf("m1")))
+	w.rec.assertPhases(t, "m1", []string{"", "Pending", "Running"})
 	assert.Equal(t, 1, w.mem.Calls(inmemory.MethodCreateMachine))
 
 	require.Eventually(t, func() bool {
@@ -237,7 +237,7 @@ func testCreationTimeoutDriverFailing(t *testing.T, env *testenv.Env) {
 	assert.Contains(t, m.Status.LastOperation.Description, "creation timeout of 3s has passed")
 	assert.GreaterOrEqual(t, m.Status.CurrentStatus.LastUpdateTime.Sub(m.CreationTimestamp.Time), 2*time.Second,
 		"not Failed before the timeout (timestamps have second precision)")
-	assert.Equal(t, []string{"", "CrashLoopBackOff", "Failed"}, withoutLeadingEmpty(w.rec.phasesOf("m1")))
+	w.rec.assertPhases(t, "m1", []string{"", "CrashLoopBackOff", "Failed"})
 	assert.Empty(t, w.mem.VMs())
 	w.waitEvent("m1", corev1.EventTypeWarning, reasonCreateFailed)
 }
@@ -255,7 +255,7 @@ func testCreationTimeoutNoNode(t *testing.T, env *testenv.Env) {
 	m := w.waitPhase("m1", v1alpha1.MachineFailed, waitLong)
 	assert.Contains(t, m.Status.LastOperation.Description, "did not join the cluster within the creation timeout of 3s")
 	assert.Contains(t, m.Status.LastOperation.Description, "node m1 not found")
-	assert.Equal(t, []string{"", "Pending", "Failed"}, withoutLeadingEmpty(w.rec.phasesOf("m1")))
+	w.rec.assertPhases(t, "m1", []string{"", "Pending", "Failed"})
 	w.waitEvent("m1", corev1.EventTypeWarning, reasonFailed)
 }
 

@@ -39,44 +39,79 @@ func (r *Reconciler) deletionSteps() map[v1alpha1.DeletionStep]deletionStep {
 	}
 }
 
-// reconcileDelete runs the current deletion step. A reconcile runs one
-// step; when the step is done, the next step is written to the status
-// (with the rest of the reconcile's changes, in its one status patch) and
-// the next reconcile, requeued at once, runs it. So each step is persisted
-// before the next begins, and a restarted manager resumes at the stored
-// step without doing an earlier one again.
+// reconcileDelete runs the deletion flow from the step stored in
+// status.deletionStep. A step that finishes at once hands over to the next
+// in the same reconcile; the flow stops at a step that must wait (a drain
+// with pods left, volumes to detach, a driver failure with its retry
+// period) or fails, and the step reached is written to the status with the
+// rest of the reconcile's changes, in its one status patch. A machine whose
+// node has nothing to drain is thus deleted in one reconcile, its last write
+// the finalizer's removal, where writing each step cost a status patch and
+// a round through the work queue.
+//
+// Each step is safe to repeat, so a manager that stops in the middle of a
+// chain resumes at the stored step and does again at most what that chain
+// did (a DeleteMachine of a VM already gone answers OK). The order is
+// unchanged: the VM goes before its Node, the Node before the finalizer.
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (phase.Result, error) {
 	if !controllerutil.ContainsFinalizer(s.machine, v1alpha1.MachineFinalizer) {
 		// Not ours (any more): nothing to clean up.
+		r.retries.forget(s.machine.UID)
 		return phase.Result{}, nil
 	}
+	steps := r.deletionSteps()
 	current := s.machine.Status.DeletionStep
 	if current == "" {
 		current = v1alpha1.DeletionStepTerminating
 	}
-	step, ok := r.deletionSteps()[current]
-	if !ok {
+	if _, ok := steps[current]; !ok {
 		// A step this version does not know (written by a newer one):
 		// start over; every step is safe to repeat.
 		s.log.Info("Unknown deletion step, starting the deletion over", "step", current)
 		current = v1alpha1.DeletionStepTerminating
-		step = r.stepTerminating
 	}
-	s.log = s.log.WithValues("deletionStep", current)
-
-	next, res, err := step(ctx, s)
-	if err != nil || s.released {
-		return res, err
+	if wait := r.retries.wait(s.machine.UID, current, s.now); wait > 0 {
+		// The step failed and its retry period has not passed: whatever
+		// event brought this reconcile, it waits (machine_retry_gate.go).
+		return phase.Result{RequeueAfter: wait}, nil
 	}
-	if next != s.machine.Status.DeletionStep {
-		s.machine.Status.DeletionStep = next
-		t := metav1.NewTime(s.now)
-		s.machine.Status.DeletionStepStartTime = &t
-		if next != current {
-			res = res.Merge(phase.Result{RequeueAfter: requeueNow})
+	log := s.log
+	// At most one pass over the flow: a step never hands back to an earlier
+	// one, and the bound keeps a future cycle from spinning here.
+	for range len(steps) {
+		s.log = log.WithValues("deletionStep", current)
+		s.retryAfter = 0
+		next, res, err := steps[current](ctx, s)
+		if s.released {
+			r.retries.forget(s.machine.UID)
 		}
+		if err != nil || s.released {
+			return res, err
+		}
+		if s.retryAfter > 0 {
+			// The period runs from the failure, not from the start of a
+			// reconcile that may have run earlier steps first.
+			r.retries.hold(s.machine.UID, current, time.Now().Add(s.retryAfter))
+		}
+		if next == current || res != (phase.Result{}) {
+			storeDeletionStep(s, next)
+			return res, nil
+		}
+		current = next
 	}
-	return res, nil
+	storeDeletionStep(s, current)
+	return phase.Result{RequeueAfter: requeueNow}, nil
+}
+
+// storeDeletionStep records step in the status, with the time the machine
+// entered it when it is a new one.
+func storeDeletionStep(s *scope, step v1alpha1.DeletionStep) {
+	if step == s.machine.Status.DeletionStep {
+		return
+	}
+	s.machine.Status.DeletionStep = step
+	t := metav1.NewTime(s.now)
+	s.machine.Status.DeletionStepStartTime = &t
 }
 
 // stepTerminating marks the machine as being deleted.
@@ -366,5 +401,6 @@ func (r *Reconciler) deletionFailed(s *scope, t callTable, code codes.Code, msg 
 	}
 	setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateFailed, errorCodeName(code), desc)
 	r.warning(s, reasonDeleteFailed, actionDelete, "%s", desc)
-	return phase.Result{RequeueAfter: r.Options.after(rc.retry)}
+	s.retryAfter = r.Options.after(rc.retry)
+	return phase.Result{RequeueAfter: s.retryAfter}
 }

@@ -61,12 +61,12 @@ func testDrainBlockedByPDBLeavesWorkersFree(t *testing.T, env *testenv.Env) {
 	require.Len(t, w.mem.VMs(), 1)
 	assert.Equal(t, "a", w.mem.VMs()[0].Name)
 	for _, name := range []string{"b", "c"} {
-		assert.Equal(t, allSteps, w.rec.stepsOf(name), "%s: a graceful deletion", name)
+		w.rec.assertStepsFollow(t, name, allSteps)
 		assert.True(t, gone(t, w, c, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}), "node %s", name)
 	}
 
 	// Once the budget allows it, a goes too.
 	allowDisruptions(t, w, c, "guarded", 1)
 	w.waitGone("a", waitLong)
-	assert.Equal(t, allSteps, w.rec.stepsOf("a"))
+	w.rec.assertStepsFollow(t, "a", allSteps, "Drain")
 }

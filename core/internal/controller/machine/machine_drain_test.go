@@ -143,7 +143,8 @@ func testDrainWaitsForDetach(t *testing.T, env *testenv.Env) {
 	w.waitGone("m1", waitLong)
 	note := w.waitEvent("m1", corev1.EventTypeWarning, reasonDetachTimeout)
 	assert.Contains(t, note, w.ns+"/db")
-	assert.Equal(t, allSteps, w.rec.stepsOf("m1"), "not forced")
+	w.rec.assertStepsFollow(t, "m1", allSteps, "Drain")
+	assert.Zero(t, drainObserved(t, w.ns, "forced").GetSampleCount(), "not forced")
 	drained := drainObserved(t, w.ns, "drained")
 	assert.Equal(t, uint64(1), drained.GetSampleCount(), "the drain is observed once")
 	assert.GreaterOrEqual(t, drained.GetSampleSum(), 4.0, "the drain lasted at least the detach timeout")
@@ -180,7 +181,7 @@ func testDrainForcedWhileWaiting(t *testing.T, env *testenv.Env) {
 	})
 	w.waitGone("m1", waitLong)
 	forced := []string{"GetVMStatus", "Drain", "DeleteVolumeAttachments", "DeleteVM", "DeleteNode", "RemoveFinalizer"}
-	assert.Equal(t, forced, w.rec.stepsOf("m1"))
+	w.rec.assertStepsFollow(t, "m1", forced, "Drain")
 	assert.True(t, gone(t, w, c, &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: va}}))
 	assert.Contains(t, w.waitEvent("m1", corev1.EventTypeWarning, reasonForceDrain), "the drain timeout of 4s has passed")
 	assert.Equal(t, uint64(1), drainObserved(t, w.ns, "forced").GetSampleCount(), "the forced drain is observed once")

@@ -100,7 +100,7 @@ func testHealth(t *testing.T, env *testenv.Env) {
 	setNodeCondition(t, w.ctx, env.Client, "m1", corev1.NodeDiskPressure, corev1.ConditionTrue)
 	m = w.waitPhase("m1", v1alpha1.MachineUnknown, waitLong)
 	assert.Contains(t, m.Status.LastOperation.Description, "DiskPressure=True")
-	assert.Equal(t, []string{"", "Pending", "Running", "Unknown", "Running", "Unknown"}, withoutLeadingEmpty(w.rec.phasesOf("m1")))
+	w.rec.assertPhases(t, "m1", []string{"", "Pending", "Running", "Unknown", "Running", "Unknown"})
 }
 
 // Unknown longer than the machine's health timeout → Failed; with
@@ -129,7 +129,7 @@ func testHealthTimeout(t *testing.T, env *testenv.Env) {
 	assert.Contains(t, m.Status.LastOperation.Description, "longer than the health timeout of 2s")
 	require.NotNil(t, m.Status.UnhealthySince)
 	assert.GreaterOrEqual(t, m.Status.CurrentStatus.LastUpdateTime.Sub(m.Status.UnhealthySince.Time), time.Second)
-	assert.Equal(t, []string{"", "Pending", "Running", "Unknown", "Failed"}, withoutLeadingEmpty(w.rec.phasesOf("m1")))
+	w.rec.assertPhases(t, "m1", []string{"", "Pending", "Running", "Unknown", "Failed"})
 
 	// m2 has been Unknown for longer than its (disabled) timeout: a
 	// reconcile after that (made visible by a mirrored condition change)

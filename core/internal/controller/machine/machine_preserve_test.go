@@ -221,7 +221,7 @@ func testPreserveRecovery(t *testing.T, env *testenv.Env) {
 	setNodeCondition(t, w.ctx, env.Client, "m1", corev1.NodeReady, corev1.ConditionTrue)
 	m := w.waitPhase("m1", v1alpha1.MachineRunning, waitLong)
 	w.eventually("m1", waitLong, "preservation stopped", func(*v1alpha1.Machine) bool { return w.notPreserved("m1") })
-	assert.Equal(t, []string{"", "Pending", "Running", "Unknown", "Failed", "Running"}, withoutLeadingEmpty(w.rec.phasesOf("m1")))
+	w.rec.assertPhases(t, "m1", []string{"", "Pending", "Running", "Unknown", "Failed", "Running"})
 	assert.Nil(t, m.Status.UnhealthySince)
 	m = w.get("m1")
 	assert.Equal(t, v1alpha1.PreserveValueWhenFailed, m.Annotations[v1alpha1.PreserveAnnotation], "a user's when-failed stays for the next failure")

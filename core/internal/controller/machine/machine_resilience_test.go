@@ -41,7 +41,7 @@ func testDriverRestart(t *testing.T, env *testenv.Env) {
 	w.waitPhase("m3", v1alpha1.MachineRunning, waitLong)
 	assert.Empty(t, w.rec.everPhase(v1alpha1.MachineFailed))
 	for _, n := range []string{"m1", "m2"} {
-		assert.Equal(t, []string{"", "Pending", "Running"}, withoutLeadingEmpty(w.rec.phasesOf(n)))
+		w.rec.assertPhases(t, n, []string{"", "Pending", "Running"})
 		assert.Equal(t, v1alpha1.MachineRunning, w.get(n).Status.CurrentStatus.Phase)
 	}
 	assert.Len(t, w.mem.VMs(), 3)
@@ -127,6 +127,7 @@ func testNoTargetCluster(t *testing.T, env *testenv.Env) {
 
 	w.delete("nt1")
 	w.waitGone("nt1", waitLong)
-	assert.Equal(t, []string{"GetVMStatus", "DeleteVM", "DeleteNode", "RemoveFinalizer"}, w.rec.stepsOf("nt1"))
+	w.rec.assertStepsFollow(t, "nt1", []string{"GetVMStatus", "DeleteVM", "DeleteNode", "RemoveFinalizer"})
+	assert.Equal(t, 1, w.mem.Calls(inmemory.MethodDeleteMachine))
 	assert.Empty(t, w.mem.VMs())
 }

@@ -43,7 +43,7 @@ func TestMachineControllerTwoClusters(t *testing.T) {
 	runningPod(t, w.ctx, target.Client, w.ns, "web-1", "m1", map[string]string{"app": "web"})
 	w.delete("m1")
 	w.waitGone("m1", waitLong)
-	assert.Equal(t, allSteps, w.rec.stepsOf("m1"))
+	w.rec.assertStepsFollow(t, "m1", allSteps)
 	assert.True(t, gone(t, w, target.Client, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "m1"}}))
 	assert.True(t, gone(t, w, target.Client, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "web-1"}}))
 	assert.Empty(t, w.mem.VMs())

@@ -227,7 +227,7 @@ func testVMCheckTransientErrors(t *testing.T, env *testenv.Env) {
 	w.deleteVM("t1")
 	m := w.waitPhase("t1", v1alpha1.MachineFailed, waitLong)
 	assert.Contains(t, m.Status.LastOperation.Description, "does not find VM")
-	assert.Equal(t, []string{"", "Available", "Unknown", "Failed"}, withoutLeadingEmpty(w.rec.phasesOf("t1")))
+	w.rec.assertPhases(t, "t1", []string{"", "Available", "Unknown", "Failed"})
 }
 
 // Twenty machines due every 50ms with at most 10 checks a second: the

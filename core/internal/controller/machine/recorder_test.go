@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -138,4 +139,57 @@ func (r *recorder) everPhase(phase v1alpha1.MachinePhase) []string {
 
 func (r *recorder) history(name string) string {
 	return fmt.Sprintf("phases %q, steps %q, error codes %q", r.phasesOf(name), r.stepsOf(name), r.codesOf(name))
+}
+
+// assertStepsFollow checks the deletion steps stored for machine name
+// against the flow: they come in the flow's order, none twice (no step goes
+// back), and every step in waited, where the deletion had to wait, is
+// among them. A step that finishes at once hands over to the next in the
+// same reconcile and is never stored (reconcileDelete), so what a deletion
+// did is asserted on its effects (driver calls, Nodes, pods), and the
+// stored steps only say where it waited and that it never went back.
+//
+// The machine must be gone: the recorder has then seen every step it had.
+func (r *recorder) assertStepsFollow(t *testing.T, name string, flow []string, waited ...string) {
+	t.Helper()
+	for deadline := time.Now().Add(waitLong); !r.deleted(name); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("%s: the recorder never saw the machine deleted", name)
+			return
+		}
+	}
+	got := r.stepsOf(name)
+	i := 0
+	for _, step := range got {
+		at := slices.Index(flow[i:], step)
+		if at < 0 {
+			t.Errorf("%s: stored deletion steps %q do not follow the flow %q", name, got, flow)
+			return
+		}
+		i += at + 1
+	}
+	for _, step := range waited {
+		if !slices.Contains(got, step) {
+			t.Errorf("%s: stored deletion steps %q lack %s, where the deletion waited", name, got, step)
+		}
+	}
+}
+
+// assertPhases waits until the phases recorded for machine name are want
+// (after withoutLeadingEmpty): a test reads a machine's phase from the API
+// server, and the recorder's watch may show it a moment later.
+func (r *recorder) assertPhases(t *testing.T, name string, want []string) {
+	t.Helper()
+	deadline := time.Now().Add(waitLong)
+	for {
+		got := withoutLeadingEmpty(r.phasesOf(name))
+		if slices.Equal(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%s: recorded phases %q, want %q", name, got, want)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

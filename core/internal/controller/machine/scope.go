@@ -37,6 +37,10 @@ type scope struct {
 	// released is set once the finalizer is gone: the Machine is about to
 	// disappear and must not be written again.
 	released bool
+	// retryAfter is the retry period of a deletion step that failed in
+	// this reconcile (deletionFailed); reconcileDelete holds the step that
+	// long in the retry gate.
+	retryAfter time.Duration
 
 	// permitHeld is set when the meltdown guard admitted the machine's
 	// replacement in this reconcile; the permit is released if the Failed
