@@ -67,7 +67,15 @@ func (s *inPlaceSim) start(ctx context.Context) {
 // inPlaceSettings returns the simulation settings of a Node, ok false when
 // its class asks for none.
 func inPlaceSettings(node *corev1.Node) (duration time.Duration, failureRate float64, ok bool) {
-	raw, found := node.Annotations[AnnotationInPlaceUpdateDuration]
+	return simSettings(node, AnnotationInPlaceUpdateDuration, AnnotationInPlaceFailureRate)
+}
+
+// simSettings reads a simulated agent's settings from the Node's
+// annotations: the duration of one update (ok false when it is missing or
+// is no duration: the class asks for no simulation) and the failure rate
+// (0 unless a probability).
+func simSettings(node *corev1.Node, durationKey, rateKey string) (duration time.Duration, failureRate float64, ok bool) {
+	raw, found := node.Annotations[durationKey]
 	if !found {
 		return 0, 0, false
 	}
@@ -75,7 +83,7 @@ func inPlaceSettings(node *corev1.Node) (duration time.Duration, failureRate flo
 	if err != nil || d < 0 {
 		return 0, 0, false
 	}
-	rate, err := strconv.ParseFloat(node.Annotations[AnnotationInPlaceFailureRate], 64)
+	rate, err := strconv.ParseFloat(node.Annotations[rateKey], 64)
 	if err != nil || !(rate >= 0 && rate <= 1) {
 		rate = 0
 	}

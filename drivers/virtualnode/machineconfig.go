@@ -72,19 +72,7 @@ func (s *machineConfigSim) start(ctx context.Context) {
 // machineConfigSettings returns the simulation settings of a Node, ok
 // false when its class asks for none.
 func machineConfigSettings(node *corev1.Node) (duration time.Duration, failureRate float64, ok bool) {
-	raw, found := node.Annotations[AnnotationMachineConfigDuration]
-	if !found {
-		return 0, 0, false
-	}
-	d, err := time.ParseDuration(raw)
-	if err != nil || d < 0 {
-		return 0, 0, false
-	}
-	rate, err := strconv.ParseFloat(node.Annotations[AnnotationMachineConfigFailureRate], 64)
-	if err != nil || !(rate >= 0 && rate <= 1) {
-		rate = 0
-	}
-	return d, rate, true
+	return simSettings(node, AnnotationMachineConfigDuration, AnnotationMachineConfigFailureRate)
 }
 
 // observe takes the handshake's next step for node, if it has one.
