@@ -162,7 +162,7 @@ func TestMachineConfigHandshake(t *testing.T) {
 			}
 			return ""
 		})
-		assert.Contains(t, node.Annotations[mcoReason], `contains ".."`)
+		assert.Contains(t, node.Annotations[mcoReason], "path leaves the node's file system")
 		_, err := os.Stat(filepath.Join(filepath.Dir(d.root), "escaped"))
 		assert.True(t, os.IsNotExist(err))
 	})

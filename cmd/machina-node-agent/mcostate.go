@@ -1,11 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
 )
@@ -33,28 +28,10 @@ type mcoRecord struct {
 }
 
 func loadMCORecord(dir string) (mcoRecord, error) {
-	var r mcoRecord
-	data, err := os.ReadFile(filepath.Join(dir, mcoStateFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return r, nil
-	}
-	if err != nil {
-		return r, fmt.Errorf("reading the agent's MachineConfig record: %w", err)
-	}
-	if err := json.Unmarshal(data, &r); err != nil {
-		return r, fmt.Errorf("reading the agent's MachineConfig record %s: %w", filepath.Join(dir, mcoStateFile), err)
-	}
-	return r, nil
+	return loadRecord[mcoRecord](filepath.Join(dir, mcoStateFile), "the agent's MachineConfig record")
 }
 
 // saveMCORecord replaces the record atomically and durably.
 func saveMCORecord(dir string, r mcoRecord) error {
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := writeFileAtomic(filepath.Join(dir, mcoStateFile), append(data, '\n'), 0o600); err != nil {
-		return fmt.Errorf("writing the agent's MachineConfig record: %w", err)
-	}
-	return nil
+	return saveRecord(filepath.Join(dir, mcoStateFile), "the agent's MachineConfig record", r)
 }

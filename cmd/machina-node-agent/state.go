@@ -41,29 +41,40 @@ type attempt struct {
 // loadState reads the state in dir; a missing file is the empty state of an
 // agent that never applied anything.
 func loadState(dir string) (state, error) {
-	var st state
-	data, err := os.ReadFile(filepath.Join(dir, stateFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return st, nil
-	}
-	if err != nil {
-		return st, fmt.Errorf("reading the agent state: %w", err)
-	}
-	if err := json.Unmarshal(data, &st); err != nil {
-		return st, fmt.Errorf("reading the agent state %s: %w", filepath.Join(dir, stateFile), err)
-	}
-	return st, nil
+	return loadRecord[state](filepath.Join(dir, stateFile), "the agent state")
 }
 
 // saveState replaces the state in dir atomically and durably: a crash
 // leaves either the old or the new record, never a torn one.
 func saveState(dir string, st state) error {
-	data, err := json.MarshalIndent(st, "", "  ")
+	return saveRecord(filepath.Join(dir, stateFile), "the agent state", st)
+}
+
+// loadRecord reads the JSON record at path (what names it in errors); a
+// missing file is the zero record.
+func loadRecord[T any](path, what string) (T, error) {
+	var r T
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return r, nil
+	}
+	if err != nil {
+		return r, fmt.Errorf("reading %s: %w", what, err)
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return r, fmt.Errorf("reading %s %s: %w", what, path, err)
+	}
+	return r, nil
+}
+
+// saveRecord replaces the JSON record at path atomically and durably.
+func saveRecord[T any](path, what string, r T) error {
+	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, stateFile), append(data, '\n'), 0o600); err != nil {
-		return fmt.Errorf("writing the agent state: %w", err)
+	if err := writeFileAtomic(path, append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("writing %s: %w", what, err)
 	}
 	return nil
 }
