@@ -157,6 +157,10 @@ func testPreserveUntilExpiry(t *testing.T, env *testenv.Env) {
 
 	// From now until the preserved machine is gone, two other machines run
 	// at every look, and the preserved one is not deleted before its expiry.
+	// A watch sees its deletionTimestamp even when the deletion is over
+	// between two looks (a machine with nothing to drain goes in one
+	// reconcile).
+	deletion := victimDeletion(t, env, w.ns, victim)
 	var short []string
 	var deletedAt time.Time
 	for {
@@ -193,6 +197,12 @@ func testPreserveUntilExpiry(t *testing.T, env *testenv.Env) {
 		time.Sleep(tick)
 	}
 	assert.Empty(t, short, "the set ran short of its replicas")
+	if deletedAt.IsZero() {
+		select {
+		case deletedAt = <-deletion:
+		case <-time.After(waitFor):
+		}
+	}
 	require.False(t, deletedAt.IsZero(), "the deletion was seen")
 	assert.False(t, deletedAt.Before(expiry), "deleted at %s, before the expiry %s", deletedAt, expiry)
 	w.waitMachines(2, v1alpha1.MachineRunning)
@@ -258,4 +268,27 @@ func testAutoPreserveMax(t *testing.T, env *testenv.Env) {
 	require.Len(t, sets, 1)
 	require.NotNil(t, sets[0].Status.AutoPreserveFailedMachineCount)
 	assert.Zero(t, *sets[0].Status.AutoPreserveFailedMachineCount)
+}
+
+// victimDeletion watches the namespace's Machines and sends the
+// deletionTimestamp of machine name once a watch event shows it.
+func victimDeletion(t *testing.T, env *testenv.Env, ns, name string) <-chan time.Time {
+	t.Helper()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	require.NoError(t, err)
+	watcher, err := wc.Watch(t.Context(), &v1alpha1.MachineList{}, client.InNamespace(ns))
+	require.NoError(t, err)
+	t.Cleanup(watcher.Stop)
+	out := make(chan time.Time, 1)
+	go func() {
+		for ev := range watcher.ResultChan() {
+			if m, ok := ev.Object.(*v1alpha1.Machine); ok && m.Name == name && m.DeletionTimestamp != nil {
+				select {
+				case out <- m.DeletionTimestamp.Time:
+				default:
+				}
+			}
+		}
+	}()
+	return out
 }
