@@ -89,6 +89,18 @@ func testCreateJoinRun(t *testing.T, env *testenv.Env) {
 	w.waitEvent("m1", corev1.EventTypeNormal, reasonCreated)
 	w.waitEvent("m1", corev1.EventTypeNormal, reasonJoined)
 
+	// A machine deleted before it joined: its deletion deletes the token
+	// (a joined machine's deletion sends no DELETE for a token gone since
+	// the join).
+	w.kubelet.holdNode("m2")
+	w.machine("m2", "small")
+	w.waitPhase("m2", v1alpha1.MachinePending, waitLong)
+	token2 := client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: bootstrap.SecretName(types.NamespacedName{Namespace: w.ns, Name: "m2"})}
+	require.NoError(t, env.Client.Get(w.ctx, token2, &corev1.Secret{}))
+	w.delete("m2")
+	w.waitGone("m2", waitLong)
+	assert.True(t, apierrors.IsNotFound(env.Client.Get(w.ctx, token2, &corev1.Secret{})), "the token of a machine that never joined outlived its deletion")
+
 	// Kubelet heartbeats (condition timestamps only) cause no machine
 	// write; a real condition change causes exactly one.
 	writes := w.rec.writesOf("m1")

@@ -345,7 +345,7 @@ func (r *Reconciler) stepDeleteNode(ctx context.Context, s *scope) (v1alpha1.Del
 			return v1alpha1.DeletionStepDeleteNode, phase.Result{RequeueAfter: r.Options.ShortRetry}, nil
 		}
 	}
-	if r.Tokens != nil {
+	if r.Tokens != nil && !joinedWhenDeleted(s) {
 		if err := r.Tokens.Delete(withoutClientLogs(ctx), types.NamespacedName{Namespace: s.machine.Namespace, Name: s.machine.Name}); err != nil {
 			s.log.Error(err, "Deleting the machine's bootstrap token; retrying")
 			return v1alpha1.DeletionStepDeleteNode, phase.Result{RequeueAfter: r.Options.ShortRetry}, nil
@@ -354,6 +354,22 @@ func (r *Reconciler) stepDeleteNode(ctx context.Context, s *scope) (v1alpha1.Del
 	setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "",
 		"VM and node deleted; removing the machine's finalizer")
 	return v1alpha1.DeletionStepRemoveFinalizer, phase.Result{}, nil
+}
+
+// joinedWhenDeleted tells whether this reconcile began with the machine in
+// a phase it reaches only after it joined: its bootstrap token was deleted
+// then (machine_health.go), and a DELETE now would only be answered
+// NotFound, one wasted request per machine of a scale-down. A token whose
+// deletion at join failed expires by itself at the creation timeout. When
+// the deletion began in an earlier reconcile (a drain that waited), the
+// phase read is Terminating and the token is deleted, as before.
+func joinedWhenDeleted(s *scope) bool {
+	switch s.original.Status.CurrentStatus.Phase {
+	case v1alpha1.MachineRunning, v1alpha1.MachineUnknown, v1alpha1.MachineInPlaceUpdating,
+		v1alpha1.MachineInPlaceUpdateSuccessful, v1alpha1.MachineInPlaceUpdateFailed:
+		return true
+	}
+	return false
 }
 
 // deleteNode removes the Node finalizer and deletes the Node; a Node
