@@ -114,7 +114,7 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) error {
 		return fmt.Errorf("removing finalizer: %w", err)
 	}
 	r.written.forget(obj.UID)
-	r.released.add(obj.UID, s.now)
+	r.released.add(obj.UID)
 	s.released = true
 	return nil
 }
