@@ -185,12 +185,19 @@ func TestPoolRollout(t *testing.T) {
 		createRendered(t, c, "rendered-x-a")
 		createRendered(t, c, "rendered-y-a")
 		createNodes(t, c, "x", 2, map[string]string{"pool": "x"}, "")
-		both := createNodes(t, c, "xy", 1, map[string]string{"pool": "x", "also": "y"}, "")[0]
 		createPool(t, c, "x", "rendered-x-a", nil)
 		y := &mcv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "y"}}
 		y.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"also": "y"}}
 		y.Spec.Configuration.Name = "rendered-y-a"
 		require.NoError(t, c.Create(t.Context(), y))
+		// Both pools have synced before the shared node exists: created
+		// earlier, it could be driven by the first pool while the second
+		// did not exist yet, which is no sharing.
+		waitPool(t, c, "x", "synced", func(p *mcv1.MachineConfigPool) bool { return p.Status.MachineCount == 2 })
+		waitPool(t, c, "y", "synced", func(p *mcv1.MachineConfigPool) bool {
+			return p.Status.ObservedGeneration == p.Generation && conditionOf(p, mcv1.PoolDegraded).Type != ""
+		})
+		both := createNodes(t, c, "xy", 1, map[string]string{"pool": "x", "also": "y"}, "")[0]
 
 		for _, name := range []string{"x", "y"} {
 			pool := waitPool(t, c, name, "degraded by the shared node", func(p *mcv1.MachineConfigPool) bool {
