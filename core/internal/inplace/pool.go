@@ -1,16 +1,14 @@
 package inplace
 
 import (
-	"errors"
 	"fmt"
 	"math"
-	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
+	"github.com/machina-io/machina/core/internal/intorpercent"
 )
 
 // MaxUnavailable resolves a machine configuration pool's maxUnavailable
@@ -27,25 +25,12 @@ func MaxUnavailable(v *intstr.IntOrString, total int) (int32, error) {
 	if v == nil {
 		return 1, nil
 	}
-	var n int64
-	switch v.Type {
-	case intstr.Int:
-		if v.IntVal < 0 {
-			return 0, fmt.Errorf("maxUnavailable %d must not be negative", v.IntVal)
-		}
-		n = int64(v.IntVal)
-	case intstr.String:
-		digits, ok := strings.CutSuffix(v.StrVal, "%")
-		p, err := strconv.ParseUint(digits, 10, 64)
-		if !ok || digits == "" || strings.TrimLeft(digits, "0123456789") != "" || (err != nil && !errors.Is(err, strconv.ErrRange)) {
-			return 0, fmt.Errorf("maxUnavailable %q must be a number or a percentage such as \"10%%\"", v.StrVal)
-		}
-		if err != nil || p > 100 {
-			return 0, fmt.Errorf("maxUnavailable %q must not be more than 100%%", v.StrVal)
-		}
-		n = int64(p) * int64(min(total, math.MaxInt32)) / 100
-	default:
-		return 0, fmt.Errorf("maxUnavailable is neither a number nor a percentage")
+	if intorpercent.Above100(*v) {
+		return 0, fmt.Errorf("maxUnavailable %q must not be more than 100%%", v.StrVal)
+	}
+	n, err := intorpercent.Scaled("maxUnavailable", *v, int32(min(total, math.MaxInt32)), false)
+	if err != nil {
+		return 0, err
 	}
 	return int32(max(n, 1)), nil
 }
