@@ -372,3 +372,20 @@ func TestIsScalingEvent(t *testing.T) {
 	a.Spec.Replicas = 0
 	assert.False(t, isScalingEvent(d, []*v1alpha1.MachineSet{a}), "inactive sets do not count")
 }
+
+// TestThrottleStreams: a deployment's events are throttled per machine set;
+// a set's reports and its changes not observed yet are two streams, and a
+// machine's events go with its set's reports.
+func TestThrottleStreams(t *testing.T) {
+	ms := &v1alpha1.MachineSet{ObjectMeta: metav1.ObjectMeta{Name: "new", UID: "set-uid", Generation: 3}}
+	ms.Status.ObservedGeneration = 3
+	assert.Equal(t, types.UID("set-uid"), setOf(ms), "a report of an observed spec")
+	ms.Generation = 4
+	assert.Equal(t, types.UID("set-uid/spec"), setOf(ms), "a new spec (the deployment's own scaling)")
+
+	m := &v1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", OwnerReferences: []metav1.OwnerReference{
+		{APIVersion: v1alpha1.GroupVersion.String(), Kind: "MachineSet", Name: "new", UID: "set-uid", Controller: new(true)},
+	}}}
+	assert.Equal(t, types.UID("set-uid"), setOf(m), "a machine goes with its set's reports")
+	assert.Equal(t, types.UID(""), setOf(&v1alpha1.Machine{}), "a machine without controller")
+}

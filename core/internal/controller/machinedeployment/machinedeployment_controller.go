@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -89,19 +90,40 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	// The sets' status and the machines' node labels change with every
 	// machine of a rollout or scale-up; throttled, they sync the deployment
 	// (and write its status) a few times a second, not once per machine.
-	// Changes of the deployment itself are not held back.
-	th := throttle.New(throttle.Window)
+	// Changes of the deployment itself are not held back. The throttle keeps
+	// a window per stream (setOf): a rollout step waits on the one status
+	// change of the old set that has just deleted its machines, which must
+	// not wait behind the new set's stream nor behind the deployment's own
+	// scaling of the old set.
+	th := throttle.New(throttle.ShortestWindow, throttle.LongestWindow)
 	return setup.NewController(mgr, ControllerName, &v1alpha1.MachineDeployment{}, workers,
 		r.Gate, func() client.ObjectList { return &v1alpha1.MachineDeploymentList{} }).
-		Watches(&v1alpha1.MachineSet{}, th.Handler(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(),
-			&v1alpha1.MachineDeployment{}, handler.OnlyControllerOwner()))).
+		Watches(&v1alpha1.MachineSet{}, th.HandlerPerStream(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(),
+			&v1alpha1.MachineDeployment{}, handler.OnlyControllerOwner()), setOf)).
 		Watches(&v1alpha1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(r.deploymentsForOrphanSet)).
-		Watches(&v1alpha1.Machine{}, th.Handler(handler.EnqueueRequestsFromMapFunc(r.deploymentForMachine)),
+		Watches(&v1alpha1.Machine{}, th.HandlerPerStream(handler.EnqueueRequestsFromMapFunc(r.deploymentForMachine), setOf),
 			builder.WithPredicates(machineChangesThatMatter())).
 		Complete(r)
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
+
+// setOf is the throttle stream of an event: the machine set it is about,
+// the set itself or the set that controls a machine. A set's changes that
+// its controller has not observed yet (a new spec: mostly this controller's
+// own scaling) are a stream of their own, apart from the set's reports.
+func setOf(obj client.Object) types.UID {
+	if ms, isSet := obj.(*v1alpha1.MachineSet); isSet {
+		if ms.Generation != ms.Status.ObservedGeneration {
+			return ms.UID + "/spec"
+		}
+		return ms.UID
+	}
+	if ref := metav1.GetControllerOf(obj); ref != nil {
+		return ref.UID
+	}
+	return ""
+}
 
 // deploymentsForOrphanSet maps a machine set without controller to the
 // deployments whose selector matches it (one may adopt it).

@@ -92,7 +92,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	}
 	return setup.NewController(mgr, ControllerName, &v1alpha1.MachineSet{}, workers,
 		r.Gate, func() client.ObjectList { return &v1alpha1.MachineSetList{} }).
-		Watches(&v1alpha1.Machine{}, throttle.New(throttle.Window).Handler(handler.EnqueueRequestsFromMapFunc(r.setsForMachine)),
+		Watches(&v1alpha1.Machine{}, throttle.New(throttle.ShortestWindow, throttle.LongestWindow).Handler(handler.EnqueueRequestsFromMapFunc(r.setsForMachine)),
 			builder.WithPredicates(machineChangesThatMatter())).
 		Complete(r)
 }

@@ -3,8 +3,16 @@
 // machines, and a MachineDeployment of every change of its sets, so a
 // scale-up of a thousand machines would sync (and write the status of) the
 // set and the deployment a thousand times each. Throttled, each syncs at
-// once on the first event, then at most once per window while events keep
-// coming; the sync that ends a window sees every change made during it.
+// once on the first event after a quiet spell, then once per window while
+// events keep coming; the sync that ends a window sees every change made
+// during it.
+//
+// The window starts short and doubles with each window that events fill, up
+// to a longest one; a window without events makes it short again. A burst
+// (the machines of one rollout wave turning Running within a few hundred
+// milliseconds) is so synced a moment after its last event, not a whole long
+// window later, while a steady stream (a scale-up of a thousand machines)
+// settles at one sync per longest window.
 package throttle
 
 import (
@@ -12,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -19,10 +28,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// Window is the throttle the set and deployment controllers use: short
-// next to a machine's start-up, long enough that a fleet changing at once
-// costs each parent two syncs a second, not one per machine.
-const Window = 500 * time.Millisecond
+// The windows the set and deployment controllers use. The shortest is
+// short next to a machine's start-up; the longest keeps a fleet changing
+// at once to two syncs a second per parent, not one per machine.
+const (
+	ShortestWindow = 50 * time.Millisecond
+	LongestWindow  = 500 * time.Millisecond
+)
 
 // Throttle holds back requests per window. The handlers of one Throttle
 // share it, so that a controller's watches on different kinds (a
@@ -31,103 +43,131 @@ type Throttle struct {
 	limiter *limiter
 }
 
-// New returns a Throttle that lets a request through at most once per
-// window.
-func New(window time.Duration) *Throttle {
-	return &Throttle{limiter: &limiter{window: window, now: time.Now}}
+// New returns a Throttle whose windows grow from shortest to longest.
+func New(shortest, longest time.Duration) *Throttle {
+	return &Throttle{limiter: newLimiter(shortest, longest, time.Now)}
 }
 
 // Handler wraps inner so that every request it enqueues is added at once
-// when the same request was not added within the last window, and else at
-// the end of that window. Requests that wait are not lost: the work queue
+// when the same request's last window has passed, and else at the end of
+// its window. Requests that wait are not lost: the work queue
 // keeps each one once, and adds of a request already waiting merge.
 func (t *Throttle) Handler(inner handler.EventHandler) handler.EventHandler {
-	return &throttled{inner: inner, limiter: t.limiter}
+	return &throttled{inner: inner, limiter: t.limiter, stream: func(client.Object) types.UID { return "" }}
+}
+
+// HandlerPerStream is Handler with a window per request and stream: the
+// events of one stream (stream returns its key for an event's object) are
+// throttled together, and do not hold back those of another. A deployment
+// keys its events by machine set, so that the one status change of an old
+// set that has just deleted its machines is not held behind the window
+// that the new set's stream of status changes keeps long.
+func (t *Throttle) HandlerPerStream(inner handler.EventHandler, stream func(client.Object) types.UID) handler.EventHandler {
+	return &throttled{inner: inner, limiter: t.limiter, stream: stream}
 }
 
 type throttled struct {
 	inner   handler.EventHandler
 	limiter *limiter
+	stream  func(client.Object) types.UID
 }
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 func (t *throttled) Create(ctx context.Context, e event.TypedCreateEvent[client.Object], q queue) {
-	t.inner.Create(ctx, e, t.wrap(q))
+	t.inner.Create(ctx, e, t.wrap(q, e.Object))
 }
 
 func (t *throttled) Update(ctx context.Context, e event.TypedUpdateEvent[client.Object], q queue) {
-	t.inner.Update(ctx, e, t.wrap(q))
+	t.inner.Update(ctx, e, t.wrap(q, e.ObjectNew))
 }
 
 func (t *throttled) Delete(ctx context.Context, e event.TypedDeleteEvent[client.Object], q queue) {
-	t.inner.Delete(ctx, e, t.wrap(q))
+	t.inner.Delete(ctx, e, t.wrap(q, e.Object))
 }
 
 func (t *throttled) Generic(ctx context.Context, e event.TypedGenericEvent[client.Object], q queue) {
-	t.inner.Generic(ctx, e, t.wrap(q))
+	t.inner.Generic(ctx, e, t.wrap(q, e.Object))
 }
 
 // wrap returns q with Add throttled. The wrapper does not implement the
 // priority queue's AddWithOpts, so handlers fall back to Add.
-func (t *throttled) wrap(q queue) queue {
-	return throttledQueue{queue: q, limiter: t.limiter}
+func (t *throttled) wrap(q queue, obj client.Object) queue {
+	return throttledQueue{queue: q, limiter: t.limiter, stream: t.stream(obj)}
 }
 
 type throttledQueue struct {
 	queue
 	limiter *limiter
+	stream  types.UID
 }
 
 func (q throttledQueue) Add(r reconcile.Request) {
-	if wait := q.limiter.delay(r); wait > 0 {
+	if wait := q.limiter.delay(key{r, q.stream}); wait > 0 {
 		q.AddAfter(r, wait)
 		return
 	}
 	q.queue.Add(r)
 }
 
-// limiter remembers, per request, when it was last let through (or is due
-// to be).
+// limiter remembers, per request (and stream), when it was last let through (or is due
+// to be) and its current window.
 type limiter struct {
-	window time.Duration
-	now    func() time.Time
+	shortest, longest time.Duration
+	now               func() time.Time
 
-	mu   sync.Mutex
-	last map[reconcile.Request]time.Time
+	mu    sync.Mutex
+	state map[key]window
+}
+
+// key is what a window is kept for: a request, and the stream of events
+// (empty for all of them).
+type key struct {
+	req    reconcile.Request
+	stream types.UID
+}
+
+// window is one request's: due is when it was last let through or is
+// next due, length how long after due the next add is held.
+type window struct {
+	due    time.Time
+	length time.Duration
+}
+
+func newLimiter(shortest, longest time.Duration, now func() time.Time) *limiter {
+	return &limiter{shortest: shortest, longest: max(longest, shortest), now: now, state: map[key]window{}}
 }
 
 // sweepAbove is the number of remembered requests above which the ones
 // whose window has passed are forgotten.
 const sweepAbove = 256
 
-// delay returns how long to hold r back: zero when its last window has
-// passed, the time until a pending add when one is due, else the rest of
-// the window that began with the last add.
-func (l *limiter) delay(r reconcile.Request) time.Duration {
+// delay returns how long to hold r back: the time until a pending add when
+// one is due; the rest of the window when r was let through within it (the
+// next window doubles: events keep coming); else zero, and the window is
+// the shortest again.
+func (l *limiter) delay(r key) time.Duration {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.last == nil {
-		l.last = map[reconcile.Request]time.Time{}
-	}
-	last, seen := l.last[r]
+	w, seen := l.state[r]
 	switch {
-	case seen && last.After(now):
-		// An add is already due at last; this change rides along.
-		return last.Sub(now)
-	case seen && now.Before(last.Add(l.window)):
-		due := last.Add(l.window)
-		l.last[r] = due
-		return due.Sub(now)
+	case seen && w.due.After(now):
+		// An add is already due; this change rides along.
+		return w.due.Sub(now)
+	case seen && now.Before(w.due.Add(w.length)):
+		w.due = w.due.Add(w.length)
+		w.length = min(2*w.length, l.longest)
+		l.state[r] = w
+		return w.due.Sub(now)
 	}
-	if len(l.last) >= sweepAbove {
-		for k, t := range l.last {
-			if now.Sub(t) >= l.window {
-				delete(l.last, k)
+	if len(l.state) >= sweepAbove {
+		for k, w := range l.state {
+			if !now.Before(w.due.Add(w.length)) {
+				delete(l.state, k)
 			}
 		}
 	}
-	l.last[r] = now
+	l.state[r] = window{due: now, length: l.shortest}
 	return 0
 }
