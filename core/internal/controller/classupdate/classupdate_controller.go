@@ -21,6 +21,7 @@ import (
 	"github.com/machina-io/machina/core/internal/controller/machineclass"
 	"github.com/machina-io/machina/core/internal/controller/phase"
 	"github.com/machina-io/machina/core/internal/controller/safety/freeze"
+	"github.com/machina-io/machina/core/internal/controller/throttle"
 	"github.com/machina-io/machina/core/internal/driver"
 	"github.com/machina-io/machina/core/internal/driverclass"
 )
@@ -109,6 +110,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	r.Options = r.Options.withDefaults()
 	r.retryAt = map[retryKey]time.Time{}
 	r.answered = map[retryKey]bool{}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Machine{}, indexClass, classOf); err != nil {
+		return fmt.Errorf("indexing machines by class: %w", err)
+	}
 	// A machine matters when it appears, changes its class record or its
 	// provider ID (its VM exists now), or goes: not on its many status writes.
 	machineChanged := predicate.Funcs{
@@ -120,10 +124,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 				!n.DeletionTimestamp.IsZero()
 		},
 	}
+	// Throttled: a reconcile walks every machine of the class, and a
+	// scale-up of a thousand machines would otherwise walk them a thousand
+	// times.
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&v1alpha1.MachineClass{}, builder.WithPredicates(contentsChanged())).
-		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(classOfMachine), builder.WithPredicates(machineChanged)).
+		Watches(&v1alpha1.Machine{}, throttle.New(throttle.ShortestWindow, throttle.LongestWindow).Handler(handler.EnqueueRequestsFromMapFunc(classOfMachine)),
+			builder.WithPredicates(machineChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)})
 	if r.Gate != nil {
 		b = b.WatchesRawSource(freeze.UnfreezeSource(r.Gate, mgr.GetCache(), func() client.ObjectList { return &v1alpha1.MachineClassList{} }))
@@ -147,11 +155,23 @@ func contentsChanged() predicate.Funcs {
 
 // classOfMachine maps a Machine to its class.
 func classOfMachine(_ context.Context, obj client.Object) []reconcile.Request {
+	names := classOf(obj)
+	if len(names) == 0 {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: names[0]}}}
+}
+
+// indexClass indexes Machines by the name of their MachineClass.
+const indexClass = "classupdate.machina.io/class-name"
+
+// classOf is the index function of indexClass.
+func classOf(obj client.Object) []string {
 	m, ok := obj.(*v1alpha1.Machine)
 	if !ok || !machineclass.RefersToClass(m.Spec.Class) {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.Class.Name}}}
+	return []string{m.Spec.Class.Name}
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
@@ -180,16 +200,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: res.RequeueAfter}, nil
 }
 
-// machinesOf lists the class's machines that are not being deleted.
+// machinesOf lists the class's machines that are not being deleted, from
+// the cache through the class index and without copies: a reconcile walks
+// them all and changes few (stamp and update copy those first).
 func (r *Reconciler) machinesOf(ctx context.Context, class *v1alpha1.MachineClass) ([]*v1alpha1.Machine, error) {
 	list := &v1alpha1.MachineList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(class.Namespace)); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(class.Namespace), client.MatchingFields{indexClass: class.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing the machines of class %s: %w", class.Name, err)
 	}
 	var out []*v1alpha1.Machine
 	for i := range list.Items {
-		m := &list.Items[i]
-		if machineclass.RefersToClass(m.Spec.Class) && m.Spec.Class.Name == class.Name && m.DeletionTimestamp.IsZero() {
+		if m := &list.Items[i]; m.DeletionTimestamp.IsZero() {
 			out = append(out, m)
 		}
 	}

@@ -12,7 +12,8 @@ type scope struct {
 	class *v1alpha1.MachineClass
 	// hash is the hash of the class's current contents.
 	hash string
-	// machines are the class's machines that are not being deleted.
+	// machines are the class's machines that are not being deleted: the
+	// cache's own objects, copied before they are changed.
 	machines []*v1alpha1.Machine
 	// driver serves the class; nil when none does (then nothing is called).
 	driver *driver.Client

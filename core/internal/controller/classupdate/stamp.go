@@ -20,6 +20,7 @@ func (r *Reconciler) stamp(ctx context.Context, s *scope) (phase.Result, error) 
 		if m.Spec.ProviderID == "" || m.Annotations[v1alpha1.ClassHashAnnotation] != "" {
 			continue
 		}
+		m = m.DeepCopy() // the cache's object
 		patch := client.MergeFrom(m.DeepCopy())
 		if m.Annotations == nil {
 			m.Annotations = map[string]string{}

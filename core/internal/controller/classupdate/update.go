@@ -63,12 +63,16 @@ func (r *Reconciler) update(ctx context.Context, s *scope) (phase.Result, error)
 		}
 		pending = append(pending, m)
 	}
+
 	if len(pending) == 0 {
 		return res, nil
 	}
 	// By name: every reconcile takes the machines in the same order.
 	slices.SortFunc(pending, func(a, b *v1alpha1.Machine) int { return strings.Compare(a.Name, b.Name) })
 	batch := pending[:min(len(pending), r.Options.MaxConcurrent)]
+	for i, m := range batch {
+		batch[i] = m.DeepCopy() // the cache's object; updateOne records on it
+	}
 	if len(pending) > len(batch) {
 		res = res.Merge(phase.Result{RequeueAfter: nextBatch})
 	}

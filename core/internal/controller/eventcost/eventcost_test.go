@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,9 +25,11 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/classupdate"
 	"github.com/machina-io/machina/core/internal/controller/machine"
 	"github.com/machina-io/machina/core/internal/controller/machineset"
 	"github.com/machina-io/machina/core/internal/controller/node"
+	"github.com/machina-io/machina/core/internal/controller/safety/overshoot"
 	"github.com/machina-io/machina/core/internal/driver"
 	"github.com/machina-io/machina/core/testenv"
 	"github.com/machina-io/machina/drivers/inmemory"
@@ -79,23 +82,38 @@ func TestPerEventCostDoesNotGrowWithTheFleet(t *testing.T) {
 	require.NoError(t, sets.SetupWithManager(mgr, 1))
 	nodes := &node.Reconciler{UnmanagedAfter: time.Hour}
 	require.NoError(t, nodes.SetupWithManager(mgr, mgr, 1))
+	drivers, err := driver.NewSet([]*driver.Client{machines.Driver}, true)
+	require.NoError(t, err)
+	classes := &classupdate.Reconciler{Drivers: drivers}
+	require.NoError(t, classes.SetupWithManager(mgr, 1))
+	overshoots := &overshoot.Reconciler{}
+	require.NoError(t, overshoots.SetupWithManager(mgr, 1))
 	cacheCtx, stopCache := context.WithCancel(context.Background())
 	cacheDone := make(chan error, 1)
 	go func() { cacheDone <- mgr.GetCache().Start(cacheCtx) }()
 	t.Cleanup(func() { stopCache(); require.NoError(t, <-cacheDone) })
 	require.True(t, mgr.GetCache().WaitForCacheSync(ctx), "the cache did not sync")
 
-	probe := createSet(t, c, "probe", probeMachines)
-	fleet := createSet(t, c, "fleet", large)
+	probe := createSet(t, c, "probe", "c", probeMachines)
+	fleet := createSet(t, c, "fleet", "c", large)
+	// The class update controller's probe: a class of its own, of which
+	// the fleet has no machine.
+	require.NoError(t, c.Create(ctx, &v1alpha1.MachineClass{
+		ObjectMeta:   metav1.ObjectMeta{Namespace: ns, Name: "probe-class"},
+		ProviderSpec: k8sruntime.RawExtension{Raw: []byte(`{}`)},
+	}))
+	classProbe := createSet(t, c, "class-probe", "probe-class", probeMachines)
 	for i := range probeMachines {
 		createMachine(t, c, probe, i)
+		createMachine(t, c, classProbe, i)
 	}
 
 	setReq := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: probe.Name}}
 	nodeReq := ctrl.Request{NamespacedName: types.NamespacedName{Name: nodeName(probe.Name, 0)}}
 	machineReq := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: nodeName(probe.Name, 0)}}
-	measure := func(n int) (machineCost, setCost, nodeCost cost) {
-		waitCached(t, mgr.GetCache(), probeMachines+n)
+	classReq := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "probe-class"}}
+	measure := func(n int) (machineCost, setCost, nodeCost, classCost, overshootCost cost) {
+		waitCached(t, mgr.GetCache(), 2*probeMachines+n)
 		machineCost = measureCost(t, func() {
 			_, err := machines.Reconcile(ctx, machineReq)
 			require.NoError(t, err)
@@ -106,6 +124,14 @@ func TestPerEventCostDoesNotGrowWithTheFleet(t *testing.T) {
 		})
 		nodeCost = measureCost(t, func() {
 			_, err := nodes.Reconcile(ctx, nodeReq)
+			require.NoError(t, err)
+		})
+		classCost = measureCost(t, func() {
+			_, err := classes.Reconcile(ctx, classReq)
+			require.NoError(t, err)
+		})
+		overshootCost = measureCost(t, func() {
+			_, err := overshoots.Reconcile(ctx, setReq)
 			require.NoError(t, err)
 		})
 		// The measured calls did the work: the set counts its machines as
@@ -119,18 +145,28 @@ func TestPerEventCostDoesNotGrowWithTheFleet(t *testing.T) {
 		m0 := &v1alpha1.Machine{}
 		require.NoError(t, c.Get(ctx, machineReq.NamespacedName, m0))
 		require.Equal(t, v1alpha1.MachineRunning, m0.Status.CurrentStatus.Phase, "the probe machine's phase")
-		t.Logf("fleet %d: Machine reconcile %s; MachineSet reconcile %s; Node reconcile %s", n, machineCost, setCost, nodeCost)
-		return machineCost, setCost, nodeCost
+		// The class update controller recorded the class contents on its
+		// probe's machines (which had no record); the overshoot check left
+		// the probe set unfrozen.
+		c0 := &v1alpha1.Machine{}
+		require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: nodeName(classProbe.Name, 0)}, c0))
+		require.NotEmpty(t, c0.Annotations[v1alpha1.ClassHashAnnotation], "the class probe machine's class record")
+		require.NotEqual(t, v1alpha1.FreezeValue, got.Labels[v1alpha1.FreezeLabel], "the probe set is frozen")
+		t.Logf("fleet %d: Machine reconcile %s; MachineSet reconcile %s; Node reconcile %s; class update reconcile %s; overshoot reconcile %s",
+			n, machineCost, setCost, nodeCost, classCost, overshootCost)
+		return machineCost, setCost, nodeCost, classCost, overshootCost
 	}
 
 	createMachines(t, c, fleet, 0, small)
-	machineSmall, setSmall, nodeSmall := measure(small)
+	machineSmall, setSmall, nodeSmall, classSmall, overshootSmall := measure(small)
 	createMachines(t, c, fleet, small, large)
-	machineLarge, setLarge, nodeLarge := measure(large)
+	machineLarge, setLarge, nodeLarge, classLarge, overshootLarge := measure(large)
 
 	machineSmall.requireFlat(t, "Machine", machineLarge)
 	setSmall.requireFlat(t, "MachineSet", setLarge)
 	nodeSmall.requireFlat(t, "Node", nodeLarge)
+	classSmall.requireFlat(t, "class update", classLarge)
+	overshootSmall.requireFlat(t, "overshoot", overshootLarge)
 }
 
 // cost is what one call allocated, on average.
@@ -168,9 +204,9 @@ func measureCost(t *testing.T, f func()) cost {
 
 func selector(set string) map[string]string { return map[string]string{"set": set} }
 
-func createSet(t *testing.T, c client.Client, name string, replicas int32) *v1alpha1.MachineSet {
+func createSet(t *testing.T, c client.Client, name, className string, replicas int32) *v1alpha1.MachineSet {
 	t.Helper()
-	class := v1alpha1.ClassSpec{Kind: "MachineClass", Name: "c"}
+	class := v1alpha1.ClassSpec{Kind: "MachineClass", Name: className}
 	ms := &v1alpha1.MachineSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1alpha1.MachineSetSpec{

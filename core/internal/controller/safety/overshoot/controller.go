@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -86,6 +87,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	}
 	if r.Period <= 0 {
 		r.Period = DefaultPeriod
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Machine{}, indexController, controllerUID); err != nil {
+		return fmt.Errorf("indexing machines by controller: %w", err)
 	}
 	// MCM checks on every machine that appears; a machine that goes may
 	// bring the count down to the unfreeze threshold. Status updates of
@@ -173,7 +177,7 @@ func (r *Reconciler) reconcileSet(ctx context.Context, ms *v1alpha1.MachineSet, 
 		log.Error(err, "Cannot compute the overshooting thresholds")
 		return nil // a broken deployment spec is the deployment controller's to report
 	}
-	live, all, err := r.countMachines(ctx, r.Client, ms)
+	live, all, err := r.countMachines(ctx, ms, false)
 	if err != nil {
 		return err
 	}
@@ -265,7 +269,7 @@ func (r *Reconciler) confirm(ctx context.Context, ms *v1alpha1.MachineSet, md *v
 	if err != nil {
 		return nil, nil // reported by the check on the cached objects
 	}
-	live, all, err := r.countMachines(ctx, r.APIReader, fresh)
+	live, all, err := r.countMachines(ctx, fresh, true)
 	if err != nil {
 		return nil, err
 	}
@@ -329,27 +333,49 @@ func (r *Reconciler) setsOf(ctx context.Context, md *v1alpha1.MachineDeployment)
 // Failed machine counts in neither: the set runs another machine in its
 // place on purpose (machineset/preserve.go), and up to
 // autoPreserveFailedMachineMax of them must not freeze it.
-func (r *Reconciler) countMachines(ctx context.Context, reader client.Reader, ms *v1alpha1.MachineSet) (live, all int32, err error) {
+func (r *Reconciler) countMachines(ctx context.Context, ms *v1alpha1.MachineSet, fromAPIServer bool) (live, all int32, err error) {
 	list := &v1alpha1.MachineList{}
-	opts := []client.ListOption{client.InNamespace(ms.Namespace)}
-	if sel := ms.Spec.Template.Labels; len(sel) > 0 {
-		opts = append(opts, client.MatchingLabels(sel))
+	if fromAPIServer {
+		opts := []client.ListOption{client.InNamespace(ms.Namespace)}
+		if sel := ms.Spec.Template.Labels; len(sel) > 0 {
+			opts = append(opts, client.MatchingLabels(sel))
+		}
+		err = r.APIReader.List(ctx, list, opts...)
+	} else {
+		// Through the controller index and without copies: a set is
+		// checked on every machine that appears or goes, and only read.
+		err = r.Client.List(ctx, list, client.InNamespace(ms.Namespace), client.MatchingFields{indexController: string(ms.UID)}, client.UnsafeDisableDeepCopy)
 	}
-	if err := reader.List(ctx, list, opts...); err != nil {
+	if err != nil {
 		return 0, 0, err
 	}
+	templateLabels := labels.SelectorFromSet(ms.Spec.Template.Labels)
 	now := time.Now()
 	for i := range list.Items {
 		m := &list.Items[i]
+		if !templateLabels.Matches(labels.Set(m.Labels)) {
+			continue
+		}
 		if m.Status.CurrentStatus.Phase == v1alpha1.MachineFailed && scaledown.Preserved(m, now) {
 			continue
 		}
 		if owner := metav1.GetControllerOf(m); owner != nil && owner.UID == ms.UID {
 			all++
-			if list.Items[i].DeletionTimestamp == nil {
+			if m.DeletionTimestamp == nil {
 				live++
 			}
 		}
 	}
 	return live, all, nil
+}
+
+// indexController indexes Machines by the UID of their controller.
+const indexController = "overshoot.machina.io/controller-uid"
+
+// controllerUID is the index function of indexController.
+func controllerUID(obj client.Object) []string {
+	if ref := metav1.GetControllerOf(obj); ref != nil {
+		return []string{string(ref.UID)}
+	}
+	return nil
 }
