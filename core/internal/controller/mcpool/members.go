@@ -27,8 +27,11 @@ func (r *Reconciler) members(ctx context.Context, s *scope) (phase.Result, error
 	if err := r.Target.List(ctx, pools); err != nil {
 		return phase.Result{}, fmt.Errorf("listing pools: %w", err)
 	}
+	// Every pool syncs on every Node that changes labels or handshake, and
+	// reads them all: without copies (they are only read; setDesired
+	// copies the node it writes).
 	nodes := &corev1.NodeList{}
-	if err := r.Target.List(ctx, nodes); err != nil {
+	if err := r.Target.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return phase.Result{}, fmt.Errorf("listing nodes: %w", err)
 	}
 	chosenBy := map[string][]string{} // node → pools
@@ -136,7 +139,7 @@ func (r *Reconciler) chooseByMachines(ctx context.Context, ref *machineRef, node
 		return nil, fmt.Sprintf("the selector of %s is invalid: %v", ref, err), nil
 	}
 	machines := &v1alpha1.MachineList{}
-	if err := r.Control.List(ctx, machines, client.InNamespace(ref.namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+	if err := r.Control.List(ctx, machines, client.InNamespace(ref.namespace), client.MatchingLabelsSelector{Selector: selector}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, "", fmt.Errorf("listing the machines of %s: %w", ref, err)
 	}
 	exists := map[string]bool{}

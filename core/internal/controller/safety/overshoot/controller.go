@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/throttle"
 	"github.com/machina-io/machina/core/scaledown"
 )
 
@@ -93,7 +94,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	}
 	// MCM checks on every machine that appears; a machine that goes may
 	// bring the count down to the unfreeze threshold. Status updates of
-	// machines change no count.
+	// machines change no count. A check walks the set's machines, so the
+	// machine events are throttled: a scale-up of a thousand machines is
+	// checked a few times a second, not a thousand times.
 	machineCountChanged := predicate.Funcs{
 		UpdateFunc:  func(event.UpdateEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
@@ -101,8 +104,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&v1alpha1.MachineSet{}).
-		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(),
-			&v1alpha1.MachineSet{}, handler.OnlyControllerOwner()), builder.WithPredicates(machineCountChanged)).
+		Watches(&v1alpha1.Machine{}, throttle.New(throttle.ShortestWindow, throttle.LongestWindow).Handler(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(),
+			&v1alpha1.MachineSet{}, handler.OnlyControllerOwner())), builder.WithPredicates(machineCountChanged)).
 		Watches(&v1alpha1.MachineDeployment{}, handler.EnqueueRequestsFromMapFunc(r.setsOfDeployment)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)}).
 		Complete(r)
