@@ -389,3 +389,51 @@ func TestThrottleStreams(t *testing.T) {
 	assert.Equal(t, types.UID("set-uid"), setOf(m), "a machine goes with its set's reports")
 	assert.Equal(t, types.UID(""), setOf(&v1alpha1.Machine{}), "a machine without controller")
 }
+
+// TestRolloutMarksMissingAndApply: missing reads a node without changing it and says
+// whether apply would; after apply nothing is missing.
+func TestRolloutMarksMissingAndApply(t *testing.T) {
+	ours := map[string]string{v1alpha1.ClusterAutoscalerScaleDownDisabledAnnotation: "true", v1alpha1.ClusterAutoscalerScaleDownDisabledByMCMAnnotation: "true"}
+	users := map[string]string{v1alpha1.ClusterAutoscalerScaleDownDisabledAnnotation: "true"}
+	tainted := []corev1.Taint{preferNoScheduleTaint}
+	otherValue := []corev1.Taint{{Key: preferNoScheduleTaint.Key, Value: "old", Effect: preferNoScheduleTaint.Effect}}
+	candidate := map[string]string{v1alpha1.LabelKeyNodeCandidateForUpdate: "true"}
+	cases := []struct {
+		name        string
+		want        rolloutMarks
+		labels, ann map[string]string
+		taints      []corev1.Taint
+		missing     bool
+		wantAnn     map[string]string
+		wantTaints  []corev1.Taint
+	}{
+		{"old node: taint and annotation", rolloutMarks{taint: true, scaleDownDisabled: true}, nil, nil, nil, true, ours, tainted},
+		{"old node already marked", rolloutMarks{taint: true, scaleDownDisabled: true}, nil, ours, tainted, false, ours, tainted},
+		{"taint of another value is corrected", rolloutMarks{taint: true, scaleDownDisabled: true}, nil, ours, otherValue, true, ours, tainted},
+		{"a user's annotation is left alone", rolloutMarks{scaleDownDisabled: true}, nil, users, nil, false, users, nil},
+		{"and not removed at the end", rolloutMarks{}, nil, users, nil, false, users, nil},
+		{"ours is removed at the end", rolloutMarks{untaint: true}, nil, ours, nil, true, map[string]string{}, nil},
+		{"new node loses the taint", rolloutMarks{untaint: true}, nil, nil, tainted, true, nil, []corev1.Taint{}},
+		{"a stale in-place candidate keeps it", rolloutMarks{untaint: true}, candidate, nil, tainted, false, nil, tainted},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: c.labels, Annotations: c.ann}, Spec: corev1.NodeSpec{Taints: c.taints}}
+			before := n.DeepCopy()
+			assert.Equal(t, c.missing, c.want.missing(n), "missing")
+			assert.Equal(t, before, n, "missing changed the node")
+			c.want.apply(n)
+			assert.False(t, c.want.missing(n), "missing after apply")
+			if len(c.wantAnn) == 0 {
+				assert.Empty(t, n.Annotations)
+			} else {
+				assert.Equal(t, c.wantAnn, n.Annotations)
+			}
+			if len(c.wantTaints) == 0 {
+				assert.Empty(t, n.Spec.Taints)
+			} else {
+				assert.Equal(t, c.wantTaints, n.Spec.Taints)
+			}
+		})
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -47,23 +46,17 @@ func (r *Reconciler) syncRolloutNodes(ctx context.Context, s *scope) error {
 			if node == "" {
 				continue
 			}
-			err := r.updateNode(ctx, node, func(n *corev1.Node) bool {
-				changed := false
-				if isNew && !inplace.IsCandidate(n) {
-					// A candidate of the new set is stale (rolled back while
-					// updated to another template): it is drained next, and
-					// keeps the taint until its update is done.
-					changed = removeTaint(n, preferNoScheduleTaint) || changed
-				} else if !isNew && m.DeletionTimestamp == nil {
-					changed = addTaint(n, preferNoScheduleTaint) || changed
-				}
-				if rollingOut && r.Options.AutoscalerScaleDownAnnotationDuringRollout {
-					changed = setScaleDownDisabled(n) || changed
-				} else {
-					changed = clearScaleDownDisabled(n) || changed
-				}
-				return changed
-			})
+			want := rolloutMarks{scaleDownDisabled: rollingOut && r.Options.AutoscalerScaleDownAnnotationDuringRollout}
+			switch {
+			case isNew:
+				// A candidate of the new set is stale (rolled back while
+				// updated to another template): it is drained next, and
+				// keeps the taint until its update is done.
+				want.untaint = true
+			case m.DeletionTimestamp == nil:
+				want.taint = true
+			}
+			err := r.markNode(ctx, node, want)
 			var conflict errNodeConflict
 			if errors.As(err, &conflict) {
 				// The other nodes and the rollout step go on; this node is
@@ -80,20 +73,55 @@ func (r *Reconciler) syncRolloutNodes(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// updateNode reads a node, applies change, and patches the node if change
-// reports a difference. The node is read from the cache without a copy and
-// change is first tried on a probe holding only the node's taints and
-// annotations (all it touches): a deployment syncs often and has many nodes,
-// and most syncs change none of them, so a full copy per node per sync was a
-// large share of the controller's CPU. Only a node that needs a change is
-// copied and patched. A patch that changes the taints carries the
-// resourceVersion, because a merge patch replaces the whole taint list and
-// must not overwrite a concurrent change (by the kubelet or the node
-// controller); on a conflict the sync is retried soon (errNodeConflict: the
-// deployment does not watch nodes, so no event would bring it back). A patch
-// of annotations alone merges key by key and needs no lock, so a node's
-// heartbeats cannot make it fail. A missing node is skipped.
-func (r *Reconciler) updateNode(ctx context.Context, name string, change func(*corev1.Node) bool) error {
+// rolloutMarks is what a rollout wants on one node: the PreferNoSchedule
+// taint added (taint) or removed (untaint), or left as it is; the
+// autoscaler's scale-down-disabled annotation set where we may, or removed
+// where we set it.
+type rolloutMarks struct {
+	taint, untaint    bool
+	scaleDownDisabled bool
+}
+
+// missing reports whether n lacks a mark, without changing n: a deployment
+// syncs often and has many nodes, and most syncs change none of them, so
+// the check reads the cache's node as it is and copies nothing.
+func (w rolloutMarks) missing(n *corev1.Node) bool {
+	hasTaint, sameValue := taintOn(n, preferNoScheduleTaint)
+	switch {
+	case w.untaint && hasTaint && !inplace.IsCandidate(n),
+		w.taint && (!hasTaint || !sameValue),
+		w.scaleDownDisabled && needsScaleDownDisabled(n),
+		!w.scaleDownDisabled && setByUs(n):
+		return true
+	}
+	return false
+}
+
+// apply puts the marks on n.
+func (w rolloutMarks) apply(n *corev1.Node) {
+	if w.untaint && !inplace.IsCandidate(n) {
+		removeTaint(n, preferNoScheduleTaint)
+	}
+	if w.taint {
+		addTaint(n, preferNoScheduleTaint)
+	}
+	if w.scaleDownDisabled {
+		setScaleDownDisabled(n)
+	} else {
+		clearScaleDownDisabled(n)
+	}
+}
+
+// markNode puts the marks on a node that misses one. The node is read from
+// the cache without a copy; only a node that needs a change is copied and
+// patched. A patch that changes the taints carries the resourceVersion,
+// because a merge patch replaces the whole taint list and must not
+// overwrite a concurrent change (by the kubelet or the node controller); on
+// a conflict the sync is retried soon (errNodeConflict: the deployment does
+// not watch nodes, so no event would bring it back). A patch of annotations
+// alone merges key by key and needs no lock, so a node's heartbeats cannot
+// make it fail. A missing node is skipped.
+func (r *Reconciler) markNode(ctx context.Context, name string, want rolloutMarks) error {
 	cached := &corev1.Node{}
 	if err := r.Target.Get(ctx, client.ObjectKey{Name: name}, cached, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -101,12 +129,12 @@ func (r *Reconciler) updateNode(ctx context.Context, name string, change func(*c
 		}
 		return fmt.Errorf("reading node %s: %w", name, err)
 	}
-	if !change(nodeProbe(cached)) {
+	if !want.missing(cached) {
 		return nil
 	}
 	orig := cached.DeepCopy()
 	n := orig.DeepCopy()
-	change(n)
+	want.apply(n)
 	patch := client.MergeFrom(orig)
 	if !apiequality.Semantic.DeepEqual(orig.Spec.Taints, n.Spec.Taints) {
 		patch = client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
@@ -137,71 +165,68 @@ func (e errNodeConflict) Error() string {
 // again, by which time the cache holds the newer node.
 const nodeConflictRetry = time.Second
 
-// nodeProbe returns a node with copies of n's taints and annotations, its
-// labels (shared, only read) and nothing else, for trying a change without
-// touching n, which may be the cache's own object.
-func nodeProbe(n *corev1.Node) *corev1.Node {
-	p := &corev1.Node{}
-	p.Labels = n.Labels // read only: the in-place candidate label
-	p.Annotations = maps.Clone(n.Annotations)
-	p.Spec.Taints = slices.Clone(n.Spec.Taints)
-	return p
+// taintOn reports whether n carries a taint of t's key and effect, and
+// whether with t's value.
+func taintOn(n *corev1.Node, t corev1.Taint) (has, sameValue bool) {
+	for _, cur := range n.Spec.Taints {
+		if cur.Key == t.Key && cur.Effect == t.Effect {
+			return true, cur.Value == t.Value
+		}
+	}
+	return false, false
 }
 
-func addTaint(n *corev1.Node, t corev1.Taint) bool {
+// addTaint sets t on n, or its value where n has t's key and effect.
+func addTaint(n *corev1.Node, t corev1.Taint) {
 	for i := range n.Spec.Taints {
-		cur := &n.Spec.Taints[i]
-		if cur.Key == t.Key && cur.Effect == t.Effect {
-			if cur.Value == t.Value {
-				return false
-			}
+		if cur := &n.Spec.Taints[i]; cur.Key == t.Key && cur.Effect == t.Effect {
 			cur.Value = t.Value
-			return true
+			return
 		}
 	}
 	n.Spec.Taints = append(n.Spec.Taints, t)
-	return true
 }
 
-func removeTaint(n *corev1.Node, t corev1.Taint) bool {
-	var out []corev1.Taint
-	for _, cur := range n.Spec.Taints {
-		if cur.Key == t.Key && cur.Effect == t.Effect {
-			continue
-		}
-		out = append(out, cur)
-	}
-	if len(out) == len(n.Spec.Taints) {
-		return false
-	}
-	n.Spec.Taints = out
-	return true
+// removeTaint removes the taints of t's key and effect from n.
+func removeTaint(n *corev1.Node, t corev1.Taint) {
+	n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(cur corev1.Taint) bool {
+		return cur.Key == t.Key && cur.Effect == t.Effect
+	})
 }
 
-// setScaleDownDisabled adds the autoscaler annotation and our marker. A
-// user's own scale-down-disabled annotation is left as it is and not marked,
-// so that it survives the end of the rollout.
-func setScaleDownDisabled(n *corev1.Node) bool {
-	if _, userSet := n.Annotations[v1alpha1.ClusterAutoscalerScaleDownDisabledAnnotation]; userSet && n.Annotations[v1alpha1.ClusterAutoscalerScaleDownDisabledByMCMAnnotation] != "true" {
+// needsScaleDownDisabled reports whether the autoscaler annotation and our
+// marker are to be set on n. A user's own scale-down-disabled annotation is
+// left as it is and not marked, so that it survives the end of the rollout.
+func needsScaleDownDisabled(n *corev1.Node) bool {
+	if _, userSet := n.Annotations[v1alpha1.ClusterAutoscalerScaleDownDisabledAnnotation]; userSet && !setByUs(n) {
 		return false
 	}
-	if n.Annotations[v1alpha1.ClusterAutoscalerScaleDownDisabledAnnotation] == "true" && n.Annotations[v1alpha1.ClusterAutoscalerScaleDownDisabledByMCMAnnotation] == "true" {
-		return false
+	return n.Annotations[v1alpha1.ClusterAutoscalerScaleDownDisabledAnnotation] != "true" || !setByUs(n)
+}
+
+// setByUs reports whether the autoscaler annotation on n is ours to remove.
+func setByUs(n *corev1.Node) bool {
+	return n.Annotations[v1alpha1.ClusterAutoscalerScaleDownDisabledByMCMAnnotation] == "true"
+}
+
+// setScaleDownDisabled adds the autoscaler annotation and our marker where
+// needsScaleDownDisabled says so.
+func setScaleDownDisabled(n *corev1.Node) {
+	if !needsScaleDownDisabled(n) {
+		return
 	}
 	if n.Annotations == nil {
 		n.Annotations = map[string]string{}
 	}
 	n.Annotations[v1alpha1.ClusterAutoscalerScaleDownDisabledAnnotation] = "true"
 	n.Annotations[v1alpha1.ClusterAutoscalerScaleDownDisabledByMCMAnnotation] = "true"
-	return true
 }
 
 // clearScaleDownDisabled removes the autoscaler annotation where we set it.
-func clearScaleDownDisabled(n *corev1.Node) bool {
-	if n.Annotations[v1alpha1.ClusterAutoscalerScaleDownDisabledByMCMAnnotation] != "true" {
-		return false
+func clearScaleDownDisabled(n *corev1.Node) {
+	if !setByUs(n) {
+		return
 	}
 	delete(n.Annotations, v1alpha1.ClusterAutoscalerScaleDownDisabledAnnotation)
 	delete(n.Annotations, v1alpha1.ClusterAutoscalerScaleDownDisabledByMCMAnnotation)
-	return true
 }
