@@ -53,7 +53,7 @@ func New(shortest, longest time.Duration) *Throttle {
 // its window. Requests that wait are not lost: the work queue
 // keeps each one once, and adds of a request already waiting merge.
 func (t *Throttle) Handler(inner handler.EventHandler) handler.EventHandler {
-	return &throttled{inner: inner, limiter: t.limiter, stream: func(client.Object) types.UID { return "" }}
+	return t.HandlerPerStream(inner, func(client.Object) types.UID { return "" })
 }
 
 // HandlerPerStream is Handler with a window per request and stream: the
@@ -110,8 +110,8 @@ func (q throttledQueue) Add(r reconcile.Request) {
 	q.queue.Add(r)
 }
 
-// limiter remembers, per request (and stream), when it was last let through (or is due
-// to be) and its current window.
+// limiter remembers, per request and stream, when it was last let through
+// (or is due to be) and its current window.
 type limiter struct {
 	shortest, longest time.Duration
 	now               func() time.Time
