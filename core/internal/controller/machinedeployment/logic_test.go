@@ -373,21 +373,21 @@ func TestIsScalingEvent(t *testing.T) {
 	assert.False(t, isScalingEvent(d, []*v1alpha1.MachineSet{a}), "inactive sets do not count")
 }
 
-// TestThrottleStreams: a deployment's events are throttled per machine set;
-// a set's reports and its changes not observed yet are two streams, and a
-// machine's events go with its set's reports.
+// TestThrottleStreams: a deployment's events are throttled in three
+// streams per machine set: its reports, its changes not observed yet, and
+// its machines' events.
 func TestThrottleStreams(t *testing.T) {
 	ms := &v1alpha1.MachineSet{ObjectMeta: metav1.ObjectMeta{Name: "new", UID: "set-uid", Generation: 3}}
 	ms.Status.ObservedGeneration = 3
-	assert.Equal(t, types.UID("set-uid"), setOf(ms), "a report of an observed spec")
+	assert.Equal(t, types.UID("set-uid"), streamOf(ms), "a report of an observed spec")
 	ms.Generation = 4
-	assert.Equal(t, types.UID("set-uid/spec"), setOf(ms), "a new spec (the deployment's own scaling)")
+	assert.Equal(t, types.UID("set-uid/spec"), streamOf(ms), "a new spec (the deployment's own scaling)")
 
 	m := &v1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", OwnerReferences: []metav1.OwnerReference{
 		{APIVersion: v1alpha1.GroupVersion.String(), Kind: "MachineSet", Name: "new", UID: "set-uid", Controller: new(true)},
 	}}}
-	assert.Equal(t, types.UID("set-uid"), setOf(m), "a machine goes with its set's reports")
-	assert.Equal(t, types.UID(""), setOf(&v1alpha1.Machine{}), "a machine without controller")
+	assert.Equal(t, types.UID("set-uid/machines"), streamOf(m), "a machine of the set")
+	assert.Equal(t, types.UID(""), streamOf(&v1alpha1.Machine{}), "a machine without controller")
 }
 
 // TestRolloutMarksMissingAndApply: missing reads a node without changing it and says

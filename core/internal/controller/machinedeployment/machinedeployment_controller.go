@@ -91,28 +91,28 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	// machine of a rollout or scale-up; throttled, they sync the deployment
 	// (and write its status) a few times a second, not once per machine.
 	// Changes of the deployment itself are not held back. The throttle keeps
-	// a window per stream (setOf): a rollout step waits on the one status
+	// a window per stream (streamOf): a rollout step waits on the one status
 	// change of the old set that has just deleted its machines, which must
-	// not wait behind the new set's stream nor behind the deployment's own
-	// scaling of the old set.
+	// not wait behind the new set's stream, the deployment's own scaling of
+	// the old set, or the old machines' deletions.
 	th := throttle.New(throttle.ShortestWindow, throttle.LongestWindow)
 	return setup.NewController(mgr, ControllerName, &v1alpha1.MachineDeployment{}, workers,
 		r.Gate, func() client.ObjectList { return &v1alpha1.MachineDeploymentList{} }).
 		Watches(&v1alpha1.MachineSet{}, th.HandlerPerStream(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(),
-			&v1alpha1.MachineDeployment{}, handler.OnlyControllerOwner()), setOf)).
+			&v1alpha1.MachineDeployment{}, handler.OnlyControllerOwner()), streamOf)).
 		Watches(&v1alpha1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(r.deploymentsForOrphanSet)).
-		Watches(&v1alpha1.Machine{}, th.HandlerPerStream(handler.EnqueueRequestsFromMapFunc(r.deploymentForMachine), setOf),
+		Watches(&v1alpha1.Machine{}, th.HandlerPerStream(handler.EnqueueRequestsFromMapFunc(r.deploymentForMachine), streamOf),
 			builder.WithPredicates(machineChangesThatMatter())).
 		Complete(r)
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
 
-// setOf is the throttle stream of an event: the machine set it is about,
-// the set itself or the set that controls a machine. A set's changes that
-// its controller has not observed yet (a new spec: mostly this controller's
-// own scaling) are a stream of their own, apart from the set's reports.
-func setOf(obj client.Object) types.UID {
+// streamOf is the throttle stream of an event, one of three per machine
+// set: the set's reports (its status, for an observed spec), its changes
+// that its controller has not observed yet (a new spec: mostly this
+// controller's own scaling), and the events of its machines.
+func streamOf(obj client.Object) types.UID {
 	if ms, isSet := obj.(*v1alpha1.MachineSet); isSet {
 		if ms.Generation != ms.Status.ObservedGeneration {
 			return ms.UID + "/spec"
@@ -120,7 +120,7 @@ func setOf(obj client.Object) types.UID {
 		return ms.UID
 	}
 	if ref := metav1.GetControllerOf(obj); ref != nil {
-		return ref.UID
+		return ref.UID + "/machines"
 	}
 	return ""
 }

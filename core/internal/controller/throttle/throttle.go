@@ -37,8 +37,8 @@ const (
 )
 
 // Throttle holds back requests per window. The handlers of one Throttle
-// share it, so that a controller's watches on different kinds (a
-// deployment's sets and machines) add up to one sync per window.
+// share it, so that a controller's watches on different kinds add up to
+// one sync per window and stream (one stream for every event of Handler).
 type Throttle struct {
 	limiter *limiter
 }
