@@ -84,7 +84,7 @@ type Reconciler struct {
 // is left as given.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	r.Clients.Default(mgr, ControllerName)
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Machine{}, indexMachineController, machineControllerUID); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Machine{}, indexMachineController, setup.ControllerUID); err != nil {
 		return fmt.Errorf("indexing machines by controller: %w", err)
 	}
 	// The sets' status and the machines' node labels change with every

@@ -89,13 +89,6 @@ func (r *Reconciler) loadSetsAndMachines(ctx context.Context, s *scope) error {
 // machines.
 const indexMachineController = "machinedeployment.machina.io/machine-controller-uid"
 
-func machineControllerUID(o client.Object) []string {
-	if ref := metav1.GetControllerOf(o); ref != nil {
-		return []string{string(ref.UID)}
-	}
-	return nil
-}
-
 // claimMachineSets returns the machine sets the deployment controls, after
 // adopting orphan sets that match its selector and releasing controlled sets
 // that no longer match (the ReplicaSet-to-Deployment rules).

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/controller/throttle"
 	"github.com/machina-io/machina/core/scaledown"
 )
@@ -89,7 +90,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if r.Period <= 0 {
 		r.Period = DefaultPeriod
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Machine{}, indexController, controllerUID); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Machine{}, indexController, setup.ControllerUID); err != nil {
 		return fmt.Errorf("indexing machines by controller: %w", err)
 	}
 	// MCM checks on every machine that appears; a machine that goes may
@@ -374,11 +375,3 @@ func (r *Reconciler) countMachines(ctx context.Context, ms *v1alpha1.MachineSet,
 
 // indexController indexes Machines by the UID of their controller.
 const indexController = "overshoot.machina.io/controller-uid"
-
-// controllerUID is the index function of indexController.
-func controllerUID(obj client.Object) []string {
-	if ref := metav1.GetControllerOf(obj); ref != nil {
-		return []string{string(ref.UID)}
-	}
-	return nil
-}
