@@ -60,7 +60,8 @@ generate: deps ## Regenerate the Driver API code, deepcopy functions and CRDs.
 	   $(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=../deploy/crds); fi
 
 .PHONY: verify
-verify: deps ## Check generated code is current, buf lint and breaking, gofmt, go vet.
+verify: deps ## Check generated code is current, buf lint and breaking, gofmt, go vet, no large binaries.
+	hack/verify-large-files.sh
 	hack/verify-generated.sh
 	$(BUF) lint
 	hack/verify-breaking.sh "$(BUF)"
