@@ -12,7 +12,9 @@
 //     gives as many nodes desiredConfig=<spec.configuration.name> as
 //     maxUnavailable allows (the budget of core/internal/inplace), zone by
 //     zone, oldest first; a Node born after its pool's configuration gets it
-//     at once;
+//     at once; a node degraded on a configuration the pool no longer targets
+//     (the bad MachineConfig was fixed or reverted) is given the target, as
+//     MCO does, within maxUnavailable;
 //   - status (status.go): the machine counts and the conditions Updated,
 //     Updating, NodeDegraded and Degraded, written once at the end, only
 //     when they changed.

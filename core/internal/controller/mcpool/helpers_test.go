@@ -37,10 +37,10 @@ const (
 
 const waitFor = time.Minute
 
-// startControllers runs the pool and drain controllers on env (one cluster
-// for the pools, Nodes and machines) until the returned stop is called or
-// the test ends.
-func startControllers(t *testing.T, env *testenv.Env) (stop func()) {
+// startControllers runs the pool and drain controllers, and any others
+// extra sets up, on env (one cluster for the pools, Nodes and machines)
+// until the returned stop is called or the test ends.
+func startControllers(t *testing.T, env *testenv.Env, extra ...func(ctrl.Manager) error) (stop func()) {
 	t.Helper()
 	skip := true
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
@@ -52,6 +52,9 @@ func startControllers(t *testing.T, env *testenv.Env) (stop func()) {
 	require.NoError(t, err)
 	require.NoError(t, (&mcpool.Reconciler{}).SetupWithManager(mgr, mgr, 2))
 	require.NoError(t, (&mcpool.DrainReconciler{}).SetupWithManager(mgr, mgr, 2))
+	for _, setup := range extra {
+		require.NoError(t, setup(mgr))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
@@ -257,9 +260,11 @@ func countOn(t *testing.T, c client.Client, names []string, target string) int {
 }
 
 // watchInFlight records, until the test ends, the largest number of nodes
-// of names seen at once with target desired and not done. It reads the API
-// server every few milliseconds; the rounds of rollOut check the bound
-// too, at the moments that matter.
+// of names seen at once with target desired and not done; with target "",
+// with any configuration desired and not done (degraded nodes included, as
+// the e2e test's watchPoolInFlight counts them). It reads the API server
+// every few milliseconds; the rounds of rollOut check the bound too, at
+// the moments that matter.
 type flightRecorder struct {
 	mu  sync.Mutex
 	max int
@@ -287,7 +292,8 @@ func watchInFlight(t *testing.T, c client.Client, names []string, target string)
 				}
 				for _, node := range list.Items {
 					a := node.Annotations
-					if set[node.Name] && a[keyDesired] == target && (a[keyCurrent] != target || a[keyState] != "Done") {
+					d := a[keyDesired]
+					if set[node.Name] && d != "" && (target == "" || d == target) && (a[keyCurrent] != d || a[keyState] != "Done") {
 						n++
 					}
 				}

@@ -144,6 +144,46 @@ func TestPoolRollout(t *testing.T) {
 		assert.True(t, conditionIs(pool, mcv1.PoolDegraded, metav1.ConditionFalse))
 	})
 
+	t.Run("degraded nodes on a superseded configuration are re-targeted within maxUnavailable", func(t *testing.T) {
+		createRendered(t, c, "rendered-stale-0")
+		createRendered(t, c, "rendered-stale-a")
+		createRendered(t, c, "rendered-stale-b")
+		names := createNodes(t, c, "stale", 3, map[string]string{"pool": "stale"}, "rendered-stale-0")
+		// Two nodes failed on a, which the pool targeted before.
+		for _, n := range names[:2] {
+			patchAnnotations(t, c, n, map[string]string{keyDesired: "rendered-stale-a", keyState: "Degraded", keyReason: "writing /etc/motd: disk full"})
+		}
+		peak := watchInFlight(t, c, names, "rendered-stale-b")
+		createPool(t, c, "stale", "rendered-stale-b", nil)
+
+		// They are already unavailable, but each is drained and updated once
+		// given b: with maxUnavailable 1, one at a time.
+		var flying []string
+		waitPool(t, c, "stale", "a degraded node re-targeted", func(*mcv1.MachineConfigPool) bool {
+			flying = inFlight(t, c, names, "rendered-stale-b")
+			return len(flying) > 0
+		})
+		require.Len(t, flying, 1, "with maxUnavailable 1, one degraded node at a time")
+		first := flying[0]
+		require.Contains(t, names[:2], first, "a degraded node first: the healthy one waits while a node is degraded")
+		second := names[0]
+		if first == names[0] {
+			second = names[1]
+		}
+		assert.Equal(t, "rendered-stale-a", getNode(t, c, second).Annotations[keyDesired], "the second waits for room")
+		assert.Equal(t, "rendered-stale-0", getNode(t, c, names[2]).Annotations[keyDesired])
+		agentUpdate(t, c, first)
+		waitNode(t, c, second, "re-targeted once the first is done", func(n *corev1.Node) bool {
+			return n.Annotations[keyDesired] == "rendered-stale-b"
+		})
+		agentUpdate(t, c, second)
+		rollOut(t, c, names, "rendered-stale-b", 1)
+		waitPool(t, c, "stale", "updated", func(p *mcv1.MachineConfigPool) bool {
+			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.UpdatedMachineCount == 3
+		})
+		assert.Equal(t, 1, peak.peak(), "never more than one node given b and not done")
+	})
+
 	t.Run("a node leaving the pool is no longer counted nor updated", func(t *testing.T) {
 		createRendered(t, c, "rendered-leave-a")
 		createRendered(t, c, "rendered-leave-b")

@@ -13,9 +13,12 @@ import (
 )
 
 // rollout gives the pool's configuration to as many nodes as the pool's
-// budget allows. It does nothing while the pool is paused, has no
-// configuration yet, or has a degraded node (a failed update stops the
-// rollout until the node is repaired or leaves the pool).
+// budget allows. It does nothing while the pool is paused or has no
+// configuration yet. A degraded node stops it (a failed update stops the
+// rollout until the node is repaired or leaves the pool), with one
+// exception: a node degraded on a configuration the pool no longer targets
+// is given the target (retarget), so that fixing or reverting a bad
+// MachineConfig heals the pool with no manual step.
 //
 // The budget is the in-place engine's (inplace.Budget): with N members,
 // maxUnavailable M, U nodes unavailable (unhealthy, cordoned, or with a
@@ -53,14 +56,21 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (phase.Result, error
 	}
 
 	b := inplace.Budget{Desired: int32(len(s.members)), MaxUnavailable: m}
-	var candidates []poolNode
-	degraded := 0
+	var candidates, stale []poolNode
+	degraded, unavailable, failingTarget := 0, 0, 0
 	for _, n := range s.members {
 		switch {
 		case n.degraded():
 			degraded++
+			if n.desired == s.target {
+				failingTarget++
+			} else if !inInPlaceRollout(n.node) {
+				stale = append(stale, n)
+			}
 		case !n.unavailable():
 			b.Available++
+		default:
+			unavailable++
 		}
 		if n.updated(s.target) {
 			b.Updated++
@@ -68,6 +78,9 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (phase.Result, error
 		if n.desired != s.target && n.healthy() && !n.busy() && !n.degraded() && !inInPlaceRollout(n.node) {
 			candidates = append(candidates, n)
 		}
+	}
+	if err := r.retarget(ctx, s, stale, int(m)-unavailable-failingTarget); err != nil {
+		return phase.Result{}, err
 	}
 	if degraded > 0 {
 		s.log.V(1).Info("Rollout stopped by degraded nodes", "degraded", degraded)
@@ -84,6 +97,37 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (phase.Result, error
 		s.log.Info("Started nodes on the pool's configuration", "count", len(picked), "target", s.target, "budget", fmt.Sprintf("%+v", b))
 	}
 	return phase.Result{}, nil
+}
+
+// retarget gives the pool's target to nodes degraded on a configuration
+// the pool no longer targets: the user fixed or reverted the MachineConfig
+// that broke them, and their agents start again from the new target (MCO's
+// node controller re-targets them too). Such a node is already unavailable
+// (it is counted as degraded), so the target does not make one more
+// unavailable node and takes no slot of the budget for new starts. Yet it
+// is drained and updated like any other, so at most room of them start at
+// once: room is maxUnavailable less the nodes already under way (busy or
+// unhealthy) and those failing on the target itself. With more degraded
+// nodes than that, they are re-targeted a few at a time, zone by zone,
+// oldest first, as the earlier ones finish.
+func (r *Reconciler) retarget(ctx context.Context, s *scope, stale []poolNode, room int) error {
+	if len(stale) == 0 {
+		return nil
+	}
+	if room <= 0 {
+		s.log.V(1).Info("Degraded nodes on a superseded configuration wait for room", "count", len(stale), "target", s.target)
+		return nil
+	}
+	sortCandidates(stale)
+	for _, n := range stale[:min(room, len(stale))] {
+		s.log.Info("Re-targeting a node degraded on a configuration the pool no longer targets",
+			"node", n.node.Name, "from", n.desired, "to", s.target, "state", n.state, "reason", n.reason)
+		why := fmt.Sprintf("it was %s on %s, which the pool no longer targets", n.state, n.desired)
+		if err := r.setDesired(ctx, s, n, why); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // newborns are the members created after the pool's target configuration,
