@@ -41,7 +41,7 @@ func (r *Reconciler) members(ctx context.Context, s *scope) (phase.Result, error
 		if !p.DeletionTimestamp.IsZero() {
 			continue
 		}
-		names, why, err := r.choose(ctx, p, nodes.Items)
+		names, why, err := ChosenNodes(ctx, r.Control, p, nodes.Items)
 		if err != nil {
 			return phase.Result{}, err
 		}
@@ -71,11 +71,16 @@ func (r *Reconciler) members(ctx context.Context, s *scope) (phase.Result, error
 	return phase.Result{}, nil
 }
 
-// choose returns the names of the Nodes pool p chooses, or why it chooses
-// none (an unusable spec). Only an error reading the API is an error.
-func (r *Reconciler) choose(ctx context.Context, p *mcv1.MachineConfigPool, nodes []corev1.Node) ([]string, string, error) {
+// ChosenNodes returns the names of the Nodes among nodes that pool p
+// chooses (by spec.nodeSelector, or the machines of its
+// spec.machineOwnerRef, read through control, which may be nil without
+// machine objects), or why it chooses none (an unusable spec). Only an
+// error reading the API is an error. A Node another pool chooses too is
+// among them: the update controller leaves such a Node alone; the render
+// controller checks what its configuration would do to it.
+func ChosenNodes(ctx context.Context, control client.Client, p *mcv1.MachineConfigPool, nodes []corev1.Node) ([]string, string, error) {
 	if ref := machineRefOf(p); ref != nil {
-		return r.chooseByMachines(ctx, ref, nodes)
+		return chooseByMachines(ctx, control, ref, nodes)
 	}
 	sel := p.Spec.NodeSelector
 	if sel == nil {
@@ -107,8 +112,8 @@ func (m machineRef) String() string { return fmt.Sprintf("%s %s/%s", m.kind, m.n
 
 // chooseByMachines returns the Nodes of the Machines of a MachineSet or
 // MachineDeployment: those its selector matches in its namespace.
-func (r *Reconciler) chooseByMachines(ctx context.Context, ref *machineRef, nodes []corev1.Node) ([]string, string, error) {
-	if r.Control == nil {
+func chooseByMachines(ctx context.Context, control client.Client, ref *machineRef, nodes []corev1.Node) ([]string, string, error) {
+	if control == nil {
 		return nil, fmt.Sprintf("the pool names %s, but this manager has no machine objects", ref), nil
 	}
 	var sel *metav1.LabelSelector
@@ -116,14 +121,14 @@ func (r *Reconciler) chooseByMachines(ctx context.Context, ref *machineRef, node
 	switch ref.kind {
 	case "MachineSet":
 		ms := &v1alpha1.MachineSet{}
-		if err := r.Control.Get(ctx, key, ms); err != nil {
+		if err := control.Get(ctx, key, ms); err != nil {
 			why, err := notFoundOr(err, ref)
 			return nil, why, err
 		}
 		sel = ms.Spec.Selector
 	case "MachineDeployment":
 		md := &v1alpha1.MachineDeployment{}
-		if err := r.Control.Get(ctx, key, md); err != nil {
+		if err := control.Get(ctx, key, md); err != nil {
 			why, err := notFoundOr(err, ref)
 			return nil, why, err
 		}
@@ -139,7 +144,7 @@ func (r *Reconciler) chooseByMachines(ctx context.Context, ref *machineRef, node
 		return nil, fmt.Sprintf("the selector of %s is invalid: %v", ref, err), nil
 	}
 	machines := &v1alpha1.MachineList{}
-	if err := r.Control.List(ctx, machines, client.InNamespace(ref.namespace), client.MatchingLabelsSelector{Selector: selector}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := control.List(ctx, machines, client.InNamespace(ref.namespace), client.MatchingLabelsSelector{Selector: selector}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, "", fmt.Errorf("listing the machines of %s: %w", ref, err)
 	}
 	exists := map[string]bool{}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -45,9 +47,13 @@ const resync = 10 * time.Minute
 // Reconciler renders each MachineConfigPool's MachineConfigs into one
 // rendered MachineConfig and makes it the pool's target.
 type Reconciler struct {
-	// Client reads (from the cache) and writes pools and MachineConfigs, in
-	// the cluster of the Nodes.
+	// Client reads (from the cache) and writes pools and MachineConfigs, and
+	// reads Nodes, in the cluster of the Nodes.
 	Client client.Client
+	// Control reads Machines, MachineSets and MachineDeployments (from the
+	// manager's cache), for the nodes of pools that name a MachineSet or a
+	// MachineDeployment. Nil without machine objects.
+	Control client.Client
 	// Recorder records events on pools.
 	Recorder events.EventRecorder
 	// ControllerVersion is written into the generated-by-controller-version
@@ -61,6 +67,9 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, workers int) error {
 	if r.Client == nil {
 		r.Client = target.GetClient()
+	}
+	if r.Control == nil {
+		r.Control = mgr.GetClient()
 	}
 	if r.Recorder == nil {
 		r.Recorder = target.GetEventRecorder(ControllerName)
@@ -85,11 +94,23 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, 
 		}
 		return r.allPools(ctx)
 	})
+	// A Node matters to a pool whose rendering depends on its nodes' labels
+	// (refuse.go: the 64k-pages kernel on arm64 only) when it comes, goes or
+	// changes labels; its status does not.
+	nodeChanged := predicate.TypedFuncs[*corev1.Node]{
+		UpdateFunc: func(e event.TypedUpdateEvent[*corev1.Node]) bool {
+			return !mapsEqual(e.ObjectOld.Labels, e.ObjectNew.Labels)
+		},
+	}
+	archPools := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ *corev1.Node) []reconcile.Request {
+		return r.archPools(ctx)
+	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WatchesRawSource(source.Kind(target.GetCache(), &mcfgv1.MachineConfigPool{},
 			&handler.TypedEnqueueRequestForObject[*mcfgv1.MachineConfigPool]{}, poolChanged)).
 		WatchesRawSource(source.Kind(target.GetCache(), &mcfgv1.MachineConfig{}, allPools)).
+		WatchesRawSource(source.Kind(target.GetCache(), &corev1.Node{}, archPools, nodeChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)}).
 		Complete(r)
 }
@@ -108,8 +129,34 @@ func (r *Reconciler) allPools(ctx context.Context) []reconcile.Request {
 	return out
 }
 
-// Reconcile renders one pool: select its fragments, merge them, write the
-// rendered MachineConfig, point the pool at it, report RenderDegraded.
+// archPools lists the pools whose rendering depends on their nodes'
+// architecture: those whose target runs the 64k-pages kernel, and those
+// whose rendering was refused for a node's architecture.
+func (r *Reconciler) archPools(ctx context.Context) []reconcile.Request {
+	list := &mcfgv1.MachineConfigPoolList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		logr.FromContextOrDiscard(ctx).Error(err, "Listing MachineConfigPools")
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		p := &list.Items[i]
+		if c := meta.FindStatusCondition(p.Status.Conditions, mcfgv1.PoolRenderDegraded); c != nil && c.Reason == reasonArch {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
+			continue
+		}
+		target := &mcfgv1.MachineConfig{}
+		if p.Spec.Configuration.Name != "" && r.Client.Get(ctx, client.ObjectKey{Name: p.Spec.Configuration.Name}, target) == nil &&
+			target.Spec.KernelType == kernel64kPages {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
+		}
+	}
+	return out
+}
+
+// Reconcile renders one pool: select its fragments, merge them, refuse
+// what the pool's target or nodes cannot take, write the rendered
+// MachineConfig, point the pool at it, report RenderDegraded.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pool := &mcfgv1.MachineConfigPool{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pool); err != nil {
@@ -123,7 +170,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		orig: pool.DeepCopy(),
 		log:  logr.FromContextOrDiscard(ctx).WithValues("pool", pool.Name),
 	}
-	res, err := phase.Run(ctx, s, r.selectFragments, r.render, r.writeRendered, r.pointPool)
+	res, err := phase.Run(ctx, s, r.selectFragments, r.render, r.refuse, r.writeRendered, r.pointPool)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("pool %s: %w", pool.Name, err)
 	}

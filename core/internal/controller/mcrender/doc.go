@@ -11,6 +11,11 @@
 //     (order.go, SortFragments: the worker role's first, then by name);
 //   - render (select.go, merge.go, ignition_merge.go): one MachineConfig
 //     spec from them, named rendered-<pool>-<hash of the spec> (hash.go);
+//     an extension outside SupportedExtensions (extensions.go), or
+//     kernel-devel with another kernel than the default, is refused;
+//   - refuse (refuse.go): what MCO refuses for the pool's nodes: a FIPS
+//     change against the pool's target (day 2), the 64k-pages kernel on a
+//     node that is not arm64;
 //   - writeRendered (write.go): the rendered MachineConfig, owned by the
 //     pool, created once: its name is its content;
 //   - pointPool (write.go): the pool's spec.configuration, the update

@@ -160,7 +160,15 @@ func TestMergeRefuses(t *testing.T) {
 			"MachineConfig 10-units: unit a.service is defined twice"},
 		"kernel-devel on realtime": {[]mcfgv1.MachineConfig{fragment("10-rt", "worker", "", func(s *mcfgv1.MachineConfigSpec) {
 			s.KernelType, s.Extensions = "realtime", []string{"kernel-devel"}
-		})}, "kernel-devel needs the default kernel"},
+		})}, "MachineConfig 10-rt: spec.extensions: kernel-devel needs the default kernel, but MachineConfig 10-rt sets kernelType realtime"},
+		"kernel-devel and 64k-pages in two fragments": {[]mcfgv1.MachineConfig{
+			fragment("10-devel", "worker", "", func(s *mcfgv1.MachineConfigSpec) { s.Extensions = []string{"usbguard", "kernel-devel"} }),
+			fragment("20-64k", "worker", "", func(s *mcfgv1.MachineConfigSpec) { s.KernelType = "64k-pages" }),
+		}, "MachineConfig 10-devel: spec.extensions: kernel-devel needs the default kernel, but MachineConfig 20-64k sets kernelType 64k-pages"},
+		"unknown extension": {[]mcfgv1.MachineConfig{
+			fragment("10-ok", "worker", "", func(s *mcfgv1.MachineConfigSpec) { s.Extensions = []string{"usbguard"} }),
+			fragment("20-ext", "worker", "", func(s *mcfgv1.MachineConfigSpec) { s.Extensions = []string{"sysstat", "htop"} }),
+		}, `MachineConfig 20-ext: spec.extensions: "htop" is not a supported extension (supported: two-node-ha, wasm, ipsec, usbguard, kerberos, kernel-devel, sandboxed-containers, sysstat)`},
 		"not an object": {[]mcfgv1.MachineConfig{fragment("10-list", "worker", `[1]`)}, "MachineConfig 10-list: config is not an Ignition config"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -168,6 +176,15 @@ func TestMergeRefuses(t *testing.T) {
 			assert.ErrorContains(t, err, tc.want)
 		})
 	}
+}
+
+func TestMergeSupportedExtensions(t *testing.T) {
+	// MCO's list: every one renders, in merge order.
+	out, _ := renderOf(t, fragment("10-all", "worker", "", func(s *mcfgv1.MachineConfigSpec) {
+		s.Extensions = []string{"two-node-ha", "wasm", "ipsec", "usbguard", "kerberos", "kernel-devel", "sandboxed-containers", "sysstat"}
+	}))
+	assert.Equal(t, SupportedExtensions, out.spec.Extensions)
+	assert.Equal(t, "default", out.spec.KernelType, "kernel-devel with the default kernel")
 }
 
 func TestRenderedNameStable(t *testing.T) {

@@ -48,6 +48,9 @@ func TestRender(t *testing.T) {
 	t.Run("a selector change renders again", func(t *testing.T) { testSelectorChange(t, c) })
 	t.Run("unreferenced renderings are collected after the grace", func(t *testing.T) { testGC(t, c) })
 	t.Run("a pool created again adopts its rendering", func(t *testing.T) { testAdopt(t, c) })
+	t.Run("a day-2 FIPS change is refused", func(t *testing.T) { testFIPSChange(t, c) })
+	t.Run("an unsupported extension is refused", func(t *testing.T) { testExtensions(t, c) })
+	t.Run("64k-pages on a node that is not arm64 is refused", func(t *testing.T) { testKernel64k(t, c) })
 }
 
 // eventually polls cond until it holds, or fails the test after
@@ -380,4 +383,156 @@ func testAdopt(t *testing.T, c client.Client) {
 		ref := metav1.GetControllerOf(mc)
 		return mc.UID == rendered.UID && ref != nil && ref.UID == again.UID && len(mc.OwnerReferences) == 1
 	}, "%s (the same object, not a new one) never became the new pool's", name)
+}
+
+// emptyConfig is the Ignition config of a fragment that sets only other
+// fields of the spec.
+const emptyConfig = `{"ignition":{"version":"3.2.0"}}`
+
+// updateFragment changes a fragment's spec, retrying on conflicts.
+func updateFragment(t *testing.T, c client.Client, name string, change func(*mcfgv1.MachineConfigSpec)) {
+	t.Helper()
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		mc := &mcfgv1.MachineConfig{}
+		if err := c.Get(t.Context(), client.ObjectKey{Name: name}, mc); err != nil {
+			return err
+		}
+		change(&mc.Spec)
+		return c.Update(t.Context(), mc)
+	}))
+}
+
+// requireRefused waits until the pool's RenderDegraded is True with reason
+// and a message containing each of want, and checks that the pool keeps
+// its target.
+func requireRefused(t *testing.T, c client.Client, name, keeps, reason string, want ...string) *metav1.Condition {
+	t.Helper()
+	var cond *metav1.Condition
+	eventually(t, func() bool {
+		cond = renderDegraded(t, c, name)
+		if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != reason {
+			return false
+		}
+		for _, w := range want {
+			if !strings.Contains(cond.Message, w) {
+				return false
+			}
+		}
+		return true
+	}, "pool %s: RenderDegraded never said %q (reason %s); last: %+v", name, want, reason, cond)
+	p := &mcfgv1.MachineConfigPool{}
+	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Name: name}, p))
+	assert.Equal(t, keeps, p.Spec.Configuration.Name, "the pool keeps its target")
+	assert.Contains(t, cond.Message, "the pool keeps "+keeps)
+	return cond
+}
+
+func requireRendered(t *testing.T, c client.Client, name string) {
+	t.Helper()
+	eventually(t, func() bool {
+		cond := renderDegraded(t, c, name)
+		return cond != nil && cond.Status == metav1.ConditionFalse
+	}, "pool %s: RenderDegraded never cleared", name)
+}
+
+// testFIPSChange turns FIPS on for a pool that has a target without it,
+// and off for a pool whose target has it: both are refused. A pool without
+// a target may set it.
+func testFIPSChange(t *testing.T, c client.Client) {
+	ctx := t.Context()
+	require.NoError(t, c.Create(ctx, pool("fips", "fips")))
+	require.NoError(t, c.Create(ctx, fragment("10-fips-base", "fips", fileConfig("/etc/fips-base", "base"))))
+	base := target(t, c, "fips", "").Spec.Configuration.Name
+
+	on := fragment("20-fips-on", "fips", emptyConfig)
+	on.Spec.FIPS = true
+	require.NoError(t, c.Create(ctx, on))
+	requireRefused(t, c, "fips", base, "FIPSChange",
+		"MachineConfig 20-fips-on: spec.fips: FIPS mode cannot be turned on for a pool whose nodes run without it (its target "+base+" has fips: false)")
+	controllertest.RequireEvent(t, c, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "fips"}},
+		mcrender.ReasonRenderFailed, "MachineConfig 20-fips-on: spec.fips")
+	require.NoError(t, c.Delete(ctx, on))
+	requireRendered(t, c, "fips")
+
+	// A new pool may start with FIPS; it may not drop it afterwards.
+	withFIPS := fragment("10-fips-new", "fips-new", fileConfig("/etc/fips-new", "new"))
+	withFIPS.Spec.FIPS = true
+	require.NoError(t, c.Create(ctx, withFIPS))
+	require.NoError(t, c.Create(ctx, pool("fips-new", "fips-new")))
+	first := target(t, c, "fips-new", "").Spec.Configuration.Name
+	mc, _ := renderedIgnition(t, c, first)
+	assert.True(t, mc.Spec.FIPS, "a pool without a target may set fips")
+	updateFragment(t, c, "10-fips-new", func(s *mcfgv1.MachineConfigSpec) { s.FIPS = false })
+	requireRefused(t, c, "fips-new", first, "FIPSChange",
+		"MachineConfig "+first+" (the pool's target): spec.fips is true, but no MachineConfig of the pool sets it any more")
+	updateFragment(t, c, "10-fips-new", func(s *mcfgv1.MachineConfigSpec) { s.FIPS = true })
+	requireRendered(t, c, "fips-new")
+}
+
+// testExtensions adds an extension MCO does not know, then kernel-devel
+// with the realtime kernel: both are refused naming the MachineConfig and
+// the field; MCO's extensions render.
+func testExtensions(t *testing.T, c client.Client) {
+	ctx := t.Context()
+	require.NoError(t, c.Create(ctx, pool("ext", "ext")))
+	require.NoError(t, c.Create(ctx, fragment("10-ext-base", "ext", fileConfig("/etc/ext-base", "base"))))
+	base := target(t, c, "ext", "").Spec.Configuration.Name
+
+	ext := fragment("20-ext", "ext", emptyConfig)
+	ext.Spec.Extensions = []string{"usbguard", "htop"}
+	require.NoError(t, c.Create(ctx, ext))
+	requireRefused(t, c, "ext", base, "InvalidMachineConfig", `MachineConfig 20-ext: spec.extensions: "htop" is not a supported extension`)
+
+	// The realtime kernel comes; the extension becomes kernel-devel, which
+	// needs the default kernel.
+	rt := fragment("30-ext-rt", "ext", emptyConfig)
+	rt.Spec.KernelType = "realtime"
+	require.NoError(t, c.Create(ctx, rt))
+	updateFragment(t, c, "20-ext", func(s *mcfgv1.MachineConfigSpec) { s.Extensions = []string{"usbguard", "kernel-devel"} })
+	requireRefused(t, c, "ext", base, "InvalidMachineConfig",
+		"MachineConfig 20-ext: spec.extensions: kernel-devel needs the default kernel, but MachineConfig 30-ext-rt sets kernelType realtime")
+
+	require.NoError(t, c.Delete(ctx, rt))
+	p := target(t, c, "ext", base)
+	mc, _ := renderedIgnition(t, c, p.Spec.Configuration.Name)
+	assert.Equal(t, []string{"usbguard", "kernel-devel"}, mc.Spec.Extensions)
+	requireRendered(t, c, "ext")
+}
+
+// testKernel64k asks for the 64k-pages kernel on a pool with an amd64
+// node: refused, naming the node; once the node is arm64 it renders; a
+// node joining without an architecture label is named again.
+func testKernel64k(t *testing.T, c client.Client) {
+	ctx := t.Context()
+	for name, arch := range map[string]string{"arch-arm": "arm64", "arch-x86": "amd64"} {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pool": "arch", corev1.LabelArchStable: arch}}}
+		require.NoError(t, c.Create(ctx, node))
+	}
+	require.NoError(t, c.Create(ctx, pool("arch", "arch")))
+	require.NoError(t, c.Create(ctx, fragment("10-arch-base", "arch", fileConfig("/etc/arch-base", "base"))))
+	base := target(t, c, "arch", "").Spec.Configuration.Name
+
+	k := fragment("20-arch-64k", "arch", emptyConfig)
+	k.Spec.KernelType = "64k-pages"
+	require.NoError(t, c.Create(ctx, k))
+	cond := requireRefused(t, c, "arch", base, "UnsupportedArchitecture",
+		"MachineConfig 20-arch-64k: spec.kernelType: 64k-pages runs on arm64 nodes only, but node arch-x86 is amd64")
+	assert.NotContains(t, cond.Message, "arch-arm")
+
+	// The node is replaced by an arm64 one (its label changes): the pool
+	// renders, with no change to its MachineConfigs.
+	node := &corev1.Node{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "arch-x86"}, node))
+	node.Labels[corev1.LabelArchStable] = "arm64"
+	require.NoError(t, c.Update(ctx, node))
+	p := target(t, c, "arch", base)
+	mc, _ := renderedIgnition(t, c, p.Spec.Configuration.Name)
+	assert.Equal(t, "64k-pages", mc.Spec.KernelType)
+	requireRendered(t, c, "arch")
+
+	// A node without an architecture joins: named; the pool keeps the 64k
+	// target it has.
+	require.NoError(t, c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "arch-new", Labels: map[string]string{"pool": "arch"}}}))
+	requireRefused(t, c, "arch", p.Spec.Configuration.Name, "UnsupportedArchitecture",
+		"node arch-new has no kubernetes.io/arch label")
 }

@@ -18,6 +18,12 @@ const (
 	reasonNoFragments = "NoMachineConfigs"
 	reasonBadFragment = "InvalidMachineConfig"
 	reasonRendered    = "Rendered"
+	// reasonFIPSChange: the rendering would change FIPS mode on running
+	// nodes (refuse.go).
+	reasonFIPSChange = "FIPSChange"
+	// reasonArch: the rendering's kernel does not run on a node of the pool
+	// (refuse.go).
+	reasonArch = "UnsupportedArchitecture"
 )
 
 // selectFragments lists the pool's MachineConfigs (its
