@@ -15,6 +15,7 @@ replace github.com/machina-io/machina/drivers/inmemory => ../drivers/inmemory
 replace github.com/machina-io/machina/internal => ../internal
 
 require (
+	github.com/cyphar/filepath-securejoin v0.7.0
 	github.com/go-logr/logr v1.4.4
 	github.com/google/go-containerregistry v0.22.1
 	github.com/machina-io/machina/conformance v0.0.0-00010101000000-000000000000

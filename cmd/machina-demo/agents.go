@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/machina-io/machina/cmd/internal/nodeimage"
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/internal/process"
 )
@@ -25,9 +26,10 @@ const agentBinary = "machina-node-agent"
 // nodeAgent is one machina-node-agent process and the directory it treats
 // as its node's /.
 type nodeAgent struct {
-	node string
-	root string
-	proc *process.Process
+	node      string
+	root      string
+	systemctl nodeimage.Systemctl
+	proc      *process.Process
 }
 
 // startAgents starts a machina-node-agent for each node, as the
@@ -51,6 +53,16 @@ func (d *demo) startAgents(ctx context.Context, nodes []string) error {
 				return err
 			}
 		}
+		// The root holds what an OS image ships (accounts, a boot entry,
+		// chrony.conf, a unit enabled by its preset); systemctl records
+		// what it is asked, and its reboot gives the node a new boot ID.
+		if err := nodeimage.Seed(dirs["root"]); err != nil {
+			return err
+		}
+		systemctl, err := nodeimage.WriteSystemctl(filepath.Join(base, "bin"), dirs["root"])
+		if err != nil {
+			return err
+		}
 		p, err := startChild(agentBinary+"-"+node, filepath.Join(d.cfg.bin, agentBinary),
 			filepath.Join(d.logDir, "agent-"+node+".log"),
 			"--kubeconfig="+kubeconfig,
@@ -58,13 +70,17 @@ func (d *demo) startAgents(ctx context.Context, nodes []string) error {
 			"--root="+dirs["root"],
 			"--source-dir="+dirs["source"],
 			"--state-dir="+dirs["state"],
+			"--systemctl="+systemctl.Path,
+			"--boot-id-file="+filepath.Join(dirs["root"], filepath.FromSlash(nodeimage.BootIDFile)),
+			"--fips-file="+filepath.Join(dirs["root"], filepath.FromSlash(nodeimage.FIPSFile)),
 		)
 		if err != nil {
 			return err
 		}
-		d.agents = append(d.agents, nodeAgent{node: node, root: dirs["root"], proc: p})
+		d.agents = append(d.agents, nodeAgent{node: node, root: dirs["root"], systemctl: systemctl, proc: p})
 	}
-	d.screen.Message("Started %d %s processes, one per node of the pool, each with its own --root under %s",
+	d.screen.Message("Started %d %s processes, one per node of the pool, each with its own --root under %s "+
+		"(seeded with an OS image) and a systemctl that records what it is asked",
 		len(nodes), agentBinary, filepath.Join(d.workDir, "agents"))
 	return nil
 }

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/cmd/internal/manifests"
+	"github.com/machina-io/machina/cmd/internal/nodeimage"
 	"github.com/machina-io/machina/core/api/v1alpha1"
 )
 
@@ -178,16 +179,19 @@ func TestDemoRunsTheLifecycleAndLeavesNothing(t *testing.T) {
 	}
 	assert.Equal(t, 5, strings.Count(out, "] Done in "), "five steps, each reported once")
 
-	// The MachineConfig of deploy/examples/machineconfig is on the root of
-	// every node's agent: the file, the unit, and the unit enabled. The demo
-	// prints what it read from each root before it removes them.
-	roots := regexp.MustCompile(`node (\S+) \(root (\S+)\):`).FindAllStringSubmatch(out, -1)
+	// The MachineConfigs of deploy/examples/machineconfig are on the root
+	// of every node's agent: the file, the unit and its enablement, the SSH
+	// key, the kernel argument in the boot entry; each node rebooted once.
+	// The demo prints what changed on each root before it removes them.
+	roots := regexp.MustCompile(`node (\S+) \(root (\S+)\): actions "drain, reboot", systemctl asked: reboot\n`).FindAllStringSubmatch(out, -1)
 	require.Len(t, roots, replicas, "one root per node of the pool")
 	for _, want := range []string{
 		`/etc/chrony.d/example.conf 0644 "server time.example.com iburst\n"`,
 		`/etc/systemd/system/example-hello.service 0644 "[Unit]\nDescription=Say hello once at boot\n\n[Service]\nType=oneshot\n` +
 			`ExecStart=/usr/bin/echo hello\n\n[Install]\nWantedBy=multi-user.target\n"`,
 		`/etc/systemd/system/multi-user.target.wants/example-hello.service -> /etc/systemd/system/example-hello.service`,
+		`/home/core/.ssh/authorized_keys.d/ignition 0600 "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHmachinaDemoKeyReplaceWithYours admin@example.com\n"`,
+		`options ` + nodeimage.BootOptions + ` nosmt\n"`,
 	} {
 		assert.Equal(t, replicas, strings.Count(out, want), "on every node's root: %s", want)
 	}

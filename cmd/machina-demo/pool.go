@@ -11,12 +11,14 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/cmd/internal/manifests"
+	"github.com/machina-io/machina/cmd/internal/nodeimage"
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 )
 
@@ -57,7 +59,8 @@ func (d *demo) poolRollout(ctx context.Context, step func(string, func(*snapshot
 	peak, stopWatch := d.watchInFlight(ctx, nodes)
 	defer stopWatch()
 
-	d.screen.Message("Machine configuration: applying deploy/examples/machineconfig (MachineConfig 99-worker-chrony with a file and a unit, "+
+	d.screen.Message("Machine configuration: applying deploy/examples/machineconfig (MachineConfig 99-worker-chrony with a file, a unit "+
+		"and the kernel argument nosmt, MachineConfig 99-worker-ssh with an SSH key for core, "+
 		"MachineConfigPool %s of the nodes labelled node-role.kubernetes.io/worker, maxUnavailable 1)", demoPool)
 	if err := manifests.Apply(ctx, d.client, objs, fieldOwner); err != nil {
 		return err
@@ -85,7 +88,7 @@ func (d *demo) poolRollout(ctx context.Context, step func(string, func(*snapshot
 		return err
 	}
 	stopWatch()
-	if err := d.showRoots(peak.max()); err != nil {
+	if err := d.showRoots(ctx, peak.max()); err != nil {
 		return err
 	}
 	if peak.max() > 1 {
@@ -94,21 +97,49 @@ func (d *demo) poolRollout(ctx context.Context, step func(string, func(*snapshot
 	return nil
 }
 
-// showRoots prints what each agent wrote under its node's root, and fails
-// when a root is empty: the pool says Updated, the disk must agree.
-func (d *demo) showRoots(peak int) error {
+// showRoots prints, for each node, what its agent changed under its root
+// (every path that differs from the image it was seeded with), the actions
+// it reported and what it asked systemctl; it fails when nothing changed:
+// the pool says Updated, the disk must agree.
+func (d *demo) showRoots(ctx context.Context, peak int) error {
+	image := filepath.Join(d.workDir, "agents", "image")
+	if err := os.MkdirAll(image, 0o755); err != nil {
+		return err
+	}
+	if err := nodeimage.Seed(image); err != nil {
+		return err
+	}
+	seeded, err := rootListing(image)
+	if err != nil {
+		return err
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "What the node agents wrote under their roots (most nodes updating at once: %d, maxUnavailable 1):", peak)
+	fmt.Fprintf(&b, "What the node agents changed under their roots (most nodes updating at once: %d, maxUnavailable 1):", peak)
 	for _, a := range d.agents {
 		lines, err := rootListing(a.root)
 		if err != nil {
 			return fmt.Errorf("node %s: reading its root %s: %w", a.node, a.root, err)
 		}
-		if len(lines) == 0 {
-			return fmt.Errorf("node %s: pool %s is Updated but nothing is under its root %s", a.node, demoPool, a.root)
-		}
-		fmt.Fprintf(&b, "\n  node %s (root %s):", a.node, a.root)
+		var changed []string
 		for _, l := range lines {
+			if !slices.Contains(seeded, l) && !strings.HasPrefix(l, nodeimage.BootIDFile+" ") {
+				changed = append(changed, l)
+			}
+		}
+		if len(changed) == 0 {
+			return fmt.Errorf("node %s: pool %s is Updated but nothing changed under its root %s", a.node, demoPool, a.root)
+		}
+		node := &corev1.Node{}
+		if err := d.client.Get(ctx, client.ObjectKey{Name: a.node}, node); err != nil {
+			return err
+		}
+		calls, err := a.systemctl.Calls()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "\n  node %s (root %s): actions %q, systemctl asked: %s", a.node, a.root,
+			node.Annotations[mcv1.LastActionsAnnotation], strings.Join(calls, "; "))
+		for _, l := range changed {
 			fmt.Fprintf(&b, "\n    %s", l)
 		}
 	}

@@ -21,5 +21,5 @@ func TestReadManifestsOfTheMachineConfigExample(t *testing.T) {
 	for _, o := range objs {
 		got = append(got, o.GetKind()+"/"+o.GetName())
 	}
-	assert.ElementsMatch(t, []string{"MachineConfig/99-worker-chrony", "MachineConfigPool/" + demoPool}, got)
+	assert.ElementsMatch(t, []string{"MachineConfig/99-worker-chrony", "MachineConfig/99-worker-ssh", "MachineConfigPool/" + demoPool}, got)
 }

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/machina-io/machina/cmd/machina-node-agent/internal/durable"
 )
 
 // maxReasonLength bounds the failure reason the agent reports: an
@@ -117,7 +119,7 @@ func copyTree(ctx context.Context, src, dst string) error {
 			if err != nil {
 				return err
 			}
-			return replaceSymlink(to, target)
+			return durable.Symlink(to, target)
 		default:
 			return fmt.Errorf("%s: unsupported file type %s", rel, mode.Type())
 		}
@@ -150,7 +152,7 @@ func copyFile(from, to string, perm os.FileMode) error {
 		return err
 	}
 	defer func() { _ = in.Close() }()
-	return replaceFile(to, in, perm)
+	return durable.Replace(to, in, perm)
 }
 
 // runCommand runs the apply command, if any, with the target in its

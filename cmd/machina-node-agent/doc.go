@@ -22,6 +22,13 @@
 // restart that finds the target already applied (applied, then stopped
 // before reporting) reports success without applying again.
 //
+// Beside it, internal/machineconfig speaks the MachineConfig handshake of
+// machine configuration pools (docs/machine-config.md): it applies a
+// rendered MachineConfig's files, units, SSH keys and kernel arguments
+// under --root, activates them with the least action (systemctl, a
+// reboot), and restores what it overwrote when a configuration no longer
+// has it.
+//
 // The agent writes labels and annotations of its own Node, never its
 // status. SIGTERM or SIGINT stops it gracefully; an apply in progress is
 // stopped and resumed by the next start. Exit codes: 0 after a graceful

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -24,10 +25,19 @@ type config struct {
 	// driftInterval is how often the files of the node's MachineConfig
 	// are compared with what the agent wrote.
 	driftInterval time.Duration
-	healthAddr    string
-	metricsAddr   string
-	zap           zap.Options
-	showVersion   bool
+	// The MachineConfig side's host actions (internal/machineconfig).
+	systemctl        string
+	osUpdateCommand  string
+	actionTimeout    time.Duration
+	retryInterval    time.Duration
+	maxRetryInterval time.Duration
+	rebootTimeout    time.Duration
+	bootIDFile       string
+	fipsFile         string
+	healthAddr       string
+	metricsAddr      string
+	zap              zap.Options
+	showVersion      bool
 }
 
 // parseFlags parses args into a config. On -h it prints the usage to out
@@ -54,6 +64,21 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		"how many attempts at one target may be interrupted (the agent crashed or was stopped while applying) before the agent reports it failed")
 	fs.DurationVar(&c.driftInterval, "drift-check-interval", time.Minute,
 		"how often the files and units of the node's MachineConfig are compared with what the agent wrote; a difference makes the node Degraded")
+	fs.StringVar(&c.systemctl, "systemctl", "systemctl",
+		"command line of systemctl, split on spaces: how the agent reaches the node's systemd for daemon-reload, reload, restart "+
+			"and reboot (the DaemonSet runs \"chroot /host systemctl\")")
+	fs.StringVar(&c.osUpdateCommand, "os-update-command", "",
+		"shell command run with /bin/sh -c to change the node's kernel type, OS image or extensions (an image-based OS's own tool, "+
+			"e.g. rpm-ostree or bootc), with $MACHINA_KERNEL_TYPE, $MACHINA_OS_IMAGE_URL, $MACHINA_EXTENSIONS, "+
+			"$MACHINA_BASE_OS_EXTENSIONS_IMAGE and $MACHINA_ROOT set; a reboot follows. Without it a MachineConfig that changes "+
+			"them makes the node Degraded, naming the fields")
+	fs.DurationVar(&c.actionTimeout, "action-timeout", 5*time.Minute, "how long one systemctl call or the OS update command may run")
+	fs.DurationVar(&c.retryInterval, "retry-interval", 30*time.Second,
+		"first wait before a MachineConfig the node is Degraded on is tried again; it doubles with each failure up to --max-retry-interval")
+	fs.DurationVar(&c.maxRetryInterval, "max-retry-interval", 10*time.Minute, "longest wait between two tries of a Degraded MachineConfig")
+	fs.DurationVar(&c.rebootTimeout, "reboot-timeout", 15*time.Minute, "how long a requested reboot may take before the node is Degraded")
+	fs.StringVar(&c.bootIDFile, "boot-id-file", "/proc/sys/kernel/random/boot_id", "the kernel's boot ID: a new value means the node rebooted")
+	fs.StringVar(&c.fipsFile, "fips-file", "/proc/sys/crypto/fips_enabled", "says whether the kernel runs in FIPS mode")
 	fs.StringVar(&c.healthAddr, "health-probe-bind-address", "0", "address of /healthz and /readyz, e.g. :8081 (0: off)")
 	fs.StringVar(&c.metricsAddr, "metrics-bind-address", "0", "address of the Prometheus metrics, e.g. :8080 (0: off)")
 	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
@@ -66,7 +91,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 			"core gives the go signal (condition InPlaceUpdate, reason ReadyForUpdate), and reports the result on\n"+
 			"the Node (label node.machine.sapcloud.io/update-result). See docs/in-place-updates.md.\n"+
 			"Also applies the rendered MachineConfig its Node asks for (annotation\n"+
-			"machineconfiguration.openshift.io/desiredConfig): files and systemd units under --root. See\n"+
+			"machineconfiguration.openshift.io/desiredConfig): files, units, SSH keys and kernel arguments under --root,\n"+
+			"activated through systemd. See\n"+
 			"docs/machine-config.md.\n\n"+
 			"Flags (-flag and --flag are the same):\n")
 		fs.PrintDefaults()
@@ -93,6 +119,17 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	}
 	if c.driftInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--drift-check-interval must be positive, got %s", c.driftInterval))
+	}
+	for _, d := range []struct {
+		name  string
+		value time.Duration
+	}{{"action-timeout", c.actionTimeout}, {"retry-interval", c.retryInterval}, {"max-retry-interval", c.maxRetryInterval}, {"reboot-timeout", c.rebootTimeout}} {
+		if d.value <= 0 {
+			errs = append(errs, fmt.Errorf("--%s must be positive, got %s", d.name, d.value))
+		}
+	}
+	if len(strings.Fields(c.systemctl)) == 0 {
+		errs = append(errs, errors.New("--systemctl must not be empty"))
 	}
 	if c.applyTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--apply-timeout must be positive, got %s", c.applyTimeout))

@@ -8,7 +8,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -122,10 +121,4 @@ func readyForUpdate(node *corev1.Node) bool {
 		}
 	}
 	return false
-}
-
-// isConflict reports a report that did not apply because the Node changed
-// under it (another target, or a label or annotation the patch expected).
-func isConflict(err error) bool {
-	return apierrors.IsInvalid(err) || apierrors.IsConflict(err)
 }

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/machina-io/machina/cmd/machina-node-agent/internal/durable"
 )
 
 // stateFile is the agent's record in --state-dir.
@@ -41,40 +38,11 @@ type attempt struct {
 // loadState reads the state in dir; a missing file is the empty state of an
 // agent that never applied anything.
 func loadState(dir string) (state, error) {
-	return loadRecord[state](filepath.Join(dir, stateFile), "the agent state")
+	return durable.LoadJSON[state](filepath.Join(dir, stateFile), "the agent state")
 }
 
 // saveState replaces the state in dir atomically and durably: a crash
 // leaves either the old or the new record, never a torn one.
 func saveState(dir string, st state) error {
-	return saveRecord(filepath.Join(dir, stateFile), "the agent state", st)
-}
-
-// loadRecord reads the JSON record at path (what names it in errors); a
-// missing file is the zero record.
-func loadRecord[T any](path, what string) (T, error) {
-	var r T
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return r, nil
-	}
-	if err != nil {
-		return r, fmt.Errorf("reading %s: %w", what, err)
-	}
-	if err := json.Unmarshal(data, &r); err != nil {
-		return r, fmt.Errorf("reading %s %s: %w", what, path, err)
-	}
-	return r, nil
-}
-
-// saveRecord replaces the JSON record at path atomically and durably.
-func saveRecord[T any](path, what string, r T) error {
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := writeFileAtomic(path, append(data, '\n'), 0o600); err != nil {
-		return fmt.Errorf("writing %s: %w", what, err)
-	}
-	return nil
+	return durable.SaveJSON(filepath.Join(dir, stateFile), "the agent state", st)
 }

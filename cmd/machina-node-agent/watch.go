@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -26,6 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/machina-io/machina/cmd/machina-node-agent/internal/machineconfig"
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/core/api/v1alpha1"
 )
@@ -114,14 +116,21 @@ func newManager(cfg *config, logger logr.Logger) (ctrl.Manager, error) {
 	// The MachineConfig handshake (docs/machine-config.md) runs beside the
 	// in-place one, on the same Node cache; it reads rendered
 	// MachineConfigs straight from the API server when it needs one.
-	m := &mcoAgent{
-		client:        mgr.GetClient(),
-		reader:        mgr.GetAPIReader(),
-		root:          cfg.root,
-		stateDir:      cfg.stateDir,
-		driftInterval: cfg.driftInterval,
-		now:           time.Now,
-	}
+	m := machineconfig.New(mgr.GetClient(), mgr.GetAPIReader(), machineconfig.Options{
+		Root:             cfg.root,
+		StateDir:         cfg.stateDir,
+		DriftInterval:    cfg.driftInterval,
+		RetryInterval:    cfg.retryInterval,
+		MaxRetryInterval: cfg.maxRetryInterval,
+		RebootTimeout:    cfg.rebootTimeout,
+		BootIDFile:       cfg.bootIDFile,
+		FIPSFile:         cfg.fipsFile,
+		Executor: &machineconfig.Executor{
+			Systemctl:       strings.Fields(cfg.systemctl),
+			OSUpdateCommand: cfg.osUpdateCommand,
+			Timeout:         cfg.actionTimeout,
+		},
+	})
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("node-agent-machineconfig").
 		For(&corev1.Node{}, builder.WithPredicates(inPlaceChanges())).

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/cmd/internal/manifests"
+	"github.com/machina-io/machina/cmd/internal/nodeimage"
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/core/api/v1alpha1"
 )
@@ -35,6 +36,7 @@ const (
 	poolReplicas   = 3
 	poolFile       = "/etc/machina/pool.conf"
 	poolUnit       = "pool-e2e.service"
+	poolSSHKey     = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE2eTestKeyOnly e2e@example"
 )
 
 // TestMachineConfigPoolRollout rolls a MachineConfig with a file and a
@@ -99,15 +101,16 @@ func TestMachineConfigPoolRollout(t *testing.T) {
 	})
 	slices.Sort(nodes)
 
-	roots := map[string]string{}
+	agents := map[string]poolAgent{}
 	for _, node := range nodes {
-		roots[node] = startPoolAgent(t, s, agentPath, node)
+		agents[node] = startPoolAgent(t, s, agentPath, node)
 	}
 	peak := watchPoolInFlight(t, s, nodes)
 
 	// The user's MachineConfig, as written for OpenShift, and the pool.
 	ignition := map[string]any{
 		"ignition": map[string]any{"version": "3.2.0"},
+		"passwd":   map[string]any{"users": []any{map[string]any{"name": "core", "sshAuthorizedKeys": []any{poolSSHKey}}}},
 		"storage": map[string]any{"files": []any{map[string]any{
 			"path": poolFile, "mode": 0o640, "overwrite": true,
 			"contents": map[string]any{"source": "data:,pool%3De2e%0A"},
@@ -121,6 +124,7 @@ func TestMachineConfigPoolRollout(t *testing.T) {
 	require.NoError(t, err)
 	mc := &mcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "99-e2e-pool", Labels: map[string]string{mcv1.RoleLabel: poolName}}}
 	mc.Spec.Config.Raw = raw
+	mc.Spec.KernelArguments = []string{"nosmt"}
 	require.NoError(t, s.c.Create(ctx, mc))
 	one := intstr.FromInt32(1)
 	pool := &mcv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: poolName}}
@@ -151,7 +155,17 @@ func TestMachineConfigPoolRollout(t *testing.T) {
 		assert.Equal(t, mcv1.UncordonRequestPrefix+target, node.Annotations[mcv1.LastAppliedDrainAnnotation], name)
 		assert.False(t, node.Spec.Unschedulable, "node %s is uncordoned", name)
 
-		r := roots[name]
+		r := agents[name].root
+		assert.Equal(t, "drain, reboot", node.Annotations[mcv1.LastActionsAnnotation], name)
+		calls, err := agents[name].systemctl.Calls()
+		require.NoError(t, err)
+		assert.Equal(t, []string{"reboot"}, calls, "node %s: the reboot is asked once, and nothing else", name)
+		keys, err := os.ReadFile(filepath.Join(r, "home/core/.ssh/authorized_keys.d/ignition"))
+		require.NoError(t, err, "node %s: core's SSH keys", name)
+		assert.Equal(t, poolSSHKey+"\n", string(keys))
+		entry, err := os.ReadFile(filepath.Join(r, filepath.FromSlash(nodeimage.BootEntry)))
+		require.NoError(t, err)
+		assert.Contains(t, string(entry), "options "+nodeimage.BootOptions+" nosmt\n", "node %s: the kernel argument in the boot entry", name)
 		data, err := os.ReadFile(filepath.Join(r, poolFile))
 		require.NoError(t, err, "node %s: the file in the agent's root", name)
 		assert.Equal(t, "pool=e2e\n", string(data))
@@ -167,10 +181,17 @@ func TestMachineConfigPoolRollout(t *testing.T) {
 	}
 }
 
-// startPoolAgent starts a machina-node-agent process for node with a root,
-// a state directory and an (empty) in-place source directory of its own,
-// and returns its root.
-func startPoolAgent(t *testing.T, s *suite, path, node string) string {
+// poolAgent is one node's agent: its root (seeded with an image) and its
+// recording systemctl.
+type poolAgent struct {
+	root      string
+	systemctl nodeimage.Systemctl
+}
+
+// startPoolAgent starts a machina-node-agent process for node with a root
+// seeded with an image (cmd/internal/nodeimage), a state directory, an
+// (empty) in-place source directory and a recording systemctl of its own.
+func startPoolAgent(t *testing.T, s *suite, path, node string) poolAgent {
 	t.Helper()
 	base := t.TempDir()
 	dirs := map[string]string{}
@@ -178,6 +199,9 @@ func startPoolAgent(t *testing.T, s *suite, path, node string) string {
 		dirs[d] = filepath.Join(base, d)
 		require.NoError(t, os.Mkdir(dirs[d], 0o755))
 	}
+	require.NoError(t, nodeimage.Seed(dirs["root"]))
+	systemctl, err := nodeimage.WriteSystemctl(filepath.Join(base, "bin"), dirs["root"])
+	require.NoError(t, err)
 	logDir := os.Getenv("MACHINA_E2E_LOG_DIR")
 	if logDir == "" {
 		logDir = base
@@ -189,8 +213,12 @@ func startPoolAgent(t *testing.T, s *suite, path, node string) string {
 		"--source-dir="+dirs["source"],
 		"--state-dir="+dirs["state"],
 		"--drift-check-interval=1s",
+		"--retry-interval=1s",
+		"--systemctl="+systemctl.Path,
+		"--boot-id-file="+filepath.Join(dirs["root"], filepath.FromSlash(nodeimage.BootIDFile)),
+		"--fips-file="+filepath.Join(dirs["root"], filepath.FromSlash(nodeimage.FIPSFile)),
 	)
-	return dirs["root"]
+	return poolAgent{root: dirs["root"], systemctl: systemctl}
 }
 
 // poolPeak records the most nodes seen at once with a desiredConfig they

@@ -51,6 +51,8 @@ var agentAccess = []access{
 	{verb: "get", group: "machineconfiguration.openshift.io", resource: "machineconfigs", name: "rendered-worker-1", allowed: true},
 	{verb: "list", group: "machineconfiguration.openshift.io", resource: "machineconfigs"},
 	{verb: "update", group: "machineconfiguration.openshift.io", resource: "machineconfigs", name: "rendered-worker-1"},
+	{verb: "get", group: "machineconfiguration.openshift.io", resource: "machineconfigpools", name: "worker", allowed: true},
+	{verb: "list", group: "machineconfiguration.openshift.io", resource: "machineconfigpools"},
 	{verb: "patch", group: "machineconfiguration.openshift.io", resource: "machineconfigpools", name: "worker"},
 }
 
@@ -96,8 +98,9 @@ func TestNodeAgentOnAPIServer(t *testing.T) {
 
 	args := flagValues(agent.Args)
 	assert.Equal(t, "$(NODE_NAME)", args["node-name"])
-	// Each directory flag names the mount of a hostPath volume.
-	for flagName, volume := range map[string]string{"root": "root", "source-dir": "targets", "state-dir": "state"} {
+	// Each directory flag names the mount of a hostPath volume; the root is
+	// the host's own root, and systemd the host's, through chroot.
+	for flagName, volume := range map[string]string{"root": "host", "source-dir": "targets", "state-dir": "state"} {
 		i := slices.IndexFunc(agent.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == volume })
 		require.GreaterOrEqual(t, i, 0, "mount of %s", volume)
 		assert.Equal(t, agent.VolumeMounts[i].MountPath, args[flagName], "--%s is the %s mount", flagName, volume)
@@ -105,7 +108,11 @@ func TestNodeAgentOnAPIServer(t *testing.T) {
 		j := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == volume })
 		require.GreaterOrEqual(t, j, 0, "volume %s", volume)
 		require.NotNil(t, spec.Volumes[j].HostPath, "volume %s is a host directory", volume)
+		if volume == "host" {
+			assert.Equal(t, "/", spec.Volumes[j].HostPath.Path, "--root is the host's /, not a directory of it")
+		}
 	}
+	assert.Equal(t, "chroot "+args["root"]+" systemctl", args["systemctl"], "systemctl is the host's, run in the host's root")
 	healthPort := bindPort(t, args["health-probe-bind-address"])
 	for probe, path := range map[*corev1.Probe]string{agent.LivenessProbe: "/healthz", agent.ReadinessProbe: "/readyz"} {
 		require.NotNil(t, probe, path)
@@ -119,7 +126,10 @@ func TestNodeAgentOnAPIServer(t *testing.T) {
 	assert.False(t, *sc.AllowPrivilegeEscalation)
 	require.NotNil(t, sc.Capabilities)
 	assert.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop)
+	assert.ElementsMatch(t, []corev1.Capability{"CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "SYS_CHROOT"}, sc.Capabilities.Add,
+		"file owners and modes on the host, and chroot for systemctl: nothing more")
 	assert.Nil(t, sc.Privileged)
+	assert.False(t, spec.HostPID || spec.HostNetwork || spec.HostIPC, "no host namespace")
 
 	// Admitted in its own namespace; machina-system's restricted standard
 	// refuses host directories, which is why the agent has a namespace of

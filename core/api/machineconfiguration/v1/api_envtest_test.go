@@ -95,8 +95,10 @@ func testExamples(t *testing.T, ctx context.Context, c client.Client) {
 	assert.Equal(t, 1, pool.Spec.MaxUnavailable.IntValue())
 }
 
-// testUnknownFieldsKept writes Ignition sections machina does not model
-// (users, directories, a file's user) and reads them back.
+// testUnknownFieldsKept writes Ignition sections machina does not apply
+// (directories) beside ones it does (core's keys, a file's user), reads
+// them back as written, and ParseIgnition, which the render controller and
+// the node agent call, refuses the one it does not apply, naming it.
 func testUnknownFieldsKept(t *testing.T, ctx context.Context, c client.Client) {
 	config := `{"ignition":{"version":"3.4.0","config":{"merge":[]}},` +
 		`"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["ssh-ed25519 AAAA test"]}]},` +
@@ -114,9 +116,18 @@ func testUnknownFieldsKept(t *testing.T, ctx context.Context, c client.Client) {
 	require.NoError(t, json.Unmarshal(back.Spec.Config.Raw, &got))
 	assert.Equal(t, want, got)
 
-	ign, err := mcfgv1.ParseIgnition(back.Spec.Config.Raw)
+	_, err := mcfgv1.ParseIgnition(back.Spec.Config.Raw)
+	require.ErrorContains(t, err, "storage.directories")
+
+	var withoutDirectories map[string]any
+	require.NoError(t, json.Unmarshal(back.Spec.Config.Raw, &withoutDirectories))
+	delete(withoutDirectories["storage"].(map[string]any), "directories")
+	raw, err := json.Marshal(withoutDirectories)
+	require.NoError(t, err)
+	ign, err := mcfgv1.ParseIgnition(raw)
 	require.NoError(t, err)
 	require.Len(t, ign.Storage.Files, 1)
+	assert.Equal(t, "root", *ign.Storage.Files[0].User.Name)
 	data, err := ign.Storage.Files[0].Data()
 	require.NoError(t, err)
 	assert.Equal(t, "hi\n", string(data))

@@ -33,6 +33,10 @@ const (
 	// ControlPlaneTopologyAnnotation is the cluster's control plane topology,
 	// read by the node agent.
 	ControlPlaneTopologyAnnotation = Prefix + "controlPlaneTopology"
+	// LastActionsAnnotation is a machina addition: what the node agent did
+	// to activate currentConfig ("none", "daemon-reload, restart
+	// kubelet.service", "drain, reboot"), written with state=Done.
+	LastActionsAnnotation = Prefix + "last-actions"
 	// SSHAnnotation is set to SSHAccessed when someone logged in to the node.
 	SSHAnnotation = Prefix + "ssh"
 )

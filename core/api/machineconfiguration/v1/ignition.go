@@ -3,7 +3,10 @@ package v1
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,29 +16,83 @@ import (
 	"strings"
 )
 
-// Ignition is the subset of an Ignition config (spec 3.x) machina acts on:
-// files and systemd units. Everything else in spec.config is kept as written
-// but not applied.
+// Ignition is an Ignition config (spec 3.0 to 3.5) as machina reads it:
+// every field of the specification is declared, so that ParseIgnition
+// refuses a key the specification does not have instead of dropping it.
+// Fields machina never applies on a running node (disks, file systems,
+// directories, links, groups, users other than core, ...) are kept as raw
+// JSON: they are refused by Validate, whatever they hold.
 //
 // +kubebuilder:object:generate=false
 type Ignition struct {
-	Ignition IgnitionMeta    `json:"ignition"`
-	Storage  IgnitionStorage `json:"storage,omitempty"`
-	Systemd  IgnitionSystemd `json:"systemd,omitempty"`
+	Ignition IgnitionMeta `json:"ignition"`
+	// KernelArguments is Ignition's own kernelArguments section
+	// (shouldExist, shouldNotExist). Refused, as MCO refuses it: a
+	// MachineConfig's spec.kernelArguments is the way.
+	KernelArguments json.RawMessage `json:"kernelArguments,omitempty"`
+	Passwd          IgnitionPasswd  `json:"passwd,omitempty"`
+	Storage         IgnitionStorage `json:"storage,omitempty"`
+	Systemd         IgnitionSystemd `json:"systemd,omitempty"`
 }
 
-// IgnitionMeta is the ignition section: the spec version.
+// IgnitionMeta is the ignition section: the spec version, and what Ignition
+// reads at first boot only (other configs to merge, timeouts, TLS, proxy),
+// which has no meaning for a running node and is refused.
 //
 // +kubebuilder:object:generate=false
 type IgnitionMeta struct {
-	Version string `json:"version,omitempty"`
+	Version  string          `json:"version,omitempty"`
+	Config   json.RawMessage `json:"config,omitempty"`
+	Timeouts json.RawMessage `json:"timeouts,omitempty"`
+	Security json.RawMessage `json:"security,omitempty"`
+	Proxy    json.RawMessage `json:"proxy,omitempty"`
 }
+
+// IgnitionPasswd is the passwd section. Only the user core can be
+// configured, and of it only its SSH keys, as on an OpenShift node.
+//
+// +kubebuilder:object:generate=false
+type IgnitionPasswd struct {
+	Users  []IgnitionUser  `json:"users,omitempty"`
+	Groups json.RawMessage `json:"groups,omitempty"`
+}
+
+// IgnitionUser is a user of the passwd section.
+//
+// +kubebuilder:object:generate=false
+type IgnitionUser struct {
+	Name              string   `json:"name"`
+	SSHAuthorizedKeys []string `json:"sshAuthorizedKeys,omitempty"`
+	// The other fields of Ignition's user; refused when set.
+	PasswordHash *string         `json:"passwordHash,omitempty"`
+	UID          *int            `json:"uid,omitempty"`
+	Gecos        *string         `json:"gecos,omitempty"`
+	HomeDir      *string         `json:"homeDir,omitempty"`
+	NoCreateHome *bool           `json:"noCreateHome,omitempty"`
+	PrimaryGroup *string         `json:"primaryGroup,omitempty"`
+	Groups       json.RawMessage `json:"groups,omitempty"`
+	NoUserGroup  *bool           `json:"noUserGroup,omitempty"`
+	NoLogInit    *bool           `json:"noLogInit,omitempty"`
+	Shell        *string         `json:"shell,omitempty"`
+	ShouldExist  *bool           `json:"shouldExist,omitempty"`
+	System       *bool           `json:"system,omitempty"`
+}
+
+// CoreUser is the one user a MachineConfig may configure.
+const CoreUser = "core"
 
 // IgnitionStorage is the storage section; machina applies its files.
 //
 // +kubebuilder:object:generate=false
 type IgnitionStorage struct {
 	Files []IgnitionFile `json:"files,omitempty"`
+	// Refused on a running node, as MCO refuses them.
+	Directories json.RawMessage `json:"directories,omitempty"`
+	Links       json.RawMessage `json:"links,omitempty"`
+	Disks       json.RawMessage `json:"disks,omitempty"`
+	Raid        json.RawMessage `json:"raid,omitempty"`
+	Filesystems json.RawMessage `json:"filesystems,omitempty"`
+	Luks        json.RawMessage `json:"luks,omitempty"`
 }
 
 // IgnitionFile is a file to write.
@@ -51,6 +108,20 @@ type IgnitionFile struct {
 	// to true where it is unset.
 	Overwrite *bool                `json:"overwrite,omitempty"`
 	Contents  IgnitionFileContents `json:"contents,omitempty"`
+	// User and Group own the file (root when unset).
+	User  IgnitionOwner `json:"user,omitempty"`
+	Group IgnitionOwner `json:"group,omitempty"`
+	// Append is refused, as MCO refuses it.
+	Append json.RawMessage `json:"append,omitempty"`
+}
+
+// IgnitionOwner names a file's user or group by number or by name (a name
+// is looked up in the node's /etc/passwd or /etc/group).
+//
+// +kubebuilder:object:generate=false
+type IgnitionOwner struct {
+	ID   *int    `json:"id,omitempty"`
+	Name *string `json:"name,omitempty"`
 }
 
 // IgnitionFileContents is where a file's data comes from.
@@ -61,6 +132,18 @@ type IgnitionFileContents struct {
 	Source *string `json:"source,omitempty"`
 	// Compression is "" or "gzip".
 	Compression *string `json:"compression,omitempty"`
+	// Verification.Hash ("sha256-<hex>" or "sha512-<hex>") is checked
+	// against the decoded data.
+	Verification IgnitionVerification `json:"verification,omitempty"`
+	// HTTPHeaders only apply to http(s) sources, which are refused.
+	HTTPHeaders json.RawMessage `json:"httpHeaders,omitempty"`
+}
+
+// IgnitionVerification is the expected hash of a file's data.
+//
+// +kubebuilder:object:generate=false
+type IgnitionVerification struct {
+	Hash *string `json:"hash,omitempty"`
 }
 
 // IgnitionSystemd is the systemd section.
@@ -99,15 +182,19 @@ const DefaultFileMode = 0o644
 // fragment from exhausting the manager's or an agent's memory.
 const MaxFileSize = 16 << 20
 
-// ParseIgnition reads raw (a MachineConfig's spec.config) and checks the
-// subset machina acts on: a 3.x version, absolute file paths, modes within
-// 07777, readable data: URLs, unit names. An empty raw is an empty config.
+// ParseIgnition reads raw (a MachineConfig's spec.config) and checks it: a
+// 3.x version, no key the Ignition specification does not have, none of the
+// sections machina refuses on a running node (Refusals), absolute file
+// paths, modes within 07777, readable data: URLs whose hash matches, unit
+// names. An empty raw is an empty config.
 func ParseIgnition(raw []byte) (*Ignition, error) {
 	ign := &Ignition{}
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		return ign, nil
 	}
-	if err := json.Unmarshal(raw, ign); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(ign); err != nil {
 		return nil, fmt.Errorf("config is not an Ignition config: %w", err)
 	}
 	if err := ign.Validate(); err != nil {
@@ -120,6 +207,9 @@ func ParseIgnition(raw []byte) (*Ignition, error) {
 func (ign *Ignition) Validate() error {
 	if err := CheckIgnitionVersion(ign.Ignition.Version); err != nil {
 		return err
+	}
+	if refused := ign.Refusals(); len(refused) > 0 {
+		return fmt.Errorf("not applicable to a running node: %s", strings.Join(refused, "; "))
 	}
 	for _, f := range ign.Storage.Files {
 		if !path.IsAbs(f.Path) {
@@ -136,6 +226,17 @@ func (ign *Ignition) Validate() error {
 		if f.Contents.Compression != nil && *f.Contents.Compression != "" && *f.Contents.Compression != "gzip" {
 			return fmt.Errorf("file %s: unsupported compression %q", f.Path, *f.Contents.Compression)
 		}
+		for _, o := range []struct {
+			what  string
+			owner IgnitionOwner
+		}{{"user", f.User}, {"group", f.Group}} {
+			if o.owner.ID != nil && *o.owner.ID < 0 {
+				return fmt.Errorf("file %s: %s.id %d is negative", f.Path, o.what, *o.owner.ID)
+			}
+			if o.owner.ID != nil && o.owner.Name != nil && *o.owner.Name != "" {
+				return fmt.Errorf("file %s: %s has both an id and a name", f.Path, o.what)
+			}
+		}
 		if _, err := f.Data(); err != nil {
 			return err
 		}
@@ -151,6 +252,114 @@ func (ign *Ignition) Validate() error {
 		}
 	}
 	return nil
+}
+
+// Refusals names every field of the config that machina does not apply to
+// a running node, each with why: what Ignition does only at first boot,
+// what MCO's daemon also refuses (disks, RAID, file systems, LUKS,
+// directories, links, groups, users other than core, fields of core other
+// than its SSH keys, append, Ignition's kernelArguments section), and
+// remote sources.
+func (ign *Ignition) Refusals() []string {
+	var out []string
+	refuse := func(raw json.RawMessage, field, why string) {
+		if !emptyJSON(raw) {
+			out = append(out, field+" ("+why+")")
+		}
+	}
+	const firstBoot = "read by Ignition at first boot only"
+	refuse(ign.Ignition.Config, "ignition.config", firstBoot)
+	refuse(ign.Ignition.Timeouts, "ignition.timeouts", firstBoot)
+	refuse(ign.Ignition.Security, "ignition.security", firstBoot)
+	refuse(ign.Ignition.Proxy, "ignition.proxy", firstBoot)
+	refuse(ign.KernelArguments, "kernelArguments", "use the MachineConfig's spec.kernelArguments")
+	const notInPlace = "cannot be changed on a running node"
+	refuse(ign.Storage.Disks, "storage.disks", notInPlace)
+	refuse(ign.Storage.Raid, "storage.raid", notInPlace)
+	refuse(ign.Storage.Filesystems, "storage.filesystems", notInPlace)
+	refuse(ign.Storage.Luks, "storage.luks", notInPlace)
+	refuse(ign.Storage.Directories, "storage.directories", "only files and systemd units are written")
+	refuse(ign.Storage.Links, "storage.links", "only files and systemd units are written")
+	refuse(ign.Passwd.Groups, "passwd.groups", "groups are not managed")
+	for i, u := range ign.Passwd.Users {
+		field := fmt.Sprintf("passwd.users[%d]", i)
+		if u.Name != CoreUser {
+			out = append(out, fmt.Sprintf("%s (user %q: only the user %q can be configured)", field, u.Name, CoreUser))
+			continue
+		}
+		for _, f := range u.setFields() {
+			out = append(out, fmt.Sprintf("%s.%s (of the user %q only sshAuthorizedKeys is applied)", field, f, CoreUser))
+		}
+	}
+	for i, f := range ign.Storage.Files {
+		field := fmt.Sprintf("storage.files[%d]", i)
+		refuse(f.Append, field+".append", "files are replaced, never appended to")
+		refuse(f.Contents.HTTPHeaders, field+".contents.httpHeaders", "only data: URLs are read")
+	}
+	return out
+}
+
+// setFields names the fields of u, other than name and sshAuthorizedKeys,
+// that are set.
+func (u IgnitionUser) setFields() []string {
+	var out []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"passwordHash", u.PasswordHash != nil}, {"uid", u.UID != nil}, {"gecos", u.Gecos != nil},
+		{"homeDir", u.HomeDir != nil}, {"noCreateHome", u.NoCreateHome != nil}, {"primaryGroup", u.PrimaryGroup != nil},
+		{"groups", !emptyJSON(u.Groups)}, {"noUserGroup", u.NoUserGroup != nil}, {"noLogInit", u.NoLogInit != nil},
+		{"shell", u.Shell != nil}, {"shouldExist", u.ShouldExist != nil}, {"system", u.System != nil},
+	} {
+		if f.set {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
+
+// emptyJSON tells whether raw says nothing: absent, null, or a value made
+// only of empty objects and lists, "", false and 0. Configs rendered by
+// Ignition's own types carry such sections ("security":{"tls":{}}); they
+// ask for nothing and are not refused.
+func emptyJSON(raw json.RawMessage) bool {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return true
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return false
+	}
+	return emptyValue(v)
+}
+
+func emptyValue(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case string:
+		return v == ""
+	case bool:
+		return !v
+	case float64:
+		return v == 0
+	case []any:
+		for _, e := range v {
+			if !emptyValue(e) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		for _, e := range v {
+			if !emptyValue(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // fileName tells whether name is one path element, as a unit or drop-in
@@ -202,6 +411,11 @@ func (f IgnitionFile) Data() ([]byte, error) {
 	if len(data) > MaxFileSize {
 		return nil, fmt.Errorf("file %s: content is larger than %d MiB", f.Path, MaxFileSize>>20)
 	}
+	if h := f.Contents.Verification.Hash; h != nil && *h != "" {
+		if err := verifyHash(*h, data); err != nil {
+			return nil, fmt.Errorf("file %s: contents.verification.hash: %w", f.Path, err)
+		}
+	}
 	return data, nil
 }
 
@@ -243,4 +457,28 @@ func DataURL(data []byte) string {
 		return "data:;base64," + b64
 	}
 	return "data:," + escaped
+}
+
+// verifyHash checks data against an Ignition hash, "sha256-<hex>" or
+// "sha512-<hex>", taken over the data as decoded (after decompression, as
+// Ignition 3 does).
+func verifyHash(want string, data []byte) error {
+	algo, sum, ok := strings.Cut(want, "-")
+	var got []byte
+	switch {
+	case !ok:
+		return fmt.Errorf("%q is not <algorithm>-<hex>", want)
+	case algo == "sha256":
+		s := sha256.Sum256(data)
+		got = s[:]
+	case algo == "sha512":
+		s := sha512.Sum512(data)
+		got = s[:]
+	default:
+		return fmt.Errorf("unsupported hash algorithm %q (sha256 or sha512)", algo)
+	}
+	if hex.EncodeToString(got) != strings.ToLower(sum) {
+		return fmt.Errorf("the data's %s is %s, not %s", algo, hex.EncodeToString(got), sum)
+	}
+	return nil
 }

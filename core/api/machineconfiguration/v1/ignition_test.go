@@ -3,6 +3,9 @@ package v1_test
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
 	"slices"
 	"strings"
 	"testing"
@@ -110,5 +113,75 @@ func TestParseIgnition(t *testing.T) {
 	} {
 		_, err := mcfgv1.ParseIgnition([]byte(config))
 		assert.ErrorContains(t, err, want, config)
+	}
+}
+
+// TestParseIgnitionRefusals: every section machina does not apply to a
+// running node is refused with its field path, and so is a key the
+// Ignition specification does not have; what it applies parses.
+func TestParseIgnitionRefusals(t *testing.T) {
+	for _, tc := range []struct{ config, refused string }{
+		{`"ignition":{"version":"3.5.0","config":{"merge":[{"source":"https://x"}]}}`, "ignition.config"},
+		{`"ignition":{"version":"3.5.0","timeouts":{"httpTotal":10}}`, "ignition.timeouts"},
+		{`"ignition":{"version":"3.5.0","security":{"tls":{}}}`, ""},
+		{`"ignition":{"version":"3.5.0","security":{"tls":{"certificateAuthorities":[{"source":"data:,x"}]}}}`, "ignition.security"},
+		{`"ignition":{"version":"3.5.0","proxy":{"httpProxy":"http://p"}}`, "ignition.proxy"},
+		{`"ignition":{"version":"3.5.0"},"kernelArguments":{"shouldExist":["nosmt"]}`, "kernelArguments (use the MachineConfig's spec.kernelArguments)"},
+		{`"ignition":{"version":"3.5.0"},"passwd":{"groups":[{"name":"g"}]}`, "passwd.groups"},
+		{`"ignition":{"version":"3.5.0"},"passwd":{"users":[{"name":"alice"}]}`, `passwd.users[0] (user "alice"`},
+		{`"ignition":{"version":"3.5.0"},"passwd":{"users":[{"name":"core","uid":1000,"gecos":"g","homeDir":"/h","noCreateHome":true,"primaryGroup":"p","groups":["wheel"],"noUserGroup":true,"noLogInit":true,"shell":"/bin/sh","shouldExist":true,"system":true}]}`,
+			"passwd.users[0].uid"},
+		{`"ignition":{"version":"3.5.0"},"passwd":{"users":[{"name":"core","shell":"/bin/zsh"}]}`, "passwd.users[0].shell"},
+		{`"ignition":{"version":"3.5.0"},"passwd":{"users":[{"name":"core","groups":["wheel"]}]}`, "passwd.users[0].groups"},
+		{`"ignition":{"version":"3.5.0"},"storage":{"directories":[{"path":"/d"}]}`, "storage.directories"},
+		{`"ignition":{"version":"3.5.0"},"storage":{"links":[{"path":"/l","target":"/t"}]}`, "storage.links"},
+		{`"ignition":{"version":"3.5.0"},"storage":{"raid":[{"name":"r"}]}`, "storage.raid"},
+		{`"ignition":{"version":"3.5.0"},"storage":{"filesystems":[{"device":"/dev/sdb"}]}`, "storage.filesystems"},
+		{`"ignition":{"version":"3.5.0"},"storage":{"luks":[{"name":"l"}]}`, "storage.luks"},
+		{`"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/f","append":[{"source":"data:,x"}]}]}`, "storage.files[0].append"},
+		{`"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/f","contents":{"source":"data:,x","httpHeaders":[{"name":"a","value":"b"}]}}]}`, "storage.files[0].contents.httpHeaders"},
+		{`"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/f","contents":{"source":"https://example.com/f"}}]}`, `unsupported URL scheme "https"`},
+		{`"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/f","mode":420,"colour":"red"}]}`, `unknown field "colour"`},
+		{`"ignition":{"version":"3.5.0"},"networkd":{}`, `unknown field "networkd"`},
+		{`"ignition":{"version":"2.2.0"}`, `unsupported Ignition version "2.2.0"`},
+		// Applied: parses.
+		{`"ignition":{"version":"3.5.0"},"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["ssh-ed25519 AAAA"]}]},` +
+			`"storage":{"files":[{"path":"/f","mode":384,"overwrite":false,"user":{"name":"core"},"group":{"id":10},` +
+			`"contents":{"source":"data:,x","compression":"","verification":{}}}]},` +
+			`"systemd":{"units":[{"name":"a.service","enabled":true,"mask":false,"contents":"[Unit]","dropins":[{"name":"b.conf","contents":""}]}]}`, ""},
+	} {
+		_, err := mcfgv1.ParseIgnition([]byte("{" + tc.config + "}"))
+		if tc.refused == "" {
+			assert.NoError(t, err, tc.config)
+			continue
+		}
+		assert.ErrorContains(t, err, tc.refused, tc.config)
+	}
+}
+
+// TestFileVerification: contents.verification.hash is checked against
+// the decoded (and decompressed) data.
+func TestFileVerification(t *testing.T) {
+	data := []byte("server time.example.com\n")
+	sum := sha256.Sum256(data)
+	sum512 := sha512.Sum512(data)
+	src := mcfgv1.DataURL(gzipped(t, data))
+	gz := "gzip"
+	for hash, ok := range map[string]bool{
+		"sha256-" + hex.EncodeToString(sum[:]):    true,
+		"sha512-" + hex.EncodeToString(sum512[:]): true,
+		"sha256-" + strings.Repeat("0", 64):       false,
+		"md5-abc":                                 false,
+		"nodash":                                  false,
+	} {
+		f := mcfgv1.IgnitionFile{Path: "/etc/chrony.conf", Contents: mcfgv1.IgnitionFileContents{Source: &src, Compression: &gz,
+			Verification: mcfgv1.IgnitionVerification{Hash: &hash}}}
+		got, err := f.Data()
+		if ok {
+			require.NoError(t, err, hash)
+			assert.Equal(t, data, got)
+		} else {
+			assert.ErrorContains(t, err, "contents.verification.hash", hash)
+		}
 	}
 }

@@ -68,6 +68,15 @@ type MachineConfigPoolSpec struct {
 	// render controller.
 	// +optional
 	Configuration MachineConfigPoolStatusConfiguration `json:"configuration"`
+
+	// NodeDisruptionPolicy is a machina extension, shaped like MCO's
+	// MachineConfiguration spec.nodeDisruptionPolicy but per pool: what a
+	// node of the pool does after a change of a file, a unit or the SSH
+	// keys. Entries here come before the defaults (docs/machine-config.md,
+	// "Activating a change"); a change no entry covers reboots the node.
+	// Kernel arguments, kernel type, OS image and extensions always reboot.
+	// +optional
+	NodeDisruptionPolicy *NodeDisruptionPolicy `json:"nodeDisruptionPolicy,omitempty"`
 }
 
 // MachineOwnerReference names a MachineSet or MachineDeployment
@@ -142,4 +151,80 @@ type MachineConfigPoolList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []MachineConfigPool `json:"items"`
+}
+
+// NodeDisruptionPolicy says what a node does after a change of its
+// configuration, by what changed.
+type NodeDisruptionPolicy struct {
+	// Files: a change of the file at path, or of a file under the
+	// directory path, takes these actions. The longest matching path wins.
+	// +optional
+	// +listType=map
+	// +listMapKey=path
+	Files []NodeDisruptionPolicyFile `json:"files,omitempty"`
+	// Units: a change of the systemd unit name (its file, drop-ins,
+	// enablement or mask) takes these actions.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Units []NodeDisruptionPolicyUnit `json:"units,omitempty"`
+	// SSHKey: a change of the core user's SSH keys takes these actions.
+	// +optional
+	SSHKey *NodeDisruptionPolicySSHKey `json:"sshkey,omitempty"`
+}
+
+// NodeDisruptionPolicyFile is the policy of one file path.
+type NodeDisruptionPolicyFile struct {
+	// +kubebuilder:validation:Pattern=`^/`
+	Path string `json:"path"`
+	// +kubebuilder:validation:MinItems=1
+	Actions []NodeDisruptionAction `json:"actions"`
+}
+
+// NodeDisruptionPolicyUnit is the policy of one systemd unit.
+type NodeDisruptionPolicyUnit struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// +kubebuilder:validation:MinItems=1
+	Actions []NodeDisruptionAction `json:"actions"`
+}
+
+// NodeDisruptionPolicySSHKey is the policy of the SSH keys.
+type NodeDisruptionPolicySSHKey struct {
+	// +kubebuilder:validation:MinItems=1
+	Actions []NodeDisruptionAction `json:"actions"`
+}
+
+// NodeDisruptionAction is one action: Reboot (drain, then reboot), Drain
+// (drain and uncordon, no reboot), Reload or Restart of a unit,
+// DaemonReload, or None.
+//
+// +kubebuilder:validation:XValidation:rule="self.type == 'Reload' ? has(self.reload) : !has(self.reload)",message="reload is required for type Reload, and only for it"
+// +kubebuilder:validation:XValidation:rule="self.type == 'Restart' ? has(self.restart) : !has(self.restart)",message="restart is required for type Restart, and only for it"
+type NodeDisruptionAction struct {
+	// +kubebuilder:validation:Enum=Reboot;Drain;Reload;Restart;DaemonReload;None
+	Type NodeDisruptionActionType `json:"type"`
+	// +optional
+	Reload *NodeDisruptionService `json:"reload,omitempty"`
+	// +optional
+	Restart *NodeDisruptionService `json:"restart,omitempty"`
+}
+
+// NodeDisruptionActionType is the kind of a NodeDisruptionAction.
+type NodeDisruptionActionType string
+
+// The action types, as MCO names them.
+const (
+	ActionReboot       NodeDisruptionActionType = "Reboot"
+	ActionDrain        NodeDisruptionActionType = "Drain"
+	ActionReload       NodeDisruptionActionType = "Reload"
+	ActionRestart      NodeDisruptionActionType = "Restart"
+	ActionDaemonReload NodeDisruptionActionType = "DaemonReload"
+	ActionNone         NodeDisruptionActionType = "None"
+)
+
+// NodeDisruptionService names the unit a Reload or Restart acts on.
+type NodeDisruptionService struct {
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9:._\\@-]+\.(service|socket|target|timer|path|mount)$`
+	ServiceName string `json:"serviceName"`
 }

@@ -92,13 +92,21 @@ func TestMergeFieldByField(t *testing.T) {
 	assert.Equal(t, "20.conf", u.Dropins[1].Name)
 }
 
-func TestMergeUnknownFieldsKept(t *testing.T) {
+// TestMergeFieldsKept: the merge works on generic JSON, so every field
+// survives as written, those the agent acts on beyond paths and contents
+// too (core's keys, a file's owner and hash).
+func TestMergeFieldsKept(t *testing.T) {
 	out, _ := renderOf(t, fragment("10", "worker",
-		`{"ignition":{"version":"3.2.0"},"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["k"]}]},"storage":{"directories":[{"path":"/var/d"}]}}`))
+		`{"ignition":{"version":"3.2.0"},"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["k"]}]},`+
+			`"storage":{"files":[{"path":"/etc/f","user":{"name":"core"},"group":{"id":10},"contents":{"source":"data:,x",`+
+			`"verification":{"hash":"sha256-2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"}}}]}}`))
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(out.spec.Config.Raw, &m))
 	assert.Equal(t, []any{"k"}, m["passwd"].(map[string]any)["users"].([]any)[0].(map[string]any)["sshAuthorizedKeys"])
-	assert.Equal(t, "/var/d", m["storage"].(map[string]any)["directories"].([]any)[0].(map[string]any)["path"])
+	file := m["storage"].(map[string]any)["files"].([]any)[0].(map[string]any)
+	assert.Equal(t, map[string]any{"name": "core"}, file["user"])
+	assert.Equal(t, map[string]any{"id": float64(10)}, file["group"])
+	assert.Contains(t, file["contents"].(map[string]any)["verification"].(map[string]any)["hash"], "sha256-")
 }
 
 func TestMergeSpecFields(t *testing.T) {
@@ -151,7 +159,7 @@ func TestMergeRefuses(t *testing.T) {
 		"file then directory": {[]mcfgv1.MachineConfig{
 			fragment("10-file", "worker", fileConfig("/etc/p", "x")),
 			fragment("20-dir", "worker", `{"ignition":{"version":"3.2.0"},"storage":{"directories":[{"path":"/etc/p"}]}}`)},
-			"MachineConfig 20-dir: /etc/p is a directory here but a file in MachineConfig 10-file"},
+			"MachineConfig 20-dir: not applicable to a running node: storage.directories"},
 		"file twice in one fragment": {[]mcfgv1.MachineConfig{fragment("10-twice", "worker",
 			`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/a"},{"path":"/a"}]}}`)},
 			"MachineConfig 10-twice: file /a is defined twice"},

@@ -149,7 +149,7 @@ func testOpenShiftExample(t *testing.T, c client.Client) {
 	require.NoError(t, err)
 	files, err := filepath.Glob(filepath.Join(filepath.Dir(crds), "examples", "machineconfig", "*.yaml"))
 	require.NoError(t, err)
-	require.Len(t, files, 2)
+	require.Len(t, files, 3)
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		require.NoError(t, err)
@@ -160,7 +160,7 @@ func testOpenShiftExample(t *testing.T, c client.Client) {
 
 	p := target(t, c, "worker", "")
 	assert.Regexp(t, `^rendered-worker-[0-9a-f]{32}$`, p.Spec.Configuration.Name)
-	assert.Equal(t, []string{"99-worker-chrony"}, sourceNames(p))
+	assert.Equal(t, []string{"99-worker-chrony", "99-worker-ssh"}, sourceNames(p))
 	assert.Equal(t, "MachineConfig", p.Spec.Configuration.Source[0].Kind)
 
 	mc, ign := renderedIgnition(t, c, p.Spec.Configuration.Name)
@@ -171,6 +171,9 @@ func testOpenShiftExample(t *testing.T, c client.Client) {
 	assert.Equal(t, "example-hello.service", ign.Systemd.Units[0].Name)
 	assert.True(t, *ign.Systemd.Units[0].Enabled)
 	assert.Equal(t, []string{"nosmt"}, mc.Spec.KernelArguments)
+	require.Len(t, ign.Passwd.Users, 1)
+	assert.Equal(t, "core", ign.Passwd.Users[0].Name)
+	assert.Len(t, ign.Passwd.Users[0].SSHAuthorizedKeys, 1)
 	assert.Equal(t, mcrender.DefaultControllerVersion, mc.Annotations[mcfgv1.GeneratedByControllerVersionAnnotation])
 	assert.Equal(t, "worker", mc.Annotations[mcfgv1.RenderedFromPoolAnnotation])
 	owner := metav1.GetControllerOf(mc)
@@ -231,7 +234,9 @@ func testBadFragment(t *testing.T, c client.Client) {
 		{`{"ignition":{"version":"2.2.0"}}`, `MachineConfig 20-bad-broken: unsupported Ignition version "2.2.0"`},
 		{`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/m","mode":70000}]}}`, "MachineConfig 20-bad-broken: file /etc/m: invalid mode 70000"},
 		{`{"ignition":{"version":"3.2.0"},"storage":{"links":[{"path":"/etc/good","target":"/x"}]}}`,
-			"MachineConfig 20-bad-broken: /etc/good is a link here but a file in MachineConfig 10-bad-good"},
+			"MachineConfig 20-bad-broken: not applicable to a running node: storage.links"},
+		{`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/good","mode":420,"colour":"red"}]}}`,
+			`MachineConfig 20-bad-broken: config is not an Ignition config: json: unknown field "colour"`},
 	} {
 		broken := &mcfgv1.MachineConfig{}
 		err := c.Get(ctx, client.ObjectKey{Name: "20-bad-broken"}, broken)

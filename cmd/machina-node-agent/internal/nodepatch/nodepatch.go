@@ -1,0 +1,35 @@
+// Package nodepatch builds the JSON patches (RFC 6902) the node agent
+// reports with on its own Node: each guarded by a test that the Node still
+// asks for what the agent worked on, so that a report never lands on a Node
+// that was given another target since it was read.
+package nodepatch
+
+import (
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// Op is one operation of a JSON patch.
+type Op struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value,omitempty"`
+}
+
+// escape escapes a map key for a JSON pointer (RFC 6901).
+func escape(key string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
+}
+
+// LabelPath is the JSON pointer of a label.
+func LabelPath(key string) string { return "/metadata/labels/" + escape(key) }
+
+// AnnotationPath is the JSON pointer of an annotation.
+func AnnotationPath(key string) string { return "/metadata/annotations/" + escape(key) }
+
+// IsConflict reports a patch that did not apply because the Node changed
+// under it (its test failed, or its resource version moved).
+func IsConflict(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsConflict(err)
+}
