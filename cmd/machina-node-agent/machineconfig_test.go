@@ -380,3 +380,33 @@ const (
 	mcoStateDegraded       = mcv1.MachineConfigStateDegraded
 	mcoStateUnreconcilable = mcv1.MachineConfigStateUnreconcilable
 )
+
+// TestMachineConfigRevert: a node Done on A that fails on B is given A
+// again (the pool's render moved back after the user reverted B): the
+// agent puts A back and reports Done, with no manual step.
+func TestMachineConfigRevert(t *testing.T) {
+	env := testenv.Start(t)
+	n := newMCNode(t, env, "mc-revert")
+	good := map[string]any{"ignition": map[string]any{"version": "3.5.0"},
+		"passwd": map[string]any{"users": []any{map[string]any{"name": "core", "sshAuthorizedKeys": []any{sshKey}}}}}
+	createRendered(t, env, "rendered-revert-a", mcv1.MachineConfigSpec{}, good)
+	createNode(t, env, n.name, "", nil, map[string]string{mcoDesiredConfig: "rendered-revert-a"})
+	n.start(t, env)
+	node := waitNode(t, env, n.name, "done on A", mcoIs("Done", "rendered-revert-a"))
+	assert.Equal(t, "none", node.Annotations[mcv1.LastActionsAnnotation], "an SSH key needs no drain and no reboot")
+	_, asked := node.Annotations[mcoDesiredDrain]
+	assert.False(t, asked, "no drain for an SSH key")
+
+	createRendered(t, env, "rendered-revert-b", mcv1.MachineConfigSpec{}, map[string]any{"ignition": map[string]any{"version": "3.5.0"},
+		"systemd": map[string]any{"units": []any{map[string]any{"name": "missing.service", "enabled": true}}}})
+	setAnnotation(t, env, n.name, mcoDesiredConfig, "rendered-revert-b")
+	node = waitNode(t, env, n.name, "degraded on B", stateIs(mcoStateDegraded))
+	assert.Contains(t, node.Annotations[mcoReason], "systemd.units (missing.service).enabled")
+
+	setAnnotation(t, env, n.name, mcoDesiredConfig, "rendered-revert-a")
+	node = waitNode(t, env, n.name, "done on A again", mcoIs("Done", "rendered-revert-a"))
+	_, hasReason := node.Annotations[mcoReason]
+	assert.False(t, hasReason)
+	assertOwnedFile(t, n.at("/home/core/.ssh/authorized_keys.d/ignition"), sshKey+"\n", 0o600, nodeimage.CoreUID, nodeimage.CoreUID)
+	assert.Empty(t, n.calls(t), "nothing to activate")
+}

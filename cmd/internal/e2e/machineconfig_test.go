@@ -179,6 +179,45 @@ func TestMachineConfigPoolRollout(t *testing.T) {
 		require.NoError(t, err, "node %s: the unit is enabled", name)
 		assert.Equal(t, "/etc/systemd/system/"+poolUnit, link)
 	}
+
+	// A bad MachineConfig (a unit to enable that no node has) degrades the
+	// first node it reaches; reverting it (deleting it) heals the pool with
+	// no manual step: the node is given the pool's render again and its
+	// agent, which retries, reaches Done. maxUnavailable holds throughout.
+	bad := &mcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "99-e2e-bad", Labels: map[string]string{mcv1.RoleLabel: poolName}}}
+	bad.Spec.Config.Raw = []byte(`{"ignition":{"version":"3.2.0"},"systemd":{"units":[{"name":"missing.service","enabled":true}]}}`)
+	require.NoError(t, s.c.Create(ctx, bad))
+	var degraded string
+	s.eventually(t, "a node Degraded on the bad configuration, naming the unit", func(ctx context.Context) (bool, string, error) {
+		for _, name := range nodes {
+			node := &corev1.Node{}
+			if err := s.c.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+				return false, "", err
+			}
+			if node.Annotations[mcv1.StateAnnotation] == mcv1.MachineConfigStateDegraded &&
+				strings.Contains(node.Annotations[mcv1.ReasonAnnotation], "systemd.units (missing.service).enabled") {
+				degraded = name
+				return true, "", nil
+			}
+		}
+		return false, "no node degraded yet", nil
+	})
+	require.NoError(t, s.c.Delete(ctx, bad))
+	s.eventually(t, "the pool Updated again on its first render", func(ctx context.Context) (bool, string, error) {
+		p := &mcv1.MachineConfigPool{}
+		if err := s.c.Get(ctx, client.ObjectKey{Name: poolName}, p); err != nil {
+			return false, "", err
+		}
+		updated := meta.IsStatusConditionTrue(p.Status.Conditions, mcv1.PoolUpdated)
+		return updated && p.Spec.Configuration.Name == target && p.Status.UpdatedMachineCount == poolReplicas &&
+			p.Status.DegradedMachineCount == 0, fmt.Sprintf("status %+v", p.Status), nil
+	})
+	node := &corev1.Node{}
+	require.NoError(t, s.c.Get(ctx, client.ObjectKey{Name: degraded}, node))
+	assert.Equal(t, target, node.Annotations[mcv1.CurrentConfigAnnotation], "the degraded node is back on the pool's render")
+	assert.Equal(t, mcv1.MachineConfigStateDone, node.Annotations[mcv1.StateAnnotation])
+	assert.False(t, node.Spec.Unschedulable, "node %s is uncordoned", degraded)
+	assert.Equal(t, 1, peak.max(), "one node at a time throughout (maxUnavailable 1)")
 }
 
 // poolAgent is one node's agent: its root (seeded with an image) and its

@@ -103,7 +103,15 @@ func (a *Agent) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 		return ctrl.Result{}, err
 	}
 	if want == node.Annotations[mcv1.CurrentConfigAnnotation] && rec.Pending == nil {
-		return a.watchDrift(ctx, node, rec)
+		if rec.Failed == "" || rec.Failed == want {
+			return a.watchDrift(ctx, node, rec)
+		}
+		// Back on its configuration after failing on another (the pool's
+		// render moved back, a bad MachineConfig was reverted): what the
+		// failed attempt may have written or drained is undone by applying
+		// this configuration again, which ends in Done.
+		log.Info("Back on the current configuration after a failure", "failed", rec.Failed)
+		rec.Applied = ""
 	}
 
 	state := node.Annotations[mcv1.StateAnnotation]
