@@ -191,10 +191,17 @@ func (c *Client) waitConnected(ctx context.Context, log logr.Logger) error {
 		changed := c.conn.WaitForStateChange(waitCtx, state)
 		cancel()
 		if err := ctx.Err(); err != nil {
+			if problem := endpointFileProblem(c.endpoint); problem != nil {
+				return fmt.Errorf("driver at %s: not reachable: %w: %w", c.endpoint, problem, err)
+			}
 			return fmt.Errorf("driver at %s: not reachable (%s): %w", c.endpoint, state, err)
 		}
 		if !changed {
-			log.Info("Still waiting for driver", "state", state.String(), "waited", time.Since(start).Round(time.Second).String())
+			kv := []any{"state", state.String(), "waited", time.Since(start).Round(time.Second).String()}
+			if problem := endpointFileProblem(c.endpoint); problem != nil {
+				kv = append(kv, "problem", problem.Error())
+			}
+			log.Info("Still waiting for driver", kv...)
 		}
 	}
 }

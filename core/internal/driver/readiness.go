@@ -36,6 +36,9 @@ func (c *Client) probe(ctx context.Context) (bool, error) {
 func (c *Client) Ready(ctx context.Context) error {
 	ready, err := c.probe(ctx)
 	if err != nil {
+		if problem := endpointFileProblem(c.endpoint); problem != nil {
+			return fmt.Errorf("driver at %s: %w: Probe: %w", c.endpoint, problem, err)
+		}
 		return fmt.Errorf("driver at %s: Probe: %w", c.endpoint, err)
 	}
 	if !ready {

@@ -34,4 +34,9 @@ func TestReady(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, codes.Unavailable, Code(err))
 	assert.Error(t, check(req))
+
+	// A driver that stopped removed its socket: the check names the file.
+	err = c.Ready(context.Background())
+	assert.ErrorContains(t, err, "socket file "+path+" does not exist")
+	assert.Equal(t, codes.Unavailable, Code(err))
 }
