@@ -410,3 +410,31 @@ func TestMachineConfigRevert(t *testing.T) {
 	assertOwnedFile(t, n.at("/home/core/.ssh/authorized_keys.d/ignition"), sshKey+"\n", 0o600, nodeimage.CoreUID, nodeimage.CoreUID)
 	assert.Empty(t, n.calls(t), "nothing to activate")
 }
+
+// TestMachineConfigPoolPolicy: the pool's nodeDisruptionPolicy comes
+// before the defaults: a chrony.conf change, which would reboot the node,
+// restarts chronyd instead, and a unit's policy adds its own steps.
+func TestMachineConfigPoolPolicy(t *testing.T) {
+	env := testenv.Start(t)
+	pool := &mcv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "policy"}}
+	pool.Spec.NodeDisruptionPolicy = &mcv1.NodeDisruptionPolicy{
+		Files: []mcv1.NodeDisruptionPolicyFile{{Path: nodeimage.ChronyConf, Actions: []mcv1.NodeDisruptionAction{
+			{Type: mcv1.ActionRestart, Restart: &mcv1.NodeDisruptionService{ServiceName: "chronyd.service"}}}}},
+		Units: []mcv1.NodeDisruptionPolicyUnit{{Name: "web.service", Actions: []mcv1.NodeDisruptionAction{
+			{Type: mcv1.ActionReload, Reload: &mcv1.NodeDisruptionService{ServiceName: "web.service"}}}}},
+	}
+	require.NoError(t, env.Client.Create(t.Context(), pool))
+	n := newMCNode(t, env, "mc-policy")
+	mc := &mcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "rendered-policy-1",
+		Annotations: map[string]string{mcv1.RenderedFromPoolAnnotation: "policy"}}}
+	mc.Spec.Config.Raw = []byte(`{"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"` + nodeimage.ChronyConf +
+		`","contents":{"source":"data:,server%20ntp.example.com%0A"}}]},"systemd":{"units":[{"name":"web.service","contents":"[Service]\nExecStart=/bin/web\n"}]}}`)
+	require.NoError(t, env.Client.Create(t.Context(), mc))
+	createNode(t, env, n.name, "", nil, map[string]string{mcoDesiredConfig: "rendered-policy-1"})
+	n.start(t, env)
+	node := waitNode(t, env, n.name, "done", mcoIs("Done", "rendered-policy-1"))
+	assert.Equal(t, "daemon-reload, reload web.service, restart chronyd.service", node.Annotations[mcv1.LastActionsAnnotation])
+	assert.Equal(t, []string{"daemon-reload", "reload web.service", "restart chronyd.service"}, n.calls(t))
+	_, asked := node.Annotations[mcoDesiredDrain]
+	assert.False(t, asked, "no drain: the pool's policy needs none")
+}

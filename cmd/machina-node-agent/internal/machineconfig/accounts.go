@@ -47,7 +47,7 @@ func lookupGroup(root, name string) (int, error) {
 // lookupLine returns the colon-separated fields of the line of file (a
 // node path) whose first field is name, with at least n fields.
 func lookupLine(root, file, name string, n int) ([]string, error) {
-	at, err := under(root, file)
+	at, err := resolve(root, file)
 	if err != nil {
 		return nil, err
 	}

@@ -118,7 +118,7 @@ func unitFile(root string, u mcv1.IgnitionUnit) (string, []byte, error) {
 	for _, name := range names {
 		for _, dir := range append([]string{unitDir}, vendorUnitDirs...) {
 			p := path.Join(dir, name)
-			at, err := under(root, p)
+			at, err := resolve(root, p)
 			if err != nil {
 				return "", nil, err
 			}
@@ -227,7 +227,9 @@ func presetEnabled(root, name string) (bool, error) {
 		}
 		matches, _ := filepath.Glob(filepath.Join(filepath.Dir(at), "*.preset"))
 		for _, m := range matches {
-			files[filepath.Base(m)] = m
+			if files[filepath.Base(m)], err = resolve(root, path.Join(presetDirs[i], filepath.Base(m))); err != nil {
+				return false, err
+			}
 		}
 	}
 	names := make([]string, 0, len(files))

@@ -88,6 +88,17 @@ func under(root, p string) (string, error) {
 	return filepath.Join(dir, path.Base(p)), nil
 }
 
+// resolve is the host path of node path p under root with every symbolic
+// link resolved inside root, the last one too: for reading what the node
+// reads (a unit file that is an alias, a preset linked to /dev/null).
+func resolve(root, p string) (string, error) {
+	at, err := securejoin.SecureJoin(root, p)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", p, err)
+	}
+	return at, nil
+}
+
 // differs tells whether the disk under root differs from w: whether
 // putting w in place changes the node.
 func differs(root string, w write) (bool, error) {

@@ -212,6 +212,38 @@ func testSchemaRejects(t *testing.T, ctx context.Context, c client.Client) {
 	err = c.Create(ctx, badKind)
 	require.True(t, apierrors.IsInvalid(err), "got %v", err)
 
+	// nodeDisruptionPolicy: each action's type says which service field it
+	// needs, and only that one; a restart names a unit.
+	for name, tc := range map[string]struct {
+		action map[string]any
+		want   string
+	}{
+		"reload-without-service": {map[string]any{"type": "Reload"}, "reload is required for type Reload"},
+		"restart-on-none":        {map[string]any{"type": "None", "restart": map[string]any{"serviceName": "a.service"}}, "restart is required for type Restart, and only for it"},
+		"restart-of-a-non-unit":  {map[string]any{"type": "Restart", "restart": map[string]any{"serviceName": "rm -rf /"}}, "serviceName"},
+		"unknown-type":           {map[string]any{"type": "Special"}, "Unsupported value"},
+	} {
+		policy := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
+			"metadata": map[string]any{"name": "policy-" + name},
+			"spec": map[string]any{"nodeDisruptionPolicy": map[string]any{
+				"files": []any{map[string]any{"path": "/etc/x", "actions": []any{tc.action}}}}},
+		}}
+		err := c.Create(ctx, policy)
+		require.True(t, apierrors.IsInvalid(err), "%s: got %v", name, err)
+		assert.Contains(t, err.Error(), tc.want, name)
+	}
+	good := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
+		"metadata": map[string]any{"name": "policy-good"},
+		"spec": map[string]any{"nodeDisruptionPolicy": map[string]any{
+			"files":  []any{map[string]any{"path": "/etc/x", "actions": []any{map[string]any{"type": "Restart", "restart": map[string]any{"serviceName": "chronyd.service"}}}}},
+			"units":  []any{map[string]any{"name": "a.service", "actions": []any{map[string]any{"type": "DaemonReload"}}}},
+			"sshkey": map[string]any{"actions": []any{map[string]any{"type": "None"}}},
+		}},
+	}}
+	require.NoError(t, c.Create(ctx, good))
+
 	badKernel := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
 		"metadata": map[string]any{"name": "bad-kernel"},
