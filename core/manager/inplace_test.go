@@ -92,10 +92,9 @@ type ipWorld struct {
 	paused bool
 	// selectedEver records every node ever seen selected, and the most
 	// nodes seen unavailable at once.
-	selectedEver    map[string]bool
-	maxUnavailable  int
-	applied         map[string]int
-	maxSimultaneous int
+	selectedEver   map[string]bool
+	maxUnavailable int
+	applied        map[string]int
 }
 
 func newIPWorld(t *testing.T, env *testenv.Env, mutate ...func(*Options)) *ipWorld {
@@ -117,7 +116,12 @@ func newIPWorld(t *testing.T, env *testenv.Env, mutate ...func(*Options)) *ipWor
 	srvCtx, srvCancel := context.WithCancel(ctx)
 	srvDone := make(chan error, 1)
 	go func() { srvDone <- srv.Serve(srvCtx, "unix://"+sock) }()
-	t.Cleanup(func() { srvCancel(); <-srvDone })
+	t.Cleanup(func() {
+		srvCancel()
+		if err := <-srvDone; err != nil {
+			t.Errorf("the driver's server: %v", err)
+		}
+	})
 
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "creds"}, StringData: map[string]string{"userData": "#cloud-config\n"}}
 	require.NoError(t, env.Client.Create(ctx, secret))

@@ -120,7 +120,7 @@ func New(opts Options) (*Manager, error) {
 	m := &Manager{opts: opts, log: log.WithName("manager"), base: mgr, probes: configs.probes, gate: &freeze.Gate{},
 		frozen: frozen, caches: caches, indexes: &fieldIndexes{}}
 	if opts.LeaderElect {
-		recorder := mgr.GetEventRecorderFor(LeaderElectionID) //nolint:staticcheck // the Lease's events, core/v1 like the others
+		recorder := mgr.GetEventRecorderFor(LeaderElectionID) //nolint:staticcheck // SA1019: client-go's leader election records the Lease's events through a core/v1 recorder
 		lock, err := newLeaseLock(configs.leaderElection, opts.leaderElectionNamespace(), recorder, opts.LeaderElectRenewDeadline/2)
 		if err != nil {
 			return nil, err

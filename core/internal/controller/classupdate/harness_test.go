@@ -138,7 +138,9 @@ func newWorld(t *testing.T, env *testenv.Env, memOpts inmemory.Options) *world {
 	go func() { served <- srv.Serve(srvCtx, endpoint) }()
 	t.Cleanup(func() {
 		stopSrv()
-		<-served
+		if err := <-served; err != nil {
+			t.Errorf("the driver's server: %v", err)
+		}
 	})
 
 	connectCtx, cancel := context.WithTimeout(ctx, 30*time.Second)

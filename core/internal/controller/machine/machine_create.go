@@ -82,10 +82,7 @@ func (r *Reconciler) reconcileCreate(ctx context.Context, s *scope) (phase.Resul
 
 	case m.Spec.ProviderID == "":
 		// Step 2: no VM; create one.
-		resp, code, msg, err := r.createVM(ctx, s)
-		if err != nil {
-			return phase.Result{}, err
-		}
+		resp, code, msg := r.createVM(ctx, s)
 		if resp == nil {
 			if code == codes.OK {
 				// The bootstrap token could not be prepared; already recorded.
@@ -195,8 +192,8 @@ func recordVM(s *scope, vm vmInfo, withTarget bool) {
 // createVM calls CreateMachine with the user data's placeholders filled.
 // It returns the response, or the code and message of the failure. A nil
 // response with code OK means the bootstrap token could not be prepared
-// (recorded on the machine); an error is a failure to talk to Kubernetes.
-func (r *Reconciler) createVM(ctx context.Context, s *scope) (*driverv1alpha1.CreateMachineResponse, codes.Code, string, error) {
+// (recorded on the machine).
+func (r *Reconciler) createVM(ctx context.Context, s *scope) (*driverv1alpha1.CreateMachineResponse, codes.Code, string) {
 	m := s.machine
 	userData := s.userData
 	if len(userData) > 0 {
@@ -208,7 +205,7 @@ func (r *Reconciler) createVM(ctx context.Context, s *scope) (*driverv1alpha1.Cr
 				desc := fmt.Sprintf("Cannot prepare the bootstrap token: %v", err)
 				r.warning(s, reasonTokenFailed, actionCreate, "%s", desc)
 				setLastOperation(s, v1alpha1.MachineOperationCreate, v1alpha1.MachineStateFailed, "", desc)
-				return nil, codes.OK, "", nil
+				return nil, codes.OK, ""
 			}
 		}
 		userData = bootstrap.Render(userData, m.Name, token)
@@ -221,9 +218,9 @@ func (r *Reconciler) createVM(ctx context.Context, s *scope) (*driverv1alpha1.Cr
 		LastKnownState: m.Status.LastKnownState,
 	})
 	if err != nil {
-		return nil, driver.Code(err), status.Convert(err).Message(), nil
+		return nil, driver.Code(err), status.Convert(err).Message()
 	}
-	return resp, codes.OK, "", nil
+	return resp, codes.OK, ""
 }
 
 // staleNodeGuard (§11.4): providers reuse host names and addresses, so a

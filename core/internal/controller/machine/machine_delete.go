@@ -199,7 +199,7 @@ func (r *Reconciler) stepDrain(ctx context.Context, s *scope) (v1alpha1.Deletion
 		return v1alpha1.DeletionStepDrain, phase.Result{}, err
 	}
 	if node == nil {
-		setMachineCondition(s, v1alpha1.MachineConditionDrained, metav1.ConditionTrue, "NoNode", "The machine has no node to drain")
+		setDrainedCondition(s, metav1.ConditionTrue, "NoNode", "The machine has no node to drain")
 		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "",
 			"No node to drain; deleting the VM")
 		return v1alpha1.DeletionStepDeleteVM, phase.Result{}, nil
@@ -220,11 +220,11 @@ func (r *Reconciler) stepDrain(ctx context.Context, s *scope) (v1alpha1.Deletion
 		if len(res.Failed) > 0 {
 			desc := fmt.Sprintf("Forced drain of node %s (%s): %s", node.Name, forceReason, res.Summary())
 			setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateFailed, "", desc)
-			setMachineCondition(s, v1alpha1.MachineConditionDrained, metav1.ConditionFalse, "ForceDraining", desc)
+			setDrainedCondition(s, metav1.ConditionFalse, "ForceDraining", desc)
 			return v1alpha1.DeletionStepDrain, phase.Result{RequeueAfter: r.Options.ShortRetry}, nil
 		}
 		desc := fmt.Sprintf("Forced drain of node %s (%s): deleted %d pods without eviction; deleting its VolumeAttachments", node.Name, forceReason, res.Evicted)
-		setMachineCondition(s, v1alpha1.MachineConditionDrained, metav1.ConditionTrue, "ForceDrained", desc)
+		setDrainedCondition(s, metav1.ConditionTrue, "ForceDrained", desc)
 		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "", desc)
 		r.warning(s, reasonForceDrain, actionDrain, "%s", desc)
 		observeDrain(s, "forced")
@@ -233,7 +233,7 @@ func (r *Reconciler) stepDrain(ctx context.Context, s *scope) (v1alpha1.Deletion
 
 	if res.Drained() {
 		desc := fmt.Sprintf("Node %s drained; deleting the VM", node.Name)
-		setMachineCondition(s, v1alpha1.MachineConditionDrained, metav1.ConditionTrue, "Drained", fmt.Sprintf("Node %s drained", node.Name))
+		setDrainedCondition(s, metav1.ConditionTrue, "Drained", fmt.Sprintf("Node %s drained", node.Name))
 		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "", desc)
 		observeDrain(s, "drained")
 		return v1alpha1.DeletionStepDeleteVM, phase.Result{}, nil
@@ -244,7 +244,7 @@ func (r *Reconciler) stepDrain(ctx context.Context, s *scope) (v1alpha1.Deletion
 	}
 	msg := fmt.Sprintf("Draining node %s: %s", node.Name, res.Summary())
 	prev := s.machine.Status.LastOperation.Description
-	setMachineCondition(s, v1alpha1.MachineConditionDrained, metav1.ConditionFalse, "Draining", msg)
+	setDrainedCondition(s, metav1.ConditionFalse, "Draining", msg)
 	setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "", msg)
 	if prev != msg {
 		r.normal(s, reasonDraining, actionDrain, "%s", msg)

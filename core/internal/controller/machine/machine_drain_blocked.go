@@ -59,7 +59,7 @@ func (r *Reconciler) drainBlocked(s *scope, nodeName string, res drain.Result) (
 	prev := m.Status.LastOperation
 	if len(res.Misconfigured) > 0 {
 		desc := fmt.Sprintf("Draining node %s failed: %s", nodeName, res.Summary())
-		setMachineCondition(s, v1alpha1.MachineConditionDrained, metav1.ConditionFalse, conditionMisconfigured, desc)
+		setDrainedCondition(s, metav1.ConditionFalse, conditionMisconfigured, desc)
 		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateFailed, "", desc)
 		if prev.Description != desc {
 			s.log.Info(desc)
@@ -79,7 +79,7 @@ func (r *Reconciler) drainBlocked(s *scope, nodeName string, res drain.Result) (
 	}
 	desc := fmt.Sprintf("Draining node %s failed: evictions refused for %d retries of %s (maxEvictRetries): %s",
 		nodeName, retries, r.Options.EvictRetryInterval, res.Summary())
-	setMachineCondition(s, v1alpha1.MachineConditionDrained, metav1.ConditionFalse, conditionRetriesExhaust, desc)
+	setDrainedCondition(s, metav1.ConditionFalse, conditionRetriesExhaust, desc)
 	setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateFailed, "", desc)
 	// Told once: later passes only refresh the counts in the description.
 	if prev.State != v1alpha1.MachineStateFailed || !strings.Contains(prev.Description, "(maxEvictRetries)") {

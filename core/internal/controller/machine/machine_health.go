@@ -49,7 +49,7 @@ func (r *Reconciler) reconcileHealth(ctx context.Context, s *scope) (phase.Resul
 	}
 	healthy, why := r.nodeHealthy(s, node)
 	if current == v1alpha1.MachinePending {
-		res, err := r.reconcileJoin(ctx, s, node, healthy, why)
+		res := r.reconcileJoin(ctx, s, node, healthy, why)
 		// A booting Node changes its conditions a few times before it is
 		// Ready; a Pending machine takes them along with a status write made
 		// for another reason (created, joined, failed) rather than a write
@@ -57,13 +57,14 @@ func (r *Reconciler) reconcileHealth(ctx context.Context, s *scope) (phase.Resul
 		if node != nil && !equality.Semantic.DeepEqual(s.machine.Status, s.original.Status) {
 			copyNodeConditions(s, node)
 		}
-		return res, err
+		return res, nil
 	}
 	if node != nil {
 		copyNodeConditions(s, node)
 	}
 	if current == v1alpha1.MachineFailed {
-		return r.recoverPreserved(s, healthy), nil
+		r.recoverPreserved(s, healthy)
+		return phase.Result{}, nil
 	}
 
 	if healthy {
@@ -125,7 +126,7 @@ func (r *Reconciler) reconcileUnhealthy(ctx context.Context, s *scope, why strin
 // reconcileJoin handles a Pending machine: Running once the Node is
 // healthy and free of the critical-components taint, Failed once the
 // creation timeout (from creationTimestamp) has passed.
-func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, node *corev1.Node, healthy bool, why string) (phase.Result, error) {
+func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, node *corev1.Node, healthy bool, why string) phase.Result {
 	m := s.machine
 	if healthy && hasCriticalComponentsTaint(node) {
 		healthy, why = false, fmt.Sprintf("node %s has the taint %s", node.Name, v1alpha1.CriticalComponentsNotReadyTaintKey)
@@ -145,22 +146,22 @@ func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, node *corev1.N
 				s.log.Error(err, "Deleting the bootstrap token of a joined machine; it expires by itself")
 			}
 		}
-		return phase.Result{}, nil
+		return phase.Result{}
 	}
 
 	deadline := r.creationDeadline(s)
 	if s.now.Before(deadline) {
-		return phase.Result{RequeueAfter: deadline.Sub(s.now)}, nil
+		return phase.Result{RequeueAfter: deadline.Sub(s.now)}
 	}
 	if res, held := r.holdWhileFrozen(s, "failing a machine that did not join by the creation timeout"); held {
-		return res, nil
+		return res
 	}
 	desc := fmt.Sprintf("Machine did not join the cluster within the creation timeout of %s: %s", r.creationTimeout(s), why)
 	setPhase(s, v1alpha1.MachineFailed, false)
 	setLastOperation(s, v1alpha1.MachineOperationCreate, v1alpha1.MachineStateFailed, "", desc)
 	r.warning(s, reasonFailed, actionCreate, "%s", desc)
 	r.countMCMFailedJoin(ctx, s)
-	return phase.Result{}, nil
+	return phase.Result{}
 }
 
 // nodeHealthy tells whether the Node is healthy: it exists, is Ready, and

@@ -317,9 +317,9 @@ func preservedForRecovery(m *v1alpha1.Machine, now time.Time) bool {
 // Node healthy again makes it Running (the preservation phase then stops a
 // "when-failed" or "auto-preserved" preservation and lifts the taint);
 // otherwise it stays Failed.
-func (r *Reconciler) recoverPreserved(s *scope, healthy bool) phase.Result {
+func (r *Reconciler) recoverPreserved(s *scope, healthy bool) {
 	if !healthy {
-		return phase.Result{}
+		return
 	}
 	m := s.machine
 	r.releasePermit(m)
@@ -328,7 +328,6 @@ func (r *Reconciler) recoverPreserved(s *scope, healthy bool) phase.Result {
 	setLastOperation(s, v1alpha1.MachineOperationHealthCheck, v1alpha1.MachineStateSuccessful, "",
 		fmt.Sprintf("Node %s of the preserved Failed machine is healthy again", s.nodeName()))
 	r.normal(s, reasonHealthy, actionHealthCheck, "Node %s of the preserved Failed machine is healthy again", s.nodeName())
-	return phase.Result{}
 }
 
 // patchNode writes the Node's metadata and taints when they changed and

@@ -46,11 +46,11 @@ func setLastOperation(s *scope, typ v1alpha1.MachineOperationType, state v1alpha
 	}
 }
 
-// setMachineCondition sets one of machina's own conditions; its transition
+// setDrainedCondition sets machina's own Drained condition; its transition
 // time moves only when its status does.
-func setMachineCondition(s *scope, typ string, status metav1.ConditionStatus, reason, message string) {
+func setDrainedCondition(s *scope, status metav1.ConditionStatus, reason, message string) {
 	meta.SetStatusCondition(&s.machine.Status.MachineConditions, metav1.Condition{
-		Type:               typ,
+		Type:               v1alpha1.MachineConditionDrained,
 		Status:             status,
 		Reason:             reason,
 		Message:            message,

@@ -70,7 +70,7 @@ func TestReactionTables(t *testing.T) {
 			source := "§" + strings.Fields(tc.heading)[0] + ", column " + tc.column
 			switch {
 			case code == codes.OK:
-				want, ok, source = reaction{proceed: true}, true, "OK is an answer"
+				want, source = reaction{proceed: true}, "OK is an answer"
 			case !ok:
 				want, err = generalReaction(general, code, tc.creation)
 				require.NoError(t, err, name)

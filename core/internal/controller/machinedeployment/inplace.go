@@ -66,7 +66,7 @@ func (inPlaceUpdate) rollout(ctx context.Context, r *Reconciler, s *scope) error
 // afterStatus runs after the rollout's status is computed: it reports a
 // missing target cluster, and the in-place counts and failures in the
 // Progressing message.
-func (inPlaceUpdate) afterStatus(r *Reconciler, s *scope) {
+func (inPlaceUpdate) afterStatus(_ *Reconciler, s *scope) {
 	st := &s.d.Status
 	if s.inPlace != nil && s.inPlace.unsupported {
 		setCondition(st, newCondition(v1alpha1.MachineDeploymentProgressing, v1alpha1.ConditionFalse, ReasonInPlaceUpdateUnsupported,
@@ -557,7 +557,8 @@ func (r *Reconciler) moveMachine(ctx context.Context, om machineNode, newMS *v1a
 			refs = append(refs, ref)
 		}
 	}
-	updated.OwnerReferences = append(refs, *metav1.NewControllerRef(newMS, v1alpha1.GroupVersion.WithKind("MachineSet")))
+	refs = append(refs, *metav1.NewControllerRef(newMS, v1alpha1.GroupVersion.WithKind("MachineSet")))
+	updated.OwnerReferences = refs
 	return r.Client.Patch(ctx, updated, client.MergeFromWithOptions(om.m, client.MergeFromWithOptimisticLock{}))
 }
 

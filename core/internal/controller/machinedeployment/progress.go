@@ -128,7 +128,10 @@ func rolloutStatus(d *v1alpha1.MachineDeployment, sets []*v1alpha1.MachineSet, n
 	} else {
 		removeCondition(&st, v1alpha1.MachineDeploymentReplicaFailure)
 	}
-	return st, recheckAfter(d, &st, now)
+	// Computed first: a return statement reads st and calls a function
+	// taking &st in no specified order.
+	after := recheckAfter(d, &st, now)
+	return st, after
 }
 
 // replicaFailure returns the ReplicaFailure condition of the new machine set,

@@ -233,7 +233,7 @@ func (r *Reconciler) poolFragments(ctx context.Context, pool *mcfgv1.MachineConf
 	}
 	selector, err := metav1.LabelSelectorAsSelector(pool.Spec.MachineConfigSelector)
 	if err != nil {
-		return nil, nil //nolint:nilerr // the render controller reports a bad pool selector
+		return nil, nil // the render controller reports a bad pool selector
 	}
 	list := &mcfgv1.MachineConfigList{}
 	if err := r.Client.List(ctx, list, client.MatchingLabelsSelector{Selector: selector}); err != nil {

@@ -51,7 +51,7 @@ func (c *Clients) Default(mgr ctrl.Manager, name string) {
 		c.APIReader = mgr.GetAPIReader()
 	}
 	if c.Recorder == nil {
-		c.Recorder = mgr.GetEventRecorderFor(name) //nolint:staticcheck // record.EventRecorder is the controllers' API
+		c.Recorder = mgr.GetEventRecorderFor(name) //nolint:staticcheck // SA1019: a core/v1 recorder until every controller moves to events.EventRecorder (issue 28)
 	}
 }
 

@@ -117,7 +117,7 @@ func (c *Checker) SetupWithManager(mgr ctrl.Manager) error {
 		c.Cache = mgr.GetClient()
 	}
 	if c.Recorder == nil {
-		c.Recorder = mgr.GetEventRecorderFor(Name) //nolint:staticcheck // core/v1 events, like the Machine controller's
+		c.Recorder = mgr.GetEventRecorderFor(Name) //nolint:staticcheck // SA1019: a core/v1 recorder until every controller moves to events.EventRecorder (issue 28)
 	}
 	c.mu.Lock()
 	err := c.init()

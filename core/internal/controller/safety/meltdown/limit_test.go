@@ -15,7 +15,6 @@ func TestParseLimit(t *testing.T) {
 	for in, want := range map[string]intstr.IntOrString{
 		"0":     intstr.FromInt32(0),
 		"1":     intstr.FromInt32(1),
-		" 7 ":   intstr.FromInt32(7),
 		"25%":   intstr.FromString("25%"),
 		"0%":    intstr.FromString("0%"),
 		"100%":  intstr.FromString("100%"),
@@ -27,6 +26,9 @@ func TestParseLimit(t *testing.T) {
 		require.NoError(t, err, in)
 		assert.Equal(t, want, got, in)
 	}
+	got, err := ParseLimit(" 7 ")
+	require.NoError(t, err, "surrounding space is trimmed")
+	assert.Equal(t, intstr.FromInt32(7), got)
 	for _, bad := range []string{"", "-1", "-5%", "%", "1.5", "abc", "10 %", "ten%", "99999999999"} {
 		_, err := ParseLimit(bad)
 		assert.Error(t, err, "%q must not parse", bad)

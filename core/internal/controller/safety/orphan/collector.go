@@ -106,7 +106,7 @@ func (c *Collector) SetupWithManager(mgr ctrl.Manager) error {
 		c.Cache = mgr.GetCache()
 	}
 	if c.Recorder == nil {
-		c.Recorder = mgr.GetEventRecorderFor(Name) //nolint:staticcheck // see Recorder
+		c.Recorder = mgr.GetEventRecorderFor(Name) //nolint:staticcheck // SA1019: core/v1 on purpose, see Recorder
 	}
 	c.mu.Lock()
 	err := c.init()

@@ -133,7 +133,7 @@ func (f *fixture) collector(mgr ctrl.Manager, apiReader client.Reader) *orphan.C
 		Client:     mgr.GetClient(),
 		APIReader:  apiReader,
 		Cache:      mgr.GetCache(),
-		Recorder:   mgr.GetEventRecorderFor("orphan-test"), //nolint:staticcheck // the collector's recorder type
+		Recorder:   mgr.GetEventRecorderFor("orphan-test"), //nolint:staticcheck // SA1019: Collector.Recorder is core/v1 on purpose
 		Namespace:  f.ns,
 		Registerer: f.reg,
 	}

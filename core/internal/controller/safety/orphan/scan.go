@@ -147,7 +147,8 @@ func (c *Collector) driverFor(class *v1alpha1.MachineClass) (Driver, string, err
 	if err != nil {
 		return nil, "", err
 	}
-	return d, d.Name(), nil
+	name := d.Name()
+	return d, name, nil
 }
 
 // checkAPIServer lists at most one Machine from the API server.

@@ -79,7 +79,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		r.APIReader = mgr.GetAPIReader()
 	}
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorderFor(ControllerName) //nolint:staticcheck // see Recorder
+		r.Recorder = mgr.GetEventRecorderFor(ControllerName) //nolint:staticcheck // SA1019: core/v1 on purpose, see Recorder
 	}
 	if r.SafetyUp == 0 && r.SafetyDown == 0 {
 		r.SafetyUp, r.SafetyDown = DefaultSafetyUp, DefaultSafetyDown
