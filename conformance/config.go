@@ -195,7 +195,7 @@ func (c Config) Validate() error {
 // c cannot be used.
 func (c Config) withDefaults() (Config, error) {
 	if c.Endpoint == "" {
-		return c, errors.New("Endpoint is required")
+		return c, errors.New("an Endpoint is required")
 	}
 	if _, _, err := parseEndpoint(c.Endpoint); err != nil {
 		return c, err
@@ -248,17 +248,17 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	c.Timeouts = c.Timeouts.withDefaults()
 	if _, ok := c.Secrets[CanarySecretKey]; ok {
-		return c, fmt.Errorf("Secrets must not contain the suite's own key %q", CanarySecretKey)
+		return c, fmt.Errorf("the suite's own key %q must not be in Secrets", CanarySecretKey)
 	}
 	for i, v := range c.Volumes {
 		switch {
 		case v.Name == "":
 			return c, fmt.Errorf("Volumes[%d].Name is required", i)
 		case v.NotMine == (v.VolumeID != ""):
-			return c, fmt.Errorf("Volumes[%d] (%s): set exactly one of VolumeID and NotMine", i, v.Name)
+			return c, fmt.Errorf("volume %q (Volumes[%d]): set exactly one of VolumeID and NotMine", v.Name, i)
 		}
 		if err := checkJSONObject(v.Spec); err != nil {
-			return c, fmt.Errorf("Volumes[%d] (%s).Spec: %w", i, v.Name, err)
+			return c, fmt.Errorf("Volumes[%d].Spec (%s): %w", i, v.Name, err)
 		}
 	}
 	return c, nil

@@ -87,7 +87,6 @@ type rt struct {
 	failures   []string
 	logs       []string
 	cleanups   []func()
-	driver     *DriverInfo
 }
 
 var _ T = (*rt)(nil)

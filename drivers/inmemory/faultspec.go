@@ -45,7 +45,7 @@ func ParseFaults(s string) (map[string]Fault, error) {
 		}
 		method, fields, ok := strings.Cut(entry, ":")
 		if !ok {
-			return nil, fmt.Errorf("fault %q: want METHOD:KEY=VALUE,...", entry)
+			return nil, fmt.Errorf("fault %q: want METHOD:KEY=VALUE, with a colon after the method", entry)
 		}
 		method = strings.TrimSpace(method)
 		f, err := parseFaultFields(fields)

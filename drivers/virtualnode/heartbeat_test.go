@@ -32,7 +32,7 @@ func TestSimulatedFailuresApplyAtOnceWhenWatching(t *testing.T) {
 	eventuallyCondition(t, "sim-1", corev1.NodeReady, corev1.ConditionFalse, reasonSimulated)
 
 	annotate(t, "sim-1", AnnotationSimulate, "ReadyUnknown, DiskPressure,ReadonlyFilesystem")
-	node = eventuallyCondition(t, "sim-1", corev1.NodeReady, corev1.ConditionUnknown, reasonSimulated)
+	eventuallyCondition(t, "sim-1", corev1.NodeReady, corev1.ConditionUnknown, reasonSimulated)
 	node = eventuallyCondition(t, "sim-1", corev1.NodeDiskPressure, corev1.ConditionTrue, reasonSimulated)
 	assert.Equal(t, corev1.ConditionTrue, condition(node, "ReadonlyFilesystem").Status)
 	assert.Equal(t, corev1.ConditionFalse, condition(node, corev1.NodeMemoryPressure).Status)

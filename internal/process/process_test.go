@@ -202,7 +202,8 @@ func TestBufferedKillWithAGrandchildHoldingTheOutput(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	var pid int
-	if _, err := fmt.Sscanf(out.String()[strings.Index(out.String(), "grandchild "):], "grandchild %d", &pid); err != nil {
+	_, line, _ := strings.Cut(out.String(), "grandchild ") // there: the loop above waited for it
+	if _, err := fmt.Sscanf(line, "%d", &pid); err != nil {
 		t.Fatal(err)
 	}
 	// Killed here: nothing gave the grandchild a parent-death signal.

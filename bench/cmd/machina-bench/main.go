@@ -175,13 +175,19 @@ func findRepo() (string, error) {
 }
 
 func main() {
+	os.Exit(benchMain())
+}
+
+// benchMain is main, apart from the process: it returns the exit code, so
+// that its deferred calls run.
+func benchMain() int {
 	cfg, err := parseFlags(os.Args[1:])
 	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
+		return 0
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "machina-bench:", err)
-		os.Exit(2)
+		return 2
 	}
 	// Errors of the tracker's informers, nothing else, reach stderr.
 	ctrllog.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
@@ -205,10 +211,11 @@ func main() {
 	printTable(os.Stdout, res)
 	if err := writeJSON(cfg.out, res); err != nil {
 		fmt.Fprintln(os.Stderr, "machina-bench: writing results:", err)
-		os.Exit(1)
+		return 1
 	}
 	fmt.Printf("\nresults written to %s\n", cfg.out)
 	if runErr != nil {
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }

@@ -62,8 +62,8 @@ func TestResetPeakForgetsAnEarlierPeak(t *testing.T) {
 	_ = block[len(block)-1]
 	peak, err := Read(os.Getpid())
 	require.NoError(t, err)
-	block = nil
-	// Give the memory back to the kernel, then reset the peak.
+	// block is dead from here on (no later use keeps it alive): give its
+	// memory back to the kernel, then reset the peak.
 	for range 3 {
 		debug.FreeOSMemory()
 	}

@@ -215,7 +215,10 @@ func (s *suite) startFleet(ctx context.Context, f *fleet, canary string) (*fleet
 	if err := s.waitReady(ctx, f); err != nil {
 		return nil, err
 	}
-	return f, f.createObjects(ctx, s.c, canary)
+	if err := f.createObjects(ctx, s.c, canary); err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // waitReady waits until the fleet's manager answers /readyz with 200.

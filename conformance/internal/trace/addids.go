@@ -18,8 +18,6 @@ var stopWords = map[string]bool{
 	"one": false, "not": false,
 }
 
-var wordRE = regexp.MustCompile(`[a-z0-9]+`)
-
 // ProposeID proposes an id for an untagged sentence: its section and the
 // first words that say something. taken holds the ids in use.
 func ProposeID(u Untagged, taken map[string]bool) string {

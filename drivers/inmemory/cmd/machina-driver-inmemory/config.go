@@ -25,14 +25,13 @@ var envOverrides = map[string]string{
 
 // config is the command line of the driver.
 type config struct {
-	endpoint     string
-	showVersion  bool
-	logLevel     slog.Level
-	opts         inmemory.Options
-	disabled     []string
-	providers    []string
-	faults       []string
-	faultsParsed map[string]inmemory.Fault
+	endpoint    string
+	showVersion bool
+	logLevel    slog.Level
+	opts        inmemory.Options
+	disabled    []string
+	providers   []string
+	faults      []string
 }
 
 // envName returns the environment variable of a flag, "" for none.
@@ -90,7 +89,10 @@ func parseConfig(fs *flag.FlagSet, args []string, getenv func(string) string) (*
 	if err := applyEnv(fs, getenv); err != nil {
 		return nil, err
 	}
-	return c, c.complete()
+	if err := c.complete(); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // applyEnv sets each flag that is not on the command line from its
