@@ -82,6 +82,9 @@ const (
 	// WorkerRole is the role of the default worker pool. Its MachineConfigs
 	// are merged first, so a custom pool's own ones override them.
 	WorkerRole = "worker"
+	// MasterRole is the role of the control-plane pool. A node the master
+	// pool chooses is driven by it, whatever other pool chooses it too.
+	MasterRole = "master"
 )
 
 // Annotations on the MachineConfigs the controllers generate.

@@ -37,7 +37,9 @@ const (
 	// ReasonSelectingAll: the pool's nodeSelector is empty, which would
 	// select every Node; it selects none instead.
 	ReasonSelectingAll = "SelectingAll"
-	// ReasonNodeInMultiplePools: a Node is chosen by this pool and another.
+	// ReasonNodeInMultiplePools: a Node is chosen by this pool and another
+	// custom pool (MCO's rule allows one custom pool, plus master or
+	// worker, per Node).
 	ReasonNodeInMultiplePools = "NodeInMultiplePools"
 	// ReasonInvalidPool: the pool's spec cannot be used (a bad selector, a
 	// bad maxUnavailable, a reference to a missing MachineSet).
@@ -104,6 +106,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, 
 		Named(ControllerName).
 		WatchesRawSource(source.Kind(target.GetCache(), &mcv1.MachineConfigPool{},
 			&handler.TypedEnqueueRequestForObject[*mcv1.MachineConfigPool]{})).
+		// A pool that comes, goes or changes its spec (its selector) may
+		// take a Node from another pool or give one back: every pool syncs.
+		WatchesRawSource(source.Kind(target.GetCache(), &mcv1.MachineConfigPool{},
+			handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ *mcv1.MachineConfigPool) []reconcile.Request {
+				return r.allPools(ctx)
+			}), predicate.TypedFuncs[*mcv1.MachineConfigPool]{
+				UpdateFunc: func(e event.TypedUpdateEvent[*mcv1.MachineConfigPool]) bool {
+					return e.ObjectOld.Generation != e.ObjectNew.Generation ||
+						e.ObjectOld.DeletionTimestamp.IsZero() != e.ObjectNew.DeletionTimestamp.IsZero()
+				},
+				GenericFunc: func(event.TypedGenericEvent[*mcv1.MachineConfigPool]) bool { return false },
+			})).
 		WatchesRawSource(source.Kind(target.GetCache(), &corev1.Node{},
 			handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ *corev1.Node) []reconcile.Request {
 				return r.allPools(ctx)

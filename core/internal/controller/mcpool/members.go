@@ -18,10 +18,13 @@ import (
 	"github.com/machina-io/machina/core/internal/inplace"
 )
 
-// members finds the pool's Nodes. Every pool's choice is computed, so that
-// a Node two pools choose is known to both: it is driven by neither (no
-// tug of war between two configurations), and both pools' Degraded
-// condition names it.
+// members finds the pool's Nodes. Every pool's choice is computed, so
+// that a Node several pools choose goes to one of them by MCO's rule
+// (PrimaryPool): the master pool over any other, a custom pool over
+// worker. The other pools neither count nor drive it. A Node two custom
+// pools choose is driven by none of them (no tug of war between two
+// configurations), and every pool that chooses it names it in its
+// Degraded condition.
 func (r *Reconciler) members(ctx context.Context, s *scope) (phase.Result, error) {
 	pools := &mcv1.MachineConfigPoolList{}
 	if err := r.Target.List(ctx, pools); err != nil {
@@ -34,24 +37,11 @@ func (r *Reconciler) members(ctx context.Context, s *scope) (phase.Result, error
 	if err := r.Target.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return phase.Result{}, fmt.Errorf("listing nodes: %w", err)
 	}
-	chosenBy := map[string][]string{} // node → pools
-	var own []string
-	for i := range pools.Items {
-		p := &pools.Items[i]
-		if !p.DeletionTimestamp.IsZero() {
-			continue
-		}
-		names, why, err := ChosenNodes(ctx, r.Control, p, nodes.Items)
-		if err != nil {
-			return phase.Result{}, err
-		}
-		if p.Name == s.pool.Name {
-			s.invalid, own = why, names
-		}
-		for _, n := range names {
-			chosenBy[n] = append(chosenBy[n], p.Name)
-		}
+	driven, conflicts, why, err := DrivenNodes(ctx, r.Control, pools.Items, s.pool, nodes.Items)
+	if err != nil {
+		return phase.Result{}, err
 	}
+	s.invalid = why
 	if s.invalid != "" {
 		s.log.Info("Pool selects no nodes", "reason", s.invalid)
 	}
@@ -59,16 +49,84 @@ func (r *Reconciler) members(ctx context.Context, s *scope) (phase.Result, error
 	for i := range nodes.Items {
 		byName[nodes.Items[i].Name] = &nodes.Items[i]
 	}
-	s.shared = map[string][]string{}
-	for _, name := range own {
-		if others := slices.DeleteFunc(slices.Clone(chosenBy[name]), func(p string) bool { return p == s.pool.Name }); len(others) > 0 {
-			sort.Strings(others)
-			s.shared[name] = others
-			continue
-		}
+	s.shared = conflicts
+	for _, name := range driven {
 		s.members = append(s.members, newPoolNode(byName[name]))
 	}
 	return phase.Result{}, nil
+}
+
+// DrivenNodes returns the Nodes among nodes that pool p drives: those it
+// chooses (ChosenNodes) whose primary pool (PrimaryPool, among all of
+// pools that choose them) it is. conflicts are the Nodes p chooses that no
+// pool may drive, with the other pools choosing them; why says why p
+// chooses no nodes at all (an unusable spec). Only an error reading the
+// API is an error.
+func DrivenNodes(ctx context.Context, control client.Client, pools []mcv1.MachineConfigPool, p *mcv1.MachineConfigPool, nodes []corev1.Node) (driven []string, conflicts map[string][]string, why string, err error) {
+	chosenBy := map[string][]string{} // node → pools
+	var own []string
+	for i := range pools {
+		q := &pools[i]
+		if !q.DeletionTimestamp.IsZero() || q.Name == p.Name {
+			continue
+		}
+		names, _, err := ChosenNodes(ctx, control, q, nodes)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		for _, n := range names {
+			chosenBy[n] = append(chosenBy[n], q.Name)
+		}
+	}
+	own, why, err = ChosenNodes(ctx, control, p, nodes)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	conflicts = map[string][]string{}
+	for _, name := range own {
+		others := chosenBy[name]
+		primary, ok := PrimaryPool(append([]string{p.Name}, others...))
+		switch {
+		case !ok:
+			others = slices.Clone(others)
+			sort.Strings(others)
+			conflicts[name] = others
+		case primary == p.Name:
+			driven = append(driven, name)
+		}
+	}
+	return driven, conflicts, why, nil
+}
+
+// PrimaryPool is the pool, among the pools that choose one Node, that
+// drives it, by MCO's rule (pkg/helpers GetPoolsForNode): the master pool
+// beats every other; else a custom pool (any name but master and worker)
+// beats worker; two custom pools are an error (ok false), as MCO refuses
+// them, whatever else chooses the Node.
+func PrimaryPool(pools []string) (primary string, ok bool) {
+	var master, worker bool
+	var custom []string
+	for _, p := range pools {
+		switch p {
+		case mcv1.MasterRole:
+			master = true
+		case mcv1.WorkerRole:
+			worker = true
+		default:
+			custom = append(custom, p)
+		}
+	}
+	switch {
+	case len(custom) > 1:
+		return "", false
+	case master:
+		return mcv1.MasterRole, true
+	case len(custom) == 1:
+		return custom[0], true
+	case worker:
+		return mcv1.WorkerRole, true
+	}
+	return "", false
 }
 
 // ChosenNodes returns the names of the Nodes among nodes that pool p
@@ -76,8 +134,7 @@ func (r *Reconciler) members(ctx context.Context, s *scope) (phase.Result, error
 // spec.machineOwnerRef, read through control, which may be nil without
 // machine objects), or why it chooses none (an unusable spec). Only an
 // error reading the API is an error. A Node another pool chooses too is
-// among them: the update controller leaves such a Node alone; the render
-// controller checks what its configuration would do to it.
+// among them; DrivenNodes says which pool drives it.
 func ChosenNodes(ctx context.Context, control client.Client, p *mcv1.MachineConfigPool, nodes []corev1.Node) ([]string, string, error) {
 	if ref := machineRefOf(p); ref != nil {
 		return chooseByMachines(ctx, control, ref, nodes)
@@ -173,7 +230,7 @@ func machineNode(m *v1alpha1.Machine) string {
 	return m.Labels[v1alpha1.NodeLabelKey]
 }
 
-// sharedMessage names the Nodes that other pools choose too.
+// sharedMessage names the Nodes that two custom pools choose.
 func sharedMessage(shared map[string][]string) string {
 	names := make([]string, 0, len(shared))
 	for n := range shared {
@@ -184,7 +241,7 @@ func sharedMessage(shared map[string][]string) string {
 	for _, n := range names {
 		parts = append(parts, fmt.Sprintf("node %s is also in pool %s", n, strings.Join(shared[n], ", ")))
 	}
-	return strings.Join(parts, "; ") + "; a node in two pools is updated by neither"
+	return strings.Join(parts, "; ") + "; a node in two custom pools (pools other than master and worker) is updated by none of them"
 }
 
 // inInPlaceRollout reports a Node that a MachineDeployment's in-place

@@ -83,7 +83,13 @@ func (r *Reconciler) kernelOffArch(ctx context.Context, s *scope) (string, strin
 	if err := r.Client.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return "", "", fmt.Errorf("listing nodes: %w", err)
 	}
-	chosen, _, err := mcpool.ChosenNodes(ctx, r.Control, s.pool, nodes.Items)
+	pools := &mcfgv1.MachineConfigPoolList{}
+	if err := r.Client.List(ctx, pools); err != nil {
+		return "", "", fmt.Errorf("listing pools: %w", err)
+	}
+	// The nodes the pool drives: a node whose primary pool is another
+	// never runs this rendering.
+	chosen, _, _, err := mcpool.DrivenNodes(ctx, r.Control, pools.Items, s.pool, nodes.Items)
 	if err != nil {
 		return "", "", err
 	}
