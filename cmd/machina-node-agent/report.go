@@ -2,13 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/cmd/machina-node-agent/internal/nodepatch"
 	"github.com/machina-io/machina/core/api/v1alpha1"
@@ -60,20 +56,7 @@ func (a *agent) reportFailure(ctx context.Context, node *corev1.Node, target, re
 // was given another target since it was read. A failed test is an error,
 // and the reconcile that follows reads the Node again.
 func (a *agent) patch(ctx context.Context, node *corev1.Node, target string, ops []nodepatch.Op) error {
-	ops = append([]nodepatch.Op{{Op: "test", Path: nodepatch.AnnotationPath(annotationDesired), Value: target}}, ops...)
-	data, err := json.Marshal(ops)
-	if err != nil {
-		return err
-	}
-	patched := &corev1.Node{}
-	patched.Name = node.Name
-	if err := a.client.Patch(ctx, patched, client.RawPatch(types.JSONPatchType, data)); err != nil {
-		if nodepatch.IsConflict(err) {
-			return fmt.Errorf("node %s changed while the result was reported (target %s); reading it again: %w", node.Name, target, err)
-		}
-		return fmt.Errorf("reporting the result on node %s: %w", node.Name, err)
-	}
-	return nil
+	return nodepatch.Send(ctx, a.client, node.Name, annotationDesired, target, ops)
 }
 
 // setLabel returns the operation that sets a label, creating the labels map

@@ -2,7 +2,6 @@ package machineconfig
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -506,7 +504,7 @@ func (a *Agent) fail(ctx context.Context, node *corev1.Node, rec record, config 
 // guarded by a test that desiredConfig is still config. Annotations that
 // already have the value are left out; nothing to change, nothing sent.
 func (a *Agent) report(ctx context.Context, node *corev1.Node, config string, set map[string]*string) error {
-	ops := []nodepatch.Op{{Op: "test", Path: nodepatch.AnnotationPath(mcv1.DesiredConfigAnnotation), Value: config}}
+	var ops []nodepatch.Op
 	for _, key := range slices.Sorted(maps.Keys(set)) {
 		cur, has := node.Annotations[key]
 		switch v := set[key]; {
@@ -516,20 +514,11 @@ func (a *Agent) report(ctx context.Context, node *corev1.Node, config string, se
 			ops = append(ops, nodepatch.Op{Op: "add", Path: nodepatch.AnnotationPath(key), Value: *v})
 		}
 	}
-	if len(ops) == 1 {
+	if len(ops) == 0 {
 		return nil
 	}
-	data, err := json.Marshal(ops)
-	if err != nil {
+	if err := nodepatch.Send(ctx, a.client, node.Name, mcv1.DesiredConfigAnnotation, config, ops); err != nil {
 		return err
-	}
-	patched := &corev1.Node{}
-	patched.Name = node.Name
-	if err := a.client.Patch(ctx, patched, client.RawPatch(types.JSONPatchType, data)); err != nil {
-		if nodepatch.IsConflict(err) {
-			return fmt.Errorf("node %s changed while reporting on %s; reading it again: %w", node.Name, config, err)
-		}
-		return fmt.Errorf("reporting on node %s: %w", node.Name, err)
 	}
 	// The next step reads what was just written.
 	for key, v := range set {

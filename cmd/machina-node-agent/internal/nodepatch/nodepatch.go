@@ -5,9 +5,15 @@
 package nodepatch
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Op is one operation of a JSON patch.
@@ -32,4 +38,25 @@ func AnnotationPath(key string) string { return "/metadata/annotations/" + escap
 // under it (its test failed, or its resource version moved).
 func IsConflict(err error) bool {
 	return apierrors.IsInvalid(err) || apierrors.IsConflict(err)
+}
+
+// Send patches Node node with ops, guarded by a test that the annotation
+// key still has value want: a report never lands on a Node that was given
+// another target since it was read. A failed guard is an error saying so,
+// and the reconcile that follows reads the Node again.
+func Send(ctx context.Context, c client.Client, node, key, want string, ops []Op) error {
+	ops = append([]Op{{Op: "test", Path: AnnotationPath(key), Value: want}}, ops...)
+	data, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	patched := &corev1.Node{}
+	patched.Name = node
+	if err := c.Patch(ctx, patched, client.RawPatch(types.JSONPatchType, data)); err != nil {
+		if IsConflict(err) {
+			return fmt.Errorf("node %s changed while reporting on %s; reading it again: %w", node, want, err)
+		}
+		return fmt.Errorf("reporting on node %s: %w", node, err)
+	}
+	return nil
 }
