@@ -36,7 +36,7 @@ var Fields = []Field{
 	{"spec.extensions", true, "run through --os-update-command ($MACHINA_EXTENSIONS), then a reboot; without the command the node is Degraded naming the field; unknown extensions are refused at render", testRefusals + ", " + testOS},
 	{"spec.fips", false, "FIPS mode is chosen at installation: a value that differs from the node's (/proc/sys/crypto/fips_enabled) makes the node Unreconcilable; a day-2 change is refused at render", testRefusals},
 	{"spec.kernelType", true, "run through --os-update-command ($MACHINA_KERNEL_TYPE), then a reboot; without the command the node is Degraded naming the field; 64k-pages off arm64 is refused at render", testRefusals + ", " + testOS},
-	{"spec.config.ignition.version", true, "3.0.0 to 3.5.0 accepted; anything else refused", testIgnition},
+	{"spec.config.ignition.version", true, "3.0.0 to 3.5.0 accepted; 2.0.0 to 2.2.0 translated to 3.5.0 as MCO does (the networkd section, other file systems than root, append and users' create refused naming the field); anything else refused", testIgnition},
 	{"spec.config.ignition.config", false, "read by Ignition at first boot only; " + refusedRender, testIgnition},
 	{"spec.config.ignition.timeouts", false, "read by Ignition at first boot only; " + refusedRender, testIgnition},
 	{"spec.config.ignition.security", false, "read by Ignition at first boot only; " + refusedRender, testIgnition},

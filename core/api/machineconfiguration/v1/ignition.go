@@ -183,7 +183,7 @@ const DefaultFileMode = 0o644
 const MaxFileSize = 16 << 20
 
 // ParseIgnition reads raw (a MachineConfig's spec.config) and checks it: a
-// 3.x version, no key the Ignition specification does not have, none of the
+// 3.x version (a spec 2.0 to 2.2 config is translated first, IgnitionV3), no key the Ignition specification does not have, none of the
 // sections machina refuses on a running node (Refusals), absolute file
 // paths, modes within 07777, readable data: URLs whose hash matches, unit
 // names. An empty raw is an empty config.
@@ -191,6 +191,10 @@ func ParseIgnition(raw []byte) (*Ignition, error) {
 	ign := &Ignition{}
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		return ign, nil
+	}
+	raw, err := IgnitionV3(raw)
+	if err != nil {
+		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()

@@ -98,7 +98,7 @@ func TestParseIgnition(t *testing.T) {
 	assert.Empty(t, empty.Storage.Files)
 
 	for config, want := range map[string]string{
-		`{"ignition":{"version":"2.2.0"}}`: `unsupported Ignition version "2.2.0"`,
+		`{"ignition":{"version":"2.4.0"}}`: `unsupported Ignition version "2.4.0"`,
 		`{"storage":{}}`:                   "no ignition.version",
 		`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"etc/x"}]}}`:                               "path is not absolute",
 		`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/x","mode":4096}]}}`:                      "invalid mode 4096",
@@ -143,7 +143,7 @@ func TestParseIgnitionRefusals(t *testing.T) {
 		{`"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/f","contents":{"source":"https://example.com/f"}}]}`, `unsupported URL scheme "https"`},
 		{`"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/f","mode":420,"colour":"red"}]}`, `unknown field "colour"`},
 		{`"ignition":{"version":"3.5.0"},"networkd":{}`, `unknown field "networkd"`},
-		{`"ignition":{"version":"2.2.0"}`, `unsupported Ignition version "2.2.0"`},
+		{`"ignition":{"version":"2.4.0"}`, `unsupported Ignition version "2.4.0"`},
 		// Applied: parses.
 		{`"ignition":{"version":"3.5.0"},"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["ssh-ed25519 AAAA"]}]},` +
 			`"storage":{"files":[{"path":"/f","mode":384,"overwrite":false,"user":{"name":"core"},"group":{"id":10},` +

@@ -38,7 +38,8 @@ type rendered struct {
 // merge merges the fragments, already in merge order (SortFragments), into
 // one MachineConfig spec:
 //
-//   - Ignition: field by field, later fragments winning per file path,
+//   - Ignition: spec 2 fragments translated to spec 3 (IgnitionV3), then
+//     field by field, later fragments winning per file path,
 //     unit and dropin (ignitionMerger); files without overwrite get true;
 //     the version is mcfgv1.IgnitionVersion;
 //   - kernelArguments and extensions: concatenated in order;
@@ -57,10 +58,16 @@ func merge(fragments []mcfgv1.MachineConfig) (*rendered, error) {
 	for i := range fragments {
 		f := &fragments[i]
 		fail := func(err error) (*rendered, error) { return nil, &fragmentError{fragment: f.Name, err: err} }
-		if _, err := mcfgv1.ParseIgnition(f.Spec.Config.Raw); err != nil {
+		// A spec 2 fragment is merged as its spec 3 translation: no spec 2
+		// key (filesystem, networkd) reaches the rendered 3.x config.
+		raw, err := mcfgv1.IgnitionV3(f.Spec.Config.Raw)
+		if err != nil {
 			return fail(err)
 		}
-		config, err := configMap(f.Spec.Config)
+		if _, err := mcfgv1.ParseIgnition(raw); err != nil {
+			return fail(err)
+		}
+		config, err := configMap(runtime.RawExtension{Raw: raw})
 		if err != nil {
 			return fail(err)
 		}

@@ -152,8 +152,8 @@ func TestMergeRefuses(t *testing.T) {
 		fragments []mcfgv1.MachineConfig
 		want      string
 	}{
-		"unsupported version": {[]mcfgv1.MachineConfig{fragment("10-old", "worker", `{"ignition":{"version":"2.2.0"}}`)},
-			`MachineConfig 10-old: unsupported Ignition version "2.2.0"`},
+		"unsupported version": {[]mcfgv1.MachineConfig{fragment("10-old", "worker", `{"ignition":{"version":"2.4.0"}}`)},
+			`MachineConfig 10-old: unsupported Ignition version "2.4.0"`},
 		"invalid mode": {[]mcfgv1.MachineConfig{fragment("10-mode", "worker", `{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/x","mode":99999}]}}`)},
 			"MachineConfig 10-mode: file /x: invalid mode 99999"},
 		"file then directory": {[]mcfgv1.MachineConfig{
@@ -219,4 +219,39 @@ func TestRenderedNameStable(t *testing.T) {
 	c := append([]mcfgv1.MachineConfig{}, a...)
 	c[0] = fragment("10-a", "worker", fileConfig("/etc/a", "changed"))
 	assert.NotEqual(t, first, name(c))
+}
+
+// TestMergeIgnition2: a spec 2.2 fragment (MCO's docs/custom-pools.md
+// example, a file on filesystem root) merges as its spec 3 translation
+// with spec 3 fragments: no spec 2 key reaches the 3.5.0 rendering.
+func TestMergeIgnition2(t *testing.T) {
+	infra := fragment("50-infra", "infra", `{"ignition":{"version":"2.2.0"},"storage":{"files":[`+
+		`{"contents":{"source":"data:,infra"},"filesystem":"root","mode":420,"path":"/etc/infratest"},`+
+		`{"contents":{"source":"data:,two"},"filesystem":"root","path":"/etc/shared","overwrite":false}]},`+
+		`"systemd":{"units":[{"name":"infra.service","enable":true,"contents":"[Unit]\n"}]},"networkd":{}}`)
+	worker := fragment("10-worker", "worker", fileConfig("/etc/shared", "three"))
+	out, ign := renderOf(t, worker, infra)
+	raw := string(out.spec.Config.Raw)
+	assert.NotContains(t, raw, `"filesystem"`)
+	assert.NotContains(t, raw, `"networkd"`)
+	assert.NotContains(t, raw, `"enable"`)
+	assert.Equal(t, mcfgv1.IgnitionVersion, ign.Ignition.Version)
+	files := map[string]mcfgv1.IgnitionFile{}
+	for _, f := range ign.Storage.Files {
+		files[f.Path] = f
+	}
+	data, err := files["/etc/infratest"].Data()
+	require.NoError(t, err)
+	assert.Equal(t, "infra", string(data))
+	assert.True(t, *files["/etc/infratest"].Overwrite)
+	data, err = files["/etc/shared"].Data()
+	require.NoError(t, err)
+	assert.Equal(t, "two", string(data), "the later (infra) fragment wins, translated")
+	assert.False(t, *files["/etc/shared"].Overwrite, "an explicit overwrite: false is kept")
+	require.Len(t, ign.Systemd.Units, 1)
+	assert.True(t, *ign.Systemd.Units[0].Enabled)
+
+	_, err = merge([]mcfgv1.MachineConfig{fragment("60-net", "infra",
+		`{"ignition":{"version":"2.2.0"},"networkd":{"units":[{"name":"10-eth.network","contents":"[Match]\n"}]}}`)})
+	assert.ErrorContains(t, err, "MachineConfig 60-net: Ignition 2.2.0 config cannot be translated to spec 3: networkd")
 }

@@ -51,6 +51,51 @@ func TestRender(t *testing.T) {
 	t.Run("a day-2 FIPS change is refused", func(t *testing.T) { testFIPSChange(t, c) })
 	t.Run("an unsupported extension is refused", func(t *testing.T) { testExtensions(t, c) })
 	t.Run("64k-pages on a node that is not arm64 is refused", func(t *testing.T) { testKernel64k(t, c) })
+	t.Run("an Ignition 2.2 SSH-key MachineConfig renders as 3.x", func(t *testing.T) { testIgnition22(t, c) })
+}
+
+// testIgnition22 applies MCO's docs/Update-SSHKeys.md example as its
+// earlier revisions wrote it (Ignition 2.2.0), with a 2.2 file on
+// filesystem root: the rendering is Ignition 3.5.0 with the keys and the
+// file, and no spec 2 key.
+func testIgnition22(t *testing.T, c client.Client) {
+	var ssh mcfgv1.MachineConfig
+	require.NoError(t, yaml.Unmarshal([]byte(`
+apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  labels:
+    machineconfiguration.openshift.io/role: ign22
+  name: ssh-workers-01
+spec:
+  config:
+    ignition:
+      version: 2.2.0
+    passwd:
+      users:
+      - name: core
+        sshAuthorizedKeys:
+        - ssh-rsa ABC123....
+        - ssh-rsa XYZ7890....
+`), &ssh))
+	require.NoError(t, c.Create(t.Context(), &ssh))
+	require.NoError(t, c.Create(t.Context(), fragment("50-ign22-file", "ign22",
+		`{"ignition":{"version":"2.2.0"},"storage":{"files":[{"filesystem":"root","path":"/etc/ign22","mode":420,"contents":{"source":"data:,spec2"}}]}}`)))
+	require.NoError(t, c.Create(t.Context(), pool("ign22", "ign22")))
+
+	p := target(t, c, "ign22", "")
+	assert.Equal(t, []string{"50-ign22-file", "ssh-workers-01"}, sourceNames(p))
+	mc, ign := renderedIgnition(t, c, p.Spec.Configuration.Name)
+	assert.NotContains(t, string(mc.Spec.Config.Raw), `"filesystem"`)
+	assert.Contains(t, string(mc.Spec.Config.Raw), `"version":"3.5.0"`)
+	assert.Equal(t, mcfgv1.IgnitionVersion, ign.Ignition.Version)
+	require.Len(t, ign.Passwd.Users, 1)
+	assert.Equal(t, []string{"ssh-rsa ABC123....", "ssh-rsa XYZ7890...."}, ign.Passwd.Users[0].SSHAuthorizedKeys)
+	assert.Equal(t, "spec2", fileData(t, ign, "/etc/ign22"))
+	eventually(t, func() bool {
+		cond := renderDegraded(t, c, "ign22")
+		return cond != nil && cond.Status == metav1.ConditionFalse
+	}, "RenderDegraded never became False")
 }
 
 // eventually polls cond until it holds, or fails the test after
@@ -231,7 +276,7 @@ func testBadFragment(t *testing.T, c client.Client) {
 	good := target(t, c, "bad", "").Spec.Configuration.Name
 
 	for _, tc := range []struct{ config, want string }{
-		{`{"ignition":{"version":"2.2.0"}}`, `MachineConfig 20-bad-broken: unsupported Ignition version "2.2.0"`},
+		{`{"ignition":{"version":"2.4.0"}}`, `MachineConfig 20-bad-broken: unsupported Ignition version "2.4.0"`},
 		{`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/m","mode":70000}]}}`, "MachineConfig 20-bad-broken: file /etc/m: invalid mode 70000"},
 		{`{"ignition":{"version":"3.2.0"},"storage":{"links":[{"path":"/etc/good","target":"/x"}]}}`,
 			"MachineConfig 20-bad-broken: not applicable to a running node: storage.links"},
