@@ -62,6 +62,11 @@ func (d *demo) run(ctx context.Context) error {
 			return fmt.Errorf("%w (build it with `make build` or run `make demo`)", err)
 		}
 	}
+	// A socket that is not there is the commonest first mistake of a
+	// driver author: say so before starting anything.
+	if err := d.waitDriverEndpoint(ctx); err != nil {
+		return err
+	}
 	var err error
 	if d.workDir, err = newWorkDir(); err != nil {
 		return fmt.Errorf("creating the work directory: %w", err)
@@ -104,7 +109,9 @@ func (d *demo) startCluster(ctx context.Context) error {
 	if d.kubeconfig, err = userKubeconfig(cp, d.workDir); err != nil {
 		return err
 	}
-	d.screen.Message("API server at %s", cp.cfg.Host)
+	// The kubeconfig comes first, so that a run that fails later can still
+	// be looked at while it runs.
+	d.screen.Message("API server at %s; export KUBECONFIG=%s", cp.cfg.Host, d.kubeconfig)
 	return nil
 }
 

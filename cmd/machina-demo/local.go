@@ -82,8 +82,10 @@ func (d *demo) runLocal(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Ready includes the driver's Probe: this waits for the user's driver.
-	if err := process.WaitHTTP(ctx, "http://"+d.managerHealth+"/readyz", d.cfg.timeout, pollInterval, d.manager, d.children()[1:]...); err != nil {
+	// Ready includes the driver's Probe: this waits for the user's driver,
+	// and stops at the first error of its connection that waiting will
+	// not fix (localwatch.go).
+	if err := d.waitLocalReady(ctx, endpoint); err != nil {
 		return err
 	}
 	d.screen.Message("Manager ready: health http://%s/readyz, metrics http://%s/metrics", d.managerHealth, d.managerMetrics)
@@ -94,12 +96,21 @@ func (d *demo) runLocal(ctx context.Context) error {
 		}
 		start := time.Now()
 		what := fmt.Sprintf("MachineDeployment %s: %d machines available", localName, d.cfg.replicas)
+		// A machine the driver refused (its provider spec, above all)
+		// ends the wait at once, with the machine's own error.
+		var refused error
 		if err := d.waitFor(ctx, what, d.cfg.timeout, func(s *snapshot) bool {
+			if refused = refusedMachine(s); refused != nil {
+				return true
+			}
 			md := s.deployment(localName)
 			return md != nil && md.Status.ObservedGeneration == md.Generation &&
 				md.Status.AvailableReplicas == d.cfg.replicas && md.Status.UpdatedReplicas == d.cfg.replicas
 		}); err != nil {
 			return err
+		}
+		if refused != nil {
+			return refused
 		}
 		d.screen.Message("Done in %s: %s", time.Since(start).Round(100*time.Millisecond), what)
 	}

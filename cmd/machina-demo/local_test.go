@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,30 +26,7 @@ import (
 // real process serving a socket of its own) and one command that brings a
 // MachineDeployment of three machines up on it.
 func TestLocalClusterForADriver(t *testing.T) {
-	root, err := manifests.RepoRoot(".")
-	require.NoError(t, err)
-	bin, err := binaries()
-	require.NoError(t, err)
-	build := exec.Command("go", "build", "-o", bin+"/", "./cmd/machina-driver-inmemory")
-	build.Dir = filepath.Join(root, "drivers", "inmemory")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-
-	sockDir, err := os.MkdirTemp("", "drv")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(sockDir) })
-	socket := filepath.Join(sockDir, "driver.sock")
-	driver := exec.Command(filepath.Join(bin, "machina-driver-inmemory"), "--endpoint=unix://"+socket)
-	driverLog := &syncBuffer{}
-	driver.Stdout, driver.Stderr = driverLog, driverLog
-	require.NoError(t, driver.Start())
-	t.Cleanup(func() {
-		_ = driver.Process.Kill()
-		_ = driver.Wait()
-		if t.Failed() {
-			t.Logf("driver output:\n%s", driverLog.String())
-		}
-	})
+	socket, driver := startInmemoryDriver(t)
 
 	p := startDemo(t, "--driver-endpoint=unix://"+socket, "--no-nodes",
 		`--provider-spec={"capacity":{"cpu":"2","memory":"4Gi"}}`)
@@ -85,6 +63,66 @@ func TestLocalClusterForADriver(t *testing.T) {
 	assert.NoDirExists(t, dir[1])
 	assert.Empty(t, processesUsing(t, dir[1]))
 	require.NoError(t, driver.Process.Signal(os.Interrupt), "the user's driver is theirs: it still runs")
+}
+
+// startInmemoryDriver builds machina-driver-inmemory and runs it, as a
+// driver author runs theirs, on a socket it returns.
+func startInmemoryDriver(t *testing.T) (string, *exec.Cmd) {
+	t.Helper()
+	root, err := manifests.RepoRoot(".")
+	require.NoError(t, err)
+	bin, err := binaries()
+	require.NoError(t, err)
+	build := exec.Command("go", "build", "-o", bin+"/", "./cmd/machina-driver-inmemory")
+	build.Dir = filepath.Join(root, "drivers", "inmemory")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	sockDir, err := os.MkdirTemp("", "drv")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(sockDir) })
+	socket := filepath.Join(sockDir, "driver.sock")
+	driver := exec.Command(filepath.Join(bin, "machina-driver-inmemory"), "--endpoint=unix://"+socket)
+	driverLog := &syncBuffer{}
+	driver.Stdout, driver.Stderr = driverLog, driverLog
+	require.NoError(t, driver.Start())
+	t.Cleanup(func() {
+		_ = driver.Process.Kill()
+		_ = driver.Wait()
+		if t.Failed() {
+			t.Logf("driver output:\n%s", driverLog.String())
+		}
+	})
+	return socket, driver
+}
+
+// A wrong socket path ends the local cluster within seconds, naming the
+// path, instead of after --timeout (issue 32).
+func TestLocalClusterFailsFastOnAMissingSocket(t *testing.T) {
+	_, err := binaries()
+	require.NoError(t, err)
+	socket := filepath.Join(t.TempDir(), "nothing-here.sock")
+	start := time.Now()
+	p := startDemo(t, "--driver-endpoint=unix://"+socket)
+	assert.Equal(t, exitFailed, p.wait(t, 30*time.Second))
+	assert.Less(t, time.Since(start), 30*time.Second)
+	assert.Contains(t, p.out.String(), "driver socket "+socket+" does not exist")
+}
+
+// A provider spec the driver refuses ends the local cluster at the first
+// refused create with the machine's own error, instead of after --timeout;
+// the kubeconfig was printed at the start, before anything could fail.
+func TestLocalClusterStopsWhenTheDriverRefusesTheSpec(t *testing.T) {
+	socket, driver := startInmemoryDriver(t)
+	p := startDemo(t, "--driver-endpoint=unix://"+socket, "--no-nodes", `--provider-spec={"bootDelay":"soon"}`)
+	assert.Equal(t, exitFailed, p.wait(t, 2*time.Minute))
+	out := p.out.String()
+	assert.Regexp(t, `the driver refused machine local-\S+: CreateMachine failed \(InvalidArgument\): .*bootDelay`, out)
+	kubeconfig := strings.Index(out, "export KUBECONFIG=")
+	refused := strings.Index(out, "the driver refused machine")
+	assert.True(t, kubeconfig >= 0 && kubeconfig < refused, "the kubeconfig comes first")
+	assert.NotContains(t, out, "not reached within", "no wait for --timeout")
+	require.NoError(t, driver.Process.Signal(os.Interrupt))
 }
 
 func TestLocalFlags(t *testing.T) {
