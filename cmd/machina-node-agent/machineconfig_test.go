@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,6 +20,7 @@ import (
 	"github.com/machina-io/machina/cmd/internal/nodeimage"
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/core/testenv"
+	"github.com/machina-io/machina/internal/process"
 )
 
 // mcNode is one node of these tests: its directories (the root seeded with
@@ -437,4 +440,91 @@ func TestMachineConfigPoolPolicy(t *testing.T) {
 	assert.Equal(t, []string{"daemon-reload", "reload web.service", "restart chronyd.service"}, n.calls(t))
 	_, asked := node.Annotations[mcoDesiredDrain]
 	assert.False(t, asked, "no drain: the pool's policy needs none")
+}
+
+// TestMachineConfigRebootAcrossRestarts: on a real node the agent dies
+// with the reboot it asked for. Stopped while it waits for the reboot,
+// a new agent on the rebooted node (a new boot ID) goes on from its
+// record: it does not ask for the reboot again and reports Done.
+func TestMachineConfigRebootAcrossRestarts(t *testing.T) {
+	env := testenv.Start(t)
+	n := newMCNode(t, env, "mc-reboot")
+	require.NoError(t, n.systemctl.HoldReboot())
+	createRendered(t, env, "rendered-reboot", mcv1.MachineConfigSpec{KernelArguments: []string{"mitigations=off"}},
+		map[string]any{"ignition": map[string]any{"version": "3.5.0"}})
+	createNode(t, env, n.name, "", nil, map[string]string{mcoDesiredConfig: "rendered-reboot"})
+
+	ctx, stop := context.WithCancel(t.Context())
+	args := n.args(env.Kubeconfig, n.name, "--systemctl="+n.systemctl.Path,
+		"--boot-id-file="+n.at(nodeimage.BootIDFile), "--fips-file="+n.at(nodeimage.FIPSFile))
+	done := make(chan int, 1)
+	logs := &process.Buffer{}
+	go func() { done <- run(ctx, args, logs, logs) }()
+	// The drain, then the reboot request; the agent is stopped as the
+	// reboot would stop it.
+	waitNode(t, env, n.name, "asks for the drain", func(node *corev1.Node) string {
+		if node.Annotations[mcoDesiredDrain] != mcv1.DrainRequestPrefix+"rendered-reboot" {
+			return "desiredDrain " + node.Annotations[mcoDesiredDrain]
+		}
+		return ""
+	})
+	setAnnotation(t, env, n.name, mcoLastAppliedDrain, mcv1.DrainRequestPrefix+"rendered-reboot")
+	waitNode(t, env, n.name, "rebooting", func(node *corev1.Node) string {
+		if node.Annotations[mcv1.PostConfigActionAnnotation] != mcv1.PostConfigActionRebooting {
+			return "post-config-action " + node.Annotations[mcv1.PostConfigActionAnnotation]
+		}
+		return ""
+	})
+	stop()
+	select {
+	case code := <-done:
+		require.Equal(t, 0, code, "agent log:\n%s", logs)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the agent did not stop")
+	}
+	assert.Equal(t, []string{"reboot"}, n.calls(t))
+
+	require.NoError(t, nodeimage.Reboot(n.root))
+	n.start(t, env)
+	waitNode(t, env, n.name, "asks for the uncordon", func(node *corev1.Node) string {
+		if node.Annotations[mcoDesiredDrain] != mcv1.UncordonRequestPrefix+"rendered-reboot" {
+			return "desiredDrain " + node.Annotations[mcoDesiredDrain]
+		}
+		return ""
+	})
+	setAnnotation(t, env, n.name, mcoLastAppliedDrain, mcv1.UncordonRequestPrefix+"rendered-reboot")
+	node := waitNode(t, env, n.name, "done after the reboot", mcoIs("Done", "rendered-reboot"))
+	assert.Equal(t, "drain, reboot", node.Annotations[mcv1.LastActionsAnnotation])
+	_, rebooting := node.Annotations[mcv1.PostConfigActionAnnotation]
+	assert.False(t, rebooting, "post-config-action is removed with Done")
+	assert.Equal(t, []string{"reboot"}, n.calls(t), "the reboot is not asked again")
+}
+
+// TestMachineConfigRebootTimeout: a reboot that does not happen within
+// --reboot-timeout makes the node Degraded saying so, and the retry asks
+// for it again.
+func TestMachineConfigRebootTimeout(t *testing.T) {
+	env := testenv.Start(t)
+	n := newMCNode(t, env, "mc-no-reboot")
+	require.NoError(t, n.systemctl.HoldReboot())
+	createRendered(t, env, "rendered-no-reboot", mcv1.MachineConfigSpec{KernelArguments: []string{"nosmt"}},
+		map[string]any{"ignition": map[string]any{"version": "3.5.0"}})
+	createNode(t, env, n.name, "", nil, map[string]string{mcoDesiredConfig: "rendered-no-reboot"})
+	n.start(t, env, "--reboot-timeout=1s")
+	waitNode(t, env, n.name, "asks for the drain", func(node *corev1.Node) string {
+		if node.Annotations[mcoDesiredDrain] != mcv1.DrainRequestPrefix+"rendered-no-reboot" {
+			return "desiredDrain " + node.Annotations[mcoDesiredDrain]
+		}
+		return ""
+	})
+	setAnnotation(t, env, n.name, mcoLastAppliedDrain, mcv1.DrainRequestPrefix+"rendered-no-reboot")
+	node := waitNode(t, env, n.name, "degraded", stateIs(mcoStateDegraded))
+	assert.Contains(t, node.Annotations[mcoReason], "did not happen within 1s")
+	waitNode(t, env, n.name, "asked again", func(*corev1.Node) string {
+		if calls := n.calls(t); len(calls) < 2 {
+			return fmt.Sprintf("calls %q", calls)
+		}
+		return ""
+	})
+	assert.Equal(t, []string{"reboot", "reboot"}, n.calls(t)[:2])
 }

@@ -100,7 +100,7 @@ func WriteSystemctl(dir, root string) (Systemctl, error) {
 # A recording systemctl (cmd/internal/nodeimage).
 echo "$*" >> %[1]q
 if [ -f %[2]q/fail-"$1" ]; then cat %[2]q/fail-"$1" >&2; exit 1; fi
-if [ "$1" = reboot ]; then cat /proc/sys/kernel/random/uuid > %[3]q; fi
+if [ "$1" = reboot ] && [ ! -f %[2]q/hold-reboot ]; then cat /proc/sys/kernel/random/uuid > %[3]q; fi
 exit 0
 `, s.Log, dir, filepath.Join(root, filepath.FromSlash(BootIDFile)))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -131,6 +131,17 @@ func (s Systemctl) Calls() ([]string, error) {
 // Fail makes the next calls of verb fail with message, until Heal.
 func (s Systemctl) Fail(verb, message string) error {
 	return os.WriteFile(filepath.Join(filepath.Dir(s.Path), "fail-"+verb), []byte(message+"\n"), 0o644)
+}
+
+// HoldReboot makes the next reboots leave the boot ID as it is, as a
+// reboot that has not happened yet: Reboot then does it.
+func (s Systemctl) HoldReboot() error {
+	return os.WriteFile(filepath.Join(filepath.Dir(s.Path), "hold-reboot"), nil, 0o644)
+}
+
+// Reboot gives the node of root a new boot ID, as a reboot does.
+func Reboot(root string) error {
+	return os.WriteFile(filepath.Join(root, filepath.FromSlash(BootIDFile)), []byte(newBootID()+"\n"), 0o444)
 }
 
 // Heal undoes Fail.
