@@ -53,7 +53,8 @@ type MachineClass struct {
 
 // MachineClassStatus is what the manager observed about a MachineClass.
 type MachineClassStatus struct {
-	// Conditions of the class; see MachineClassDriverFound.
+	// Conditions of the class; see MachineClassDriverFound and
+	// MachineClassScaleFromZero.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -72,6 +73,25 @@ const (
 	MachineClassDriverServes = "DriverServesProvider"
 	// MachineClassNoDriver: no driver, or more than one, serves it.
 	MachineClassNoDriver = "NoDriverForProvider"
+)
+
+// MachineClassScaleFromZero is the MachineClass condition that says
+// whether the cluster-autoscaler can scale a deployment of this class up
+// from zero nodes: its mcm provider builds the first node from
+// nodeTemplate, and refuses one without capacity cpu, memory and gpu, or
+// without instanceType, region and zone (MCM validates the same). False
+// names what is missing; machines of the class are created either way.
+const MachineClassScaleFromZero = "ScaleFromZero"
+
+// Reasons of MachineClassScaleFromZero.
+const (
+	// MachineClassNodeTemplateComplete: nodeTemplate has every field.
+	MachineClassNodeTemplateComplete = "NodeTemplateComplete"
+	// MachineClassNodeTemplateIncomplete: nodeTemplate lacks a field, or
+	// has a negative capacity; the message names them.
+	MachineClassNodeTemplateIncomplete = "NodeTemplateIncomplete"
+	// MachineClassNoNodeTemplate: the class has no nodeTemplate.
+	MachineClassNoNodeTemplate = "NoNodeTemplate"
 )
 
 // NodeTemplate describes the nodes a MachineClass creates.

@@ -101,8 +101,10 @@ func classOfReferrer(_ context.Context, obj client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
 }
 
-// Reconcile adds the finalizer to a live class, and removes it from a class
-// being deleted once nothing refers to it.
+// Reconcile adds the finalizer to a live class and reports whether its node
+// template lets the cluster-autoscaler scale up from zero and which driver
+// serves it; it removes the finalizer from a class being deleted once
+// nothing refers to it.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	class := &v1alpha1.MachineClass{}
 	if err := r.Client.Get(ctx, req.NamespacedName, class); err != nil {
@@ -110,8 +112,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if class.DeletionTimestamp.IsZero() {
 		res, err := r.ensureFinalizer(ctx, class)
-		if err != nil || !res.IsZero() || r.Drivers == nil {
+		if err != nil || !res.IsZero() {
 			return res, err
+		}
+		if err := r.reportNodeTemplate(ctx, class); err != nil {
+			return writeResult(client.IgnoreNotFound(err), "writing machine class status")
+		}
+		if r.Drivers == nil {
+			return res, nil
 		}
 		return r.reportDriver(ctx, class)
 	}

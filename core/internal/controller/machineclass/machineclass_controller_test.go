@@ -7,6 +7,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,6 +34,34 @@ func TestMachineClassController(t *testing.T) {
 		class := newClass(ns, "lonely")
 		require.NoError(t, c.Create(t.Context(), class))
 		controllertest.RequireFinalizer(t, c, class, v1alpha1.MachineFinalizer, true)
+	})
+
+	t.Run("a node template the autoscaler cannot scale from zero is named", func(t *testing.T) {
+		ctx := t.Context()
+		ns := controllertest.Namespace(t, c, "mcc")
+		class := newClass(ns, "partial")
+		class.NodeTemplate = &v1alpha1.NodeTemplate{
+			Capacity:     corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi")},
+			InstanceType: "small", Region: "local",
+		}
+		require.NoError(t, c.Create(ctx, class))
+		cond := requireCondition(t, c, class, v1alpha1.MachineClassNodeTemplateIncomplete)
+		assert.Equal(t, metav1.ConditionFalse, cond.Status)
+		assert.Contains(t, cond.Message, "nodeTemplate lacks capacity.gpu, zone: the cluster-autoscaler cannot scale")
+		controllertest.RequireEvent(t, c, class, v1alpha1.MachineClassNodeTemplateIncomplete, "lacks capacity.gpu, zone")
+
+		patch := client.MergeFrom(class.DeepCopy())
+		class.NodeTemplate.Capacity["gpu"] = resource.MustParse("0")
+		class.NodeTemplate.Zone = "local-a"
+		require.NoError(t, c.Patch(ctx, class, patch))
+		cond = requireCondition(t, c, class, v1alpha1.MachineClassNodeTemplateComplete)
+		assert.Equal(t, metav1.ConditionTrue, cond.Status)
+		controllertest.RequireEvent(t, c, class, v1alpha1.MachineClassNodeTemplateComplete, "can scale up from zero")
+
+		bare := newClass(ns, "bare")
+		require.NoError(t, c.Create(ctx, bare))
+		cond = requireCondition(t, c, bare, v1alpha1.MachineClassNoNodeTemplate)
+		assert.Equal(t, metav1.ConditionFalse, cond.Status)
 	})
 
 	t.Run("deletion waits for machines, sets and deployments", func(t *testing.T) {
@@ -130,6 +161,26 @@ func TestMachineClassController(t *testing.T) {
 		}
 		assert.ElementsMatch(t, []string{"a", "b"}, names)
 	})
+}
+
+// requireCondition waits until the class's ScaleFromZero condition has
+// that reason and returns it.
+func requireCondition(t *testing.T, c client.Client, class *v1alpha1.MachineClass, reason string) metav1.Condition {
+	t.Helper()
+	var cond metav1.Condition
+	require.Eventually(t, func() bool {
+		got := &v1alpha1.MachineClass{}
+		if c.Get(t.Context(), client.ObjectKeyFromObject(class), got) != nil || got.Status == nil {
+			return false
+		}
+		found := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.MachineClassScaleFromZero)
+		if found == nil || found.Reason != reason {
+			return false
+		}
+		cond = *found
+		return true
+	}, 20*time.Second, 50*time.Millisecond, "class %s: no ScaleFromZero condition with reason %s", class.Name, reason)
+	return cond
 }
 
 func newClass(ns, name string) *v1alpha1.MachineClass {
