@@ -16,7 +16,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -38,6 +42,65 @@ func TestAPIOnKubeAPIServer(t *testing.T) {
 	t.Run("pool status subresource", func(t *testing.T) { testPoolStatus(t, ctx, c) })
 	t.Run("pool printer columns", func(t *testing.T) { testPoolPrinterColumns(t, ctx, c, env.Config) })
 	t.Run("schema rejects invalid objects", func(t *testing.T) { testSchemaRejects(t, ctx, c) })
+	t.Run("short names", func(t *testing.T) { testShortNames(t, env.Config) })
+	t.Run("MCO's pool fields are kept", func(t *testing.T) { testPoolFieldsKept(t, ctx, c) })
+}
+
+// testShortNames resolves short names as kubectl does (discovery and its
+// shortcut expander), with machina's CRDs and MCM's installed together:
+// mc is MCM's Machine, unambiguously (machina is MCM-first; MachineConfig
+// does not claim it); mcp is MachineConfigPool; machineconfig reaches
+// MachineConfig.
+func testShortNames(t *testing.T, cfg *rest.Config) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	require.NoError(t, err)
+	var warnings []string
+	expander := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)), dc,
+		func(w string) { warnings = append(warnings, w) })
+	for in, want := range map[string]schema.GroupResource{
+		"mc":             {Group: "machine.sapcloud.io", Resource: "machines"},
+		"mcp":            {Group: mcfgv1.GroupVersion.Group, Resource: "machineconfigpools"},
+		"machineconfig":  {Group: mcfgv1.GroupVersion.Group, Resource: "machineconfigs"},
+		"machineconfigs": {Group: mcfgv1.GroupVersion.Group, Resource: "machineconfigs"},
+	} {
+		gvr, err := expander.ResourceFor(schema.GroupVersionResource{Resource: in})
+		require.NoError(t, err, in)
+		assert.Equal(t, want, gvr.GroupResource(), in)
+	}
+	assert.Empty(t, warnings, "no short name is ambiguous")
+}
+
+// testPoolFieldsKept: MCO's pool fields (pinnedImageSets, osImageStream,
+// certExpirys, poolSynchronizersStatus) are stored and read back, not
+// pruned with a warning.
+func testPoolFieldsKept(t *testing.T, ctx context.Context, c client.Client) {
+	u := &unstructured.Unstructured{}
+	require.NoError(t, yaml.Unmarshal([]byte(`
+apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfigPool
+metadata:
+  name: mco-fields
+spec:
+  pinnedImageSets:
+  - name: release-images
+  osImageStream:
+    name: rhel-10
+`), &u.Object))
+	require.NoError(t, c.Create(ctx, u))
+	var pool mcfgv1.MachineConfigPool
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "mco-fields"}, &pool))
+	assert.Equal(t, []mcfgv1.PinnedImageSetRef{{Name: "release-images"}}, pool.Spec.PinnedImageSets)
+	require.NotNil(t, pool.Spec.OSImageStream)
+	assert.Equal(t, "rhel-10", pool.Spec.OSImageStream.Name)
+
+	expiry := metav1.Now().Rfc3339Copy()
+	pool.Status.CertExpirys = []mcfgv1.CertExpiry{{Bundle: "kubelet-ca", Subject: "CN=kube-apiserver", Expiry: &expiry}}
+	pool.Status.PoolSynchronizersStatus = []mcfgv1.PoolSynchronizerStatus{{PoolSynchronizerType: "PinnedImageSets", MachineCount: 2, UpdatedMachineCount: 1}}
+	require.NoError(t, c.Status().Update(ctx, &pool))
+	var back mcfgv1.MachineConfigPool
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "mco-fields"}, &back))
+	assert.Equal(t, pool.Status.CertExpirys, back.Status.CertExpirys)
+	assert.Equal(t, pool.Status.PoolSynchronizersStatus, back.Status.PoolSynchronizersStatus)
 }
 
 func examplesDir(t *testing.T) string {

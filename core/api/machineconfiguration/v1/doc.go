@@ -17,8 +17,10 @@
 //     of the machines of a MachineSet or MachineDeployment, instead of the
 //     nodes nodeSelector selects.
 //
-// Fields of the MCO API outside the subset (pinnedImageSets, osImageStream,
-// KubeletConfig tlsSecurityProfile's effect, ...) are described in
+// Fields of MCO's API that machina stores but does not act on
+// (MachineConfigPool spec.pinnedImageSets and spec.osImageStream, refused at
+// runtime with a condition naming them; status.certExpirys and
+// status.poolSynchronizersStatus, never written) are described in
 // docs/machine-config.md.
 //
 // +kubebuilder:object:generate=true

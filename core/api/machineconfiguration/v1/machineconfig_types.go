@@ -10,8 +10,14 @@ import (
 // controller merges the fragments a pool selects into one rendered
 // MachineConfig per pool, named rendered-<pool>-<hash>.
 //
+// MCO gives MachineConfig the short name mc, which MCM's Machine
+// (machine.sapcloud.io) claims too; with both installed, kubectl resolves
+// mc to one of them by discovery order. machina is MCM-first: Machines keep
+// mc, and MachineConfigs are reached as machineconfig(s)
+// (docs/machine-config.md, "Short names").
+//
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,shortName=mc
+// +kubebuilder:resource:scope=Cluster
 // +kubebuilder:printcolumn:name="GeneratedByController",type=string,JSONPath=`.metadata.annotations.machineconfiguration\.openshift\.io/generated-by-controller-version`,description="Version of the controller that generated the machineconfig. This will be empty if the machineconfig is not managed by a controller."
 // +kubebuilder:printcolumn:name="IgnitionVersion",type=string,JSONPath=`.spec.config.ignition.version`,description="Version of the Ignition config within the machineconfig."
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -77,6 +77,37 @@ type MachineConfigPoolSpec struct {
 	// Kernel arguments, kernel type, OS image and extensions always reboot.
 	// +optional
 	NodeDisruptionPolicy *NodeDisruptionPolicy `json:"nodeDisruptionPolicy,omitempty"`
+
+	// PinnedImageSets names the PinnedImageSets whose images MCO pulls and
+	// pins on the pool's nodes (gate PinnedImages). machina pins no images:
+	// a pool that names any is Degraded, reason UnsupportedField, the
+	// message naming spec.pinnedImageSets; its rollout goes on.
+	// +optional
+	// +listType=atomic
+	PinnedImageSets []PinnedImageSetRef `json:"pinnedImageSets,omitempty"`
+
+	// OSImageStream names the OS image stream MCO takes the pool's default
+	// OS image from (gate OSStreams). machina has no OS image streams: a
+	// pool that names one is Degraded, reason UnsupportedField, the message
+	// naming spec.osImageStream; its rollout goes on, with the OS image its
+	// MachineConfigs set.
+	// +optional
+	OSImageStream *OSImageStreamReference `json:"osImageStream,omitempty"`
+}
+
+// PinnedImageSetRef names a PinnedImageSet.
+type PinnedImageSetRef struct {
+	// Name of the PinnedImageSet.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// OSImageStreamReference names an OS image stream.
+type OSImageStreamReference struct {
+	// Name of the stream.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
 }
 
 // MachineOwnerReference names a MachineSet or MachineDeployment
@@ -142,6 +173,55 @@ type MachineConfigPoolStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// CertExpirys is MCO's record of the expiry of the certificates in
+	// ControllerConfig's bundles. machina has no ControllerConfig and
+	// writes none; the field is kept so that MCO's clients decode it.
+	// +listType=atomic
+	// +optional
+	CertExpirys []CertExpiry `json:"certExpirys,omitempty"`
+
+	// PoolSynchronizersStatus is MCO's progress of the node-level
+	// synchronizers that are not MachineConfigs (PinnedImageSets). machina
+	// has none (spec.pinnedImageSets is refused) and writes none.
+	// +listType=map
+	// +listMapKey=poolSynchronizerType
+	// +optional
+	PoolSynchronizersStatus []PoolSynchronizerStatus `json:"poolSynchronizersStatus,omitempty"`
+}
+
+// CertExpiry is a certificate of a bundle and when it expires.
+type CertExpiry struct {
+	// Bundle is the name of the bundle the certificate is in.
+	Bundle string `json:"bundle"`
+	// Subject is the certificate's subject.
+	Subject string `json:"subject"`
+	// Expiry is when the certificate stops being valid.
+	// +optional
+	// +nullable
+	Expiry *metav1.Time `json:"expiry,omitempty"`
+}
+
+// PoolSynchronizerType is a kind of pool synchronizer.
+// +kubebuilder:validation:Enum=PinnedImageSets
+type PoolSynchronizerType string
+
+// PoolSynchronizerStatus is the progress of one pool synchronizer.
+type PoolSynchronizerStatus struct {
+	PoolSynchronizerType PoolSynchronizerType `json:"poolSynchronizerType"`
+	// +kubebuilder:validation:Minimum=0
+	MachineCount int64 `json:"machineCount"`
+	// +kubebuilder:validation:Minimum=0
+	UpdatedMachineCount int64 `json:"updatedMachineCount"`
+	// +kubebuilder:validation:Minimum=0
+	ReadyMachineCount int64 `json:"readyMachineCount"`
+	// +kubebuilder:validation:Minimum=0
+	AvailableMachineCount int64 `json:"availableMachineCount"`
+	// +kubebuilder:validation:Minimum=0
+	UnavailableMachineCount int64 `json:"unavailableMachineCount"`
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
 // MachineConfigPoolList is a list of MachineConfigPools.

@@ -41,6 +41,10 @@ const (
 	// custom pool (MCO's rule allows one custom pool, plus master or
 	// worker, per Node).
 	ReasonNodeInMultiplePools = "NodeInMultiplePools"
+	// ReasonUnsupportedField: the pool's spec sets a field of MCO's API
+	// that machina does not act on (spec.pinnedImageSets,
+	// spec.osImageStream); the message names it.
+	ReasonUnsupportedField = "UnsupportedField"
 	// ReasonInvalidPool: the pool's spec cannot be used (a bad selector, a
 	// bad maxUnavailable, a reference to a missing MachineSet).
 	ReasonInvalidPool = "InvalidPool"

@@ -2,13 +2,16 @@ package mcpool
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
 )
 
@@ -99,6 +102,9 @@ func (r *Reconciler) status(_ context.Context, s *scope) (phase.Result, error) {
 	if s.invalid != "" {
 		problems, reason = append(problems, s.invalid), ReasonInvalidPool
 	}
+	if u := unsupportedFields(s.pool); u != "" {
+		problems, reason = append(problems, u), ReasonUnsupportedField
+	}
 	if rd := renderDegraded(s.pool); rd != "" {
 		problems, reason = append(problems, rd), typeRenderDegraded
 	}
@@ -116,14 +122,56 @@ func (r *Reconciler) status(_ context.Context, s *scope) (phase.Result, error) {
 	return phase.Result{}, nil
 }
 
+// unsupportedFields names the fields of the pool's spec that machina
+// accepts into its schema (MCO's clients write them) but does not act on:
+// the pool is Degraded naming them ("accepted means acted on": never
+// silently stored). They change no MachineConfig, so the rollout goes on.
+func unsupportedFields(p *mcv1.MachineConfigPool) string {
+	var out []string
+	if len(p.Spec.PinnedImageSets) > 0 {
+		out = append(out, "spec.pinnedImageSets is not supported: machina pins no images (MCO's PinnedImageSets); remove it")
+	}
+	if p.Spec.OSImageStream != nil {
+		out = append(out, fmt.Sprintf("spec.osImageStream (%q) is not supported: machina has no OS image streams; "+
+			"set the OS image with a MachineConfig's osImageURL and remove it", p.Spec.OSImageStream.Name))
+	}
+	return strings.Join(out, "; ")
+}
+
 // writeStatus writes the status when it changed, with the resource version
 // of the read: the render controller writes RenderDegraded into the same
-// list, and a conflict is retried on a fresh read.
+// list, and a conflict is retried on a fresh read. The machine counts are
+// always in the patch: a merge patch leaves out what did not change, so a
+// count of 0 on a status the render controller created (with conditions
+// only) would never be stored, and kubectl get mcp would show blanks.
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	if equality.Semantic.DeepEqual(s.orig.Status, s.pool.Status) {
 		return nil
 	}
-	if err := r.Target.Status().Patch(ctx, s.pool, client.MergeFromWithOptions(s.orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	data, err := client.MergeFromWithOptions(s.orig, client.MergeFromWithOptimisticLock{}).Data(s.pool)
+	if err != nil {
+		return fmt.Errorf("computing the status patch of pool %s: %w", s.pool.Name, err)
+	}
+	var patch map[string]any
+	if err := json.Unmarshal(data, &patch); err != nil {
+		return fmt.Errorf("computing the status patch of pool %s: %w", s.pool.Name, err)
+	}
+	status, _ := patch["status"].(map[string]any)
+	if status == nil {
+		status = map[string]any{}
+		patch["status"] = status
+	}
+	st := s.pool.Status
+	for k, v := range map[string]int32{
+		"machineCount": st.MachineCount, "updatedMachineCount": st.UpdatedMachineCount, "readyMachineCount": st.ReadyMachineCount,
+		"unavailableMachineCount": st.UnavailableMachineCount, "degradedMachineCount": st.DegradedMachineCount,
+	} {
+		status[k] = v
+	}
+	if data, err = json.Marshal(patch); err != nil {
+		return fmt.Errorf("computing the status patch of pool %s: %w", s.pool.Name, err)
+	}
+	if err := r.Target.Status().Patch(ctx, s.pool, client.RawPatch(types.MergePatchType, data)); err != nil {
 		return fmt.Errorf("writing the status of pool %s: %w", s.pool.Name, err)
 	}
 	return nil
