@@ -18,6 +18,13 @@ type Config struct {
 	// tcp://host:port for a driver served over TCP during development.
 	Endpoint string
 
+	// Launch, when set, makes the suite start the driver itself (the
+	// launcher mode, launcher.go): it starts the driver on an endpoint of its
+	// own, which replaces Endpoint (leave Endpoint empty), runs every check
+	// against it, and adds the Launcher checks of the §2 rules only a
+	// launch can show.
+	Launch *Launch
+
 	// MachineClass is sent in every request that carries a class.
 	MachineClass MachineClass
 
@@ -194,6 +201,15 @@ func (c Config) Validate() error {
 // withDefaults returns a copy of c with defaults filled in, or an error when
 // c cannot be used.
 func (c Config) withDefaults() (Config, error) {
+	if c.Launch != nil {
+		if err := c.Launch.validate(); err != nil {
+			return c, fmt.Errorf("Launch: %w", err)
+		}
+		if c.Endpoint == "" {
+			// RunT sets it to the launched driver's endpoint.
+			c.Endpoint = launchPlaceholder
+		}
+	}
 	if c.Endpoint == "" {
 		return c, errors.New("an Endpoint is required")
 	}

@@ -162,6 +162,25 @@ func suiteTests() []testCase {
 			"CreateMachine of one machine from several callers at once answers OK with one provider ID or ABORTED, and leaves one VM", testSameMachine),
 		tc("Cleanup/no_vm_left_behind", "§6.3.3", capNone,
 			"at the end every VM of the run, and every VM ListMachines still lists within the name prefix, is deleted with OK", testNoVMLeftBehind),
+
+		// Launcher mode only (Config.Launch, --driver-command); skipped
+		// otherwise. Their breaches are warnings for now (rules.go).
+		tc("Launcher/endpoint_precedence", "§2.1", capNone,
+			"started with the endpoint as --endpoint, as MACHINA_DRIVER_ENDPOINT, and as both, the driver listens where the flag, else the variable says (and on the default with neither, if enabled)", testLaunchEndpointPrecedence),
+		tc("Launcher/stale_socket_removed", "§2.2", capNone,
+			"started where a socket nobody serves is left over, the driver removes it and serves", testLaunchStaleSocket),
+		tc("Launcher/live_socket_refused", "§2.2", capNone,
+			"started where another process serves the socket, the driver exits non-zero and leaves that socket (a SHOULD: warns)", testLaunchLiveSocket),
+		tc("Launcher/non_socket_refused", "§2.2", capNone,
+			"started where a regular file, a directory or a symbolic link is at the path, the driver exits non-zero and keeps it", testLaunchNonSocket),
+		tc("Launcher/socket_directory_modes", "§2.2", capNone,
+			"a missing socket directory is created with no permissions for others; an existing one (0755) keeps its mode", testLaunchDirectories),
+		tc("Launcher/socket_mode_at_first_answer", "§2.2", capNone,
+			"started with umask 022, the driver's socket has no permissions for group and others when it answers its first call", testLaunchSocketMode),
+		tc("Launcher/sigterm_graceful_stop", "§2.7", capNone,
+			"on SIGTERM a CreateMachine in flight answers OK, the driver exits with status 0 within the grace period and its socket is gone", testLaunchSIGTERM),
+		tc("Launcher/restart_keeps_state", "§2.7", capNone,
+			"a driver stopped and started again on the same socket finds a VM created before with its provider ID (or lost it with its memory), and never creates a second", testLaunchRestart),
 	}
 }
 

@@ -40,6 +40,10 @@ type Result struct {
 	Failures []string `json:"failures,omitempty"`
 	// SkipReason says why a skipped test did not run.
 	SkipReason string `json:"skipReason,omitempty"`
+	// Warnings holds one message per rule the test found broken whose
+	// breach does not fail it (a SHOULD, or a check new in this version of
+	// the suite, Driver API §3.2). Warnings never fail a test.
+	Warnings []string `json:"warnings,omitempty"`
 	// Logs holds what the test logged.
 	Logs []string `json:"logs,omitempty"`
 }
@@ -292,6 +296,18 @@ func (r *Report) WriteSummary(w io.Writer) {
 			}
 		}
 	}
+	if n := r.WarningCount(); n > 0 {
+		fmt.Fprintf(w, "\nwarnings (%d; they do not fail the run):\n", n)
+		for _, t := range r.Tests {
+			if len(t.Warnings) == 0 {
+				continue
+			}
+			fmt.Fprintf(w, "  %s [%s]\n", t.Name, t.Section)
+			for _, m := range t.Warnings {
+				fmt.Fprintf(w, "    - %s\n", indent(m))
+			}
+		}
+	}
 	switch {
 	case r.Interrupted && r.Counts().Failed == 0 && len(r.SuiteFailures) == 0:
 		fmt.Fprintln(w, "\nRESULT: INTERRUPTED (not every test ran)")
@@ -300,6 +316,15 @@ func (r *Report) WriteSummary(w io.Writer) {
 	default:
 		fmt.Fprintln(w, "\nRESULT: FAIL")
 	}
+}
+
+// WarningCount is the number of warnings of all tests.
+func (r *Report) WarningCount() int {
+	n := 0
+	for _, t := range r.Tests {
+		n += len(t.Warnings)
+	}
+	return n
 }
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }

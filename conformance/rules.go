@@ -31,10 +31,56 @@ func (r rule) sentence() string {
 	return "\n    " + r.id + " says: " + specSentences[r.id].text
 }
 
-// errorf fails t with the rule and the details.
+// errorf fails t with the rule and the details; for a rule in
+// warningRules it records a warning instead (see warnf).
 func (r rule) errorf(t T, format string, args ...any) {
 	t.Helper()
+	if why, ok := warningRules[r]; ok {
+		warnf(t, "%s: %s (%s)%s", r, fmt.Sprintf(format, args...), why, r.sentence())
+		return
+	}
 	t.Errorf("%s: %s%s", r, fmt.Sprintf(format, args...), r.sentence())
+}
+
+// Why a rule only warns.
+const (
+	// §3.2 of the Driver API: an obligation the suite did not check before
+	// is first a warning of the suite, so that a driver that conformed
+	// yesterday does not fail today; it becomes a failure in the suite's
+	// next minor version (the changelog, §3.7 there, says which).
+	warnNewCheck = "a warning, not a failure: the suite did not check this before (Driver API §3.2, §3.7)"
+	// §7 of docs/conformance.md: only MUSTs fail a check.
+	warnShould = "a warning, not a failure: a SHOULD"
+)
+
+// warningRules are the rules whose breach is reported as a warning, with
+// the reason. A warning never fails a test or the run.
+var warningRules = map[rule]string{
+	ruleLaunchPrecedence:  warnNewCheck,
+	ruleLaunchStale:       warnNewCheck,
+	ruleLaunchLive:        warnShould,
+	ruleLaunchNonSocket:   warnNewCheck,
+	ruleLaunchNewDir:      warnNewCheck,
+	ruleLaunchExistingDir: warnNewCheck,
+	ruleLaunchSocketMode:  warnNewCheck,
+	ruleLaunchGraceful:    warnShould,
+	ruleLaunchSocketGone:  warnShould,
+	ruleLaunchRestart:     warnNewCheck,
+}
+
+// warner is implemented by a T that records warnings (the Runner's).
+type warner interface {
+	Warnf(format string, args ...any)
+}
+
+// warnf records a warning on t: through Warnf where t has it, else as a log
+// line that starts with "WARNING".
+func warnf(t T, format string, args ...any) {
+	if w, ok := t.(warner); ok {
+		w.Warnf(format, args...)
+		return
+	}
+	t.Logf("WARNING "+format, args...)
 }
 
 // fatalf fails t with the rule and ends the test.
@@ -49,6 +95,18 @@ var (
 	ruleSocketPath   = rule{"R-2.2-path-most-107-bytes", "the socket path is at most 107 bytes"}
 	ruleConnections  = rule{"R-2.6-accept-several-connections", "a driver accepts several connections and ties no state to one"}
 	ruleStableAnswer = rule{"R-2.7-stable-identity", "GetPluginInfo and GetPluginCapabilities answer the same for the life of the process"}
+
+	// The rules only the launcher mode can see (launcher_tests.go).
+	ruleLaunchPrecedence  = rule{"R-2.1-accept-flag-environment", "the endpoint comes from --endpoint, else MACHINA_DRIVER_ENDPOINT, else the default"}
+	ruleLaunchStale       = rule{"R-2.2-socket-file-exists-path", "a stale socket at the path is removed and the driver serves"}
+	ruleLaunchLive        = rule{"R-2.2-process-still-accepts-connections", "a socket another process serves makes the driver refuse to start"}
+	ruleLaunchNonSocket   = rule{"R-2.2-anything-else-exists-path", "anything but a socket at the path makes the driver refuse to start, and is kept"}
+	ruleLaunchNewDir      = rule{"R-2.2-parent-directory-not-exist", "a missing socket directory is created with no permissions for others"}
+	ruleLaunchExistingDir = rule{"R-2.2-not-change-mode-owner", "an existing socket directory keeps its mode"}
+	ruleLaunchSocketMode  = rule{"R-2.2-socket-file-have-mode", "the socket has mode 0600 when the driver answers its first call"}
+	ruleLaunchGraceful    = rule{"R-2.7-finish-within-pod-termination", "on SIGTERM the calls in flight finish and the driver exits with status 0 within the grace period"}
+	ruleLaunchSocketGone  = rule{"R-2.2-exit-remove-socket-file", "on exit the driver removes its socket"}
+	ruleLaunchRestart     = rule{"R-2.7-keep-idempotency-contract", "a restarted driver keeps the idempotency contract for the VMs of the process before"}
 
 	ruleVersionServed      = rule{"R-5-implement-all-three-rpcs", "the driver serves machina.driver.v1alpha1"}
 	ruleKnownCapabilities  = rule{"R-3.4-not-list-type-unspecified", "a driver never advertises TYPE_UNSPECIFIED (values the suite does not know are logged, not failed)"}

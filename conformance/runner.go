@@ -86,6 +86,7 @@ type rt struct {
 	skipReason string
 	failures   []string
 	logs       []string
+	warnings   []string
 	cleanups   []func()
 }
 
@@ -103,6 +104,12 @@ func (t *rt) Errorf(format string, args ...any) {
 	t.failed = true
 	t.mu.Unlock()
 	t.record(&t.top().failures, fmt.Sprintf(format, args...))
+}
+
+// Warnf records a warning: a broken rule that does not fail the test (see
+// warningRules).
+func (t *rt) Warnf(format string, args ...any) {
+	t.record(&t.top().warnings, fmt.Sprintf(format, args...))
 }
 
 func (t *rt) Fatalf(format string, args ...any) {
@@ -262,6 +269,7 @@ func (t *rt) result(d time.Duration, interrupted string) Result {
 		Capability: info.Capability,
 		Duration:   d,
 		Failures:   t.failures,
+		Warnings:   t.warnings,
 		Logs:       t.logs,
 	}
 	switch {
@@ -295,6 +303,9 @@ func (s *runState) printResult(r Result) {
 		for _, f := range r.Failures {
 			fmt.Fprintf(&b, "      %s\n", indent(f))
 		}
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, "      WARNING %s\n", indent(w))
 	}
 	if s.runner.Verbose || r.Status == StatusFailed {
 		for _, l := range r.Logs {

@@ -22,8 +22,18 @@ const RunLabel = "conformance.machina.io/run"
 
 // RunT runs the whole suite against cfg.Endpoint as subtests of t. Run wraps
 // it for *testing.T; Runner uses it with its own T.
+//
+// With cfg.Launch set, RunT first starts the driver itself (launcher mode)
+// and runs the suite against it, adding the Launcher checks.
 func RunT(t T, cfg Config) {
 	t.Helper()
+	var l *launcher
+	if cfg.Launch != nil {
+		if err := cfg.Launch.validate(); err != nil {
+			t.Fatalf("conformance: unusable Config: Launch: %v", err)
+		}
+		l, cfg.Endpoint = startLaunched(t, cfg)
+	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		t.Fatalf("conformance: unusable Config: %v", err)
@@ -33,6 +43,7 @@ func RunT(t T, cfg Config) {
 		t.Fatalf("conformance: %v", err)
 	}
 	t.Cleanup(func() { _ = s.conn.Close() })
+	s.launch = l
 	s.preflight(t)
 	// The last safety net: whatever a test left behind (a cleanup that
 	// failed, a run interrupted) is deleted before the connection closes.
@@ -57,6 +68,9 @@ type suite struct {
 	runID  string
 	prefix string // cfg.NamePrefix + runID + "-": every machine name starts with it
 	canary string // the secret value that must never be echoed
+
+	// launch is set in launcher mode (Config.Launch).
+	launch *launcher
 
 	info *driverv1alpha1.GetPluginInfoResponse
 	caps map[driverv1alpha1.Capability_Type]bool

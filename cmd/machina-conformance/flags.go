@@ -50,6 +50,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	o := &options{}
 	var f files
 	var focus, skip string
+	var launch conformance.Launch
 	c := &o.cfg
 	fs := flag.NewFlagSet("machina-conformance", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -92,6 +93,12 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.DurationVar(&t.Status, "timeout-status", d.Status, "timeout of GetMachineStatus")
 	fs.DurationVar(&t.List, "timeout-list", d.List, "timeout of ListMachines, and how long a check waits for a new VM to be listed")
 	fs.DurationVar(&t.VolumeIDs, "timeout-volume-ids", d.VolumeIDs, "timeout of GetVolumeIDs")
+	fs.StringVar(&launch.Command, "driver-command", "",
+		"launcher mode: start the driver with this command (a program and its arguments; the suite appends --endpoint unix:///...) instead of connecting to --endpoint, and also run the Launcher checks of how it starts, listens and stops")
+	fs.DurationVar(&launch.StopTimeout, "driver-stop-timeout", conformance.DefaultStopTimeout,
+		"launcher mode: how long the driver may take to exit after SIGTERM (the pod's termination grace period)")
+	fs.BoolVar(&launch.DefaultEndpoint, "driver-default-endpoint", false,
+		"launcher mode: also start the driver with neither --endpoint nor "+endpointEnv+", on "+defaultEndpoint+" (only when nothing is there)")
 	fs.StringVar(&focus, "focus", "", "run only the tests whose name (e.g. CreateMachine/idempotent) matches this regular expression")
 	fs.StringVar(&skip, "skip", "", "leave out the tests whose name matches this regular expression")
 	fs.StringVar(&o.junit, "junit-report", "", "write a JUnit XML report to this file")
@@ -116,6 +123,15 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 		return nil, err
 	}
 	o.runner.Verbose = o.verbose
+	if launch.Command != "" {
+		explicit := false
+		fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "endpoint" })
+		if explicit {
+			return nil, usagef("--endpoint and --driver-command exclude each other: in launcher mode the suite picks the driver's endpoints")
+		}
+		c.Endpoint = ""
+		c.Launch = &launch
+	}
 	if o.list {
 		return o, nil
 	}
@@ -191,6 +207,16 @@ func usage(fs *flag.FlagSet, w io.Writer) {
 (docs/driver-api.md). Start the driver, then point the suite at its endpoint:
 
   machina-conformance --endpoint unix:///tmp/driver.sock --machine-class class.yaml [flags]
+
+Or let the suite start the driver itself (launcher mode), which adds the
+Launcher checks of how the driver starts, listens and stops (§2 of the spec):
+
+  machina-conformance --driver-command '/path/to/driver --some-flag' --machine-class class.yaml [flags]
+
+The suite runs the command several times, as
+/bin/sh -c 'umask 022; exec env <command> "$@"', with the endpoint flag
+appended (a socket of its own each time). See "Launcher mode" in
+docs/conformance.md.
 
 The suite creates VMs (names start with --name-prefix) and deletes them all at
 the end, also when checks fail or on Ctrl-C. Exit code: 0 all checks passed,

@@ -1,5 +1,6 @@
 // Command machina-conformance runs the machina Driver API conformance suite
-// against a driver that is already running. See docs/conformance.md.
+// against a driver that is already running, or that it starts itself
+// (--driver-command, the launcher mode). See docs/conformance.md.
 package main
 
 import (
@@ -46,7 +47,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return exitPassed
 	}
 	o.runner.Progress = stdout
-	fmt.Fprintf(stdout, "machina-conformance: checking the driver at %s\n", o.cfg.Endpoint)
+	if o.cfg.Launch != nil {
+		fmt.Fprintf(stdout, "machina-conformance: starting the driver: %s\n", o.cfg.Launch.Command)
+	} else {
+		fmt.Fprintf(stdout, "machina-conformance: checking the driver at %s\n", o.cfg.Endpoint)
+	}
 	// The runner stops starting tests when ctx is done; the running test
 	// and the cleanups (deleting VMs) still finish.
 	stopNotice := context.AfterFunc(ctx, func() {

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// launcherRunLimit bounds one run of the binary in these tests.
+const launcherRunLimit = 90 * time.Second
+
+// jsonReport is the part of --json-report these tests read.
+type jsonReport struct {
+	Passed bool `json:"passed"`
+	Tests  []struct {
+		Name     string   `json:"name"`
+		Status   string   `json:"status"`
+		Warnings []string `json:"warnings"`
+		Failures []string `json:"failures"`
+	} `json:"tests"`
+}
+
+// runLauncher runs the binary with args and returns its output, exit code
+// and JSON report. The run is killed after launcherRunLimit.
+func runLauncher(t *testing.T, bin string, args ...string) (string, int, jsonReport) {
+	t.Helper()
+	report := filepath.Join(t.TempDir(), "report.json")
+	ctx, cancel := context.WithTimeout(context.Background(), launcherRunLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append(args, "--json-report", report)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	require.NoError(t, ctx.Err(), "the run did not end within %v:\n%s", launcherRunLimit, out.String())
+	code := 0
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		code = exit.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	var rep jsonReport
+	b, err := os.ReadFile(report)
+	require.NoError(t, err, "no JSON report:\n%s", out.String())
+	require.NoError(t, json.Unmarshal(b, &rep))
+	return out.String(), code, rep
+}
+
+// launcherChecks are the Launcher checks; every one must run in launcher
+// mode.
+var launcherChecks = []string{
+	"Launcher/endpoint_precedence", "Launcher/stale_socket_removed", "Launcher/live_socket_refused",
+	"Launcher/non_socket_refused", "Launcher/socket_directory_modes", "Launcher/socket_mode_at_first_answer",
+	"Launcher/sigterm_graceful_stop", "Launcher/restart_keeps_state",
+}
+
+// requireCleanLaunch requires a passed run in which every Launcher check ran
+// and passed without a warning.
+func requireCleanLaunch(t *testing.T, out string, code int, rep jsonReport) {
+	t.Helper()
+	require.Equal(t, exitPassed, code, out)
+	require.True(t, rep.Passed, out)
+	status := map[string]string{}
+	for _, tc := range rep.Tests {
+		status[tc.Name] = tc.Status
+		assert.Empty(t, tc.Warnings, "%s warns", tc.Name)
+	}
+	for _, name := range launcherChecks {
+		assert.Equal(t, "passed", status[name], "%s must run and pass:\n%s", name, out)
+	}
+}
+
+// buildBrokenDriver builds the inmemory driver with process rules broken on
+// purpose (drivers/inmemory/testdata/brokendriver).
+func buildBrokenDriver(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", dir+"/", "./testdata/brokendriver")
+	cmd.Dir = "../../drivers/inmemory"
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go build brokendriver: %s", out)
+	return filepath.Join(dir, "brokendriver")
+}
+
+// slowCreate makes CreateMachine take a moment, so that the SIGTERM check
+// has a call in flight.
+const slowCreate = "--fault CreateMachine:latency=300ms"
+
+// TestLauncherMode runs the binary in launcher mode, its runs in parallel:
+//
+//   - the whole suite against the in-memory driver with a state file: every
+//     check passes, every Launcher check runs without a warning (the default
+//     endpoint included), a create is in flight at SIGTERM, and the restart
+//     check sees its VM survive (the state file);
+//   - the Launcher checks against the broken driver: unbroken it passes them
+//     all without a warning; each breakage is reported by its check with the
+//     sentence it breaks. Breaches are warnings for now (Driver API §3.2),
+//     so those runs still pass.
+func TestLauncherMode(t *testing.T) {
+	conf, driver := binaries(t)
+	broken := buildBrokenDriver(t)
+
+	t.Run("inmemory", func(t *testing.T) {
+		t.Parallel()
+		state := filepath.Join(t.TempDir(), "state.json")
+		out, code, rep := runLauncher(t, conf,
+			"--driver-command", driver+" --log-level ERROR "+slowCreate+" --state-file "+state,
+			"--driver-stop-timeout", "10s", "--driver-default-endpoint",
+			"--machine-class", filepath.Join(testdata, "machineclass.yaml"),
+			"--incompatible-provider-spec", filepath.Join(testdata, "incompatible-providerspec.yaml"),
+			"--updated-provider-spec", filepath.Join(testdata, "updated-providerspec.yaml"),
+			"--secrets", filepath.Join(testdata, "secrets.yaml"),
+			"--volumes", filepath.Join(testdata, "volumes.yaml"),
+			"--timeout-ready", "20s", "-v",
+		)
+		requireCleanLaunch(t, out, code, rep)
+		assert.Contains(t, out, "machina-conformance: starting the driver: ")
+		assert.NotContains(t, out, "did not survive the restart", "the state file keeps the VM across the restart")
+		assert.NotContains(t, out, "was not tried", "the default endpoint is tried")
+		assert.NotContains(t, out, "answered before SIGTERM", "a create is in flight at SIGTERM")
+	})
+
+	for _, tc := range []struct {
+		breakage, check, id, want string
+	}{
+		{"none", "", "", ""},
+		{"leave-socket", "Launcher/sigterm_graceful_stop", "R-2.2-exit-remove-socket-file", "is still there"},
+		{"remove-file", "Launcher/non_socket_refused", "R-2.2-anything-else-exists-path", "is gone or replaced after the driver ran"},
+		{"ignore-sigterm", "Launcher/sigterm_graceful_stop", "R-2.7-finish-within-pod-termination", "still runs 2s after SIGTERM"},
+	} {
+		t.Run("broken/"+tc.breakage, func(t *testing.T) {
+			t.Parallel()
+			out, code, rep := runLauncher(t, conf,
+				"--driver-command", broken+" --break "+tc.breakage+" "+slowCreate,
+				"--driver-stop-timeout", "2s", "--focus", "^Launcher/",
+				"--machine-class", filepath.Join(testdata, "machineclass.yaml"),
+				"--timeout-ready", "20s",
+			)
+			if tc.check == "" {
+				requireCleanLaunch(t, out, code, rep)
+				return
+			}
+			require.Equal(t, exitPassed, code, "a warning does not fail the run:\n%s", out)
+			var warnings []string
+			for _, res := range rep.Tests {
+				if res.Name == tc.check {
+					warnings = res.Warnings
+				}
+			}
+			found := false
+			for _, w := range warnings {
+				found = found || (strings.Contains(w, "["+tc.id+"]") && strings.Contains(w, tc.want) && strings.Contains(w, tc.id+" says: "))
+			}
+			assert.True(t, found, "%s must warn with [%s] and %q; warnings: %q\n%s", tc.check, tc.id, tc.want, warnings, out)
+			assert.Contains(t, out, "WARNING ["+tc.id+"]")
+			assert.Contains(t, out, "they do not fail the run")
+		})
+	}
+}
+
+func TestLauncherUsage(t *testing.T) {
+	class := filepath.Join(testdata, "machineclass.yaml")
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"--machine-class", class, "--driver-command", "x", "--endpoint", "unix:///tmp/x.sock"}, noEnv, &stdout, &stderr)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr.String(), "--endpoint and --driver-command exclude each other")
+
+	o, err := parseFlags([]string{"--machine-class", class, "--driver-command", "drv --flag", "--driver-stop-timeout", "3s"}, noEnv, &stderr)
+	require.NoError(t, err)
+	require.NotNil(t, o.cfg.Launch)
+	assert.Equal(t, "drv --flag", o.cfg.Launch.Command)
+	assert.Equal(t, 3*time.Second, o.cfg.Launch.StopTimeout)
+	assert.Empty(t, o.cfg.Endpoint)
+
+	stderr.Reset()
+	assert.Equal(t, exitPassed, run(context.Background(), []string{"-h"}, noEnv, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "-driver-command")
+	assert.Contains(t, stderr.String(), "launcher mode")
+}

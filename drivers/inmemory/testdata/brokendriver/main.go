@@ -1,0 +1,99 @@
+// Command brokendriver is the inmemory driver with one process-level rule of
+// the Driver API (§2.2, §2.7) broken on purpose, chosen by --break. The
+// launcher mode of the conformance suite must catch each
+// (cmd/machina-conformance/launcher_test.go); with --break none it is a
+// correct driver.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/machina-io/machina/drivers/inmemory"
+	"github.com/machina-io/machina/sdk"
+)
+
+// The breakages.
+const (
+	breakNone          = "none"
+	breakLeaveSocket   = "leave-socket"   // leaves a socket file behind when it exits
+	breakRemoveFile    = "remove-file"    // removes whatever non-socket file is at its path
+	breakIgnoreSIGTERM = "ignore-sigterm" // goes on serving after SIGTERM
+)
+
+func main() {
+	endpoint := flag.String("endpoint", "", "Driver API endpoint (default from "+sdk.EndpointEnv+", else "+sdk.DefaultEndpoint+")")
+	breakage := flag.String("break", breakNone, "the rule to break: "+strings.Join([]string{breakNone, breakLeaveSocket, breakRemoveFile, breakIgnoreSIGTERM}, ", "))
+	faults := flag.String("fault", "", "faults to inject, as the inmemory driver's --fault")
+	stateFile := flag.String("state-file", "", "JSON file that keeps the VMs across restarts")
+	flag.Parse()
+	if err := run(*endpoint, *breakage, *faults, *stateFile); err != nil {
+		fmt.Fprintf(os.Stderr, "brokendriver: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(endpoint, breakage, faults, stateFile string) error {
+	if endpoint == "" {
+		endpoint = os.Getenv(sdk.EndpointEnv)
+	}
+	if endpoint == "" {
+		endpoint = sdk.DefaultEndpoint
+	}
+	opts := inmemory.Options{StateFile: stateFile}
+	if faults != "" {
+		f, err := inmemory.ParseFaults(faults)
+		if err != nil {
+			return err
+		}
+		opts.Faults = f
+	}
+	d, err := inmemory.Open(opts)
+	if err != nil {
+		return err
+	}
+	s, err := sdk.NewServer(inmemory.Info(""), d, d.SDKOptions()...)
+	if err != nil {
+		return err
+	}
+	path := strings.TrimPrefix(endpoint, "unix://")
+	signals := []os.Signal{syscall.SIGTERM, syscall.SIGINT}
+	switch breakage {
+	case breakNone, breakLeaveSocket:
+	case breakRemoveFile:
+		if fi, err := os.Lstat(path); err == nil && fi.Mode().Type() != fs.ModeSocket {
+			if err := os.RemoveAll(path); err != nil {
+				return err
+			}
+		}
+	case breakIgnoreSIGTERM:
+		signal.Ignore(syscall.SIGTERM)
+		signals = []os.Signal{syscall.SIGINT}
+	default:
+		return fmt.Errorf("unknown --break %q", breakage)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), signals...)
+	defer stop()
+	if err := s.Serve(ctx, endpoint); err != nil {
+		return err
+	}
+	if breakage == breakLeaveSocket {
+		// A socket file nobody serves, as if the driver had not removed
+		// its own.
+		lis, err := net.Listen("unix", path)
+		if err != nil {
+			return errors.Join(errors.New("leaving a socket behind"), err)
+		}
+		lis.(*net.UnixListener).SetUnlinkOnClose(false)
+		return lis.Close()
+	}
+	return nil
+}
