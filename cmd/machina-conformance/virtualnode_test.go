@@ -68,6 +68,25 @@ func TestAgainstVirtualNodeDriver(t *testing.T) {
 	}
 }
 
+// TestLauncherModeVirtualNodeDriver lets the suite start the virtualnode
+// driver itself (launcher mode) against a real kube-apiserver and runs the
+// Launcher checks: all run and pass without a warning, and the restart
+// check finds its VM (a Node) again after the restart.
+func TestLauncherModeVirtualNodeDriver(t *testing.T) {
+	env := testenv.Start(t, testenv.WithoutCRDs())
+	conf, _ := binaries(t)
+	driver := buildVirtualNode(t)
+	vn := filepath.Join(testdata, "virtualnode")
+	out, code, rep := runLauncher(t, conf,
+		"--driver-command", driver+" --target-kubeconfig "+env.Kubeconfig,
+		"--driver-stop-timeout", "20s", "--focus", "^Launcher/",
+		"--machine-class", filepath.Join(vn, "machineclass.yaml"),
+		"--timeout-ready", "30s", "-v",
+	)
+	requireCleanLaunch(t, out, code, rep)
+	assert.NotContains(t, out, "did not survive the restart", "the Node outlives the driver process")
+}
+
 // buildVirtualNode builds the virtualnode driver binary.
 func buildVirtualNode(t *testing.T) string {
 	t.Helper()
