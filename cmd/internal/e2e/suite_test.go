@@ -58,7 +58,9 @@ type suite struct {
 	manager *process.Process
 	// socket is the driver's Unix socket.
 	socket string
-	vms    *vmTracker
+	// readyURL is the manager's /readyz.
+	readyURL string
+	vms      *vmTracker
 
 	// Baselines taken by one scenario and checked by later ones, as the
 	// variables of MCM's Describe blocks: the Node count before scenario 1
@@ -120,7 +122,8 @@ func setupSuite(t *testing.T) *suite {
 
 	healthAddr := freeAddress(t)
 	s.manager = startProcess(t, managerBinary.name, b.paths[managerBinary.name], logDir, managerArgs(env.Kubeconfig, endpoint, healthAddr)...)
-	s.waitReady(t, "http://"+healthAddr+"/readyz")
+	s.readyURL = "http://" + healthAddr + "/readyz"
+	s.waitReady(t, s.readyURL)
 
 	s.vms = newVMTracker(t, endpoint)
 	s.createClasses(t)

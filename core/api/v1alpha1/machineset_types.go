@@ -30,8 +30,12 @@ type MachineSet struct {
 
 // MachineSetSpec is the desired state of a MachineSet.
 type MachineSetSpec struct {
-	// Replicas is the number of machines wanted.
+	// Replicas is the number of machines wanted. It defaults to 0 in the
+	// schema, so that a stored object always has it (the JSON tag omits a
+	// zero): the /scale subresource updates only a field that exists, and
+	// `kubectl scale` of a deployment at zero would fail without it.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=0
 	// +optional
 	Replicas int32 `json:"replicas,omitempty"`
 
