@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -103,8 +104,9 @@ const slowCreate = "--fault CreateMachine:latency=300ms"
 //     endpoint included), a create is in flight at SIGTERM, and the restart
 //     check sees its VM survive (the state file);
 //   - the Launcher checks against the broken driver: unbroken it passes them
-//     all without a warning; each breakage is reported by its check with the
-//     sentence it breaks. Breaches are warnings for now (Driver API §3.2),
+//     all without a warning; each breakage (a process mutant: eight of the
+//     nine sentences only the Launcher checks exercise) is reported by its
+//     check with the sentence it breaks. Breaches are warnings for now (Driver API §3.2),
 //     so those runs still pass.
 func TestLauncherMode(t *testing.T) {
 	conf, driver := binaries(t)
@@ -137,12 +139,24 @@ func TestLauncherMode(t *testing.T) {
 		{"leave-socket", "Launcher/sigterm_graceful_stop", "R-2.2-exit-remove-socket-file", "is still there"},
 		{"remove-file", "Launcher/non_socket_refused", "R-2.2-anything-else-exists-path", "is gone or replaced after the driver ran"},
 		{"ignore-sigterm", "Launcher/sigterm_graceful_stop", "R-2.7-finish-within-pod-termination", "still runs 2s after SIGTERM"},
+		{"hard-stop", "Launcher/sigterm_graceful_stop", "R-2.7-finish-within-pod-termination", "in flight when the driver got SIGTERM"},
+		{"env-over-flag", "Launcher/endpoint_precedence", "R-2.1-accept-flag-environment", "the flag wins"},
+		{"keep-stale", "Launcher/stale_socket_removed", "R-2.2-socket-file-exists-path", "with a stale socket at"},
+		{"take-over", "Launcher/live_socket_refused", "R-2.2-process-still-accepts-connections", "removed or replaced the socket"},
+		{"open-dir", "Launcher/socket_directory_modes", "R-2.2-parent-directory-not-exist", "with permissions for others"},
+		{"chmod-dir", "Launcher/socket_directory_modes", "R-2.2-not-change-mode-owner", "changed the mode of the existing directory"},
 	} {
 		t.Run("broken/"+tc.breakage, func(t *testing.T) {
 			t.Parallel()
+			// The unbroken program runs every Launcher check, a broken one
+			// the check that must catch it.
+			focus := "^Launcher/"
+			if tc.check != "" {
+				focus = "^" + regexp.QuoteMeta(tc.check) + "$"
+			}
 			out, code, rep := runLauncher(t, conf,
 				"--driver-command", broken+" --break "+tc.breakage+" "+slowCreate,
-				"--driver-stop-timeout", "2s", "--focus", "^Launcher/",
+				"--driver-stop-timeout", "2s", "--focus", focus,
 				"--machine-class", filepath.Join(testdata, "machineclass.yaml"),
 				"--timeout-ready", "20s",
 			)

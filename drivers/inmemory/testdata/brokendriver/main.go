@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -27,11 +28,20 @@ const (
 	breakLeaveSocket   = "leave-socket"   // leaves a socket file behind when it exits
 	breakRemoveFile    = "remove-file"    // removes whatever non-socket file is at its path
 	breakIgnoreSIGTERM = "ignore-sigterm" // goes on serving after SIGTERM
+	breakEnvOverFlag   = "env-over-flag"  // prefers MACHINA_DRIVER_ENDPOINT to --endpoint
+	breakKeepStale     = "keep-stale"     // refuses to start when any file is at its path
+	breakTakeOver      = "take-over"      // removes any socket at its path, served or not
+	breakOpenDir       = "open-dir"       // creates the socket directory readable by others
+	breakHardStop      = "hard-stop"      // exits at once on SIGTERM, cutting calls in flight
+	breakChmodDir      = "chmod-dir"      // changes the mode of an existing socket directory
 )
+
+var breakages = []string{breakNone, breakLeaveSocket, breakRemoveFile, breakIgnoreSIGTERM,
+	breakEnvOverFlag, breakKeepStale, breakTakeOver, breakOpenDir, breakHardStop, breakChmodDir}
 
 func main() {
 	endpoint := flag.String("endpoint", "", "Driver API endpoint (default from "+sdk.EndpointEnv+", else "+sdk.DefaultEndpoint+")")
-	breakage := flag.String("break", breakNone, "the rule to break: "+strings.Join([]string{breakNone, breakLeaveSocket, breakRemoveFile, breakIgnoreSIGTERM}, ", "))
+	breakage := flag.String("break", breakNone, "the rule to break: "+strings.Join(breakages, ", "))
 	faults := flag.String("fault", "", "faults to inject, as the inmemory driver's --fault")
 	stateFile := flag.String("state-file", "", "JSON file that keeps the VMs across restarts")
 	flag.Parse()
@@ -42,8 +52,8 @@ func main() {
 }
 
 func run(endpoint, breakage, faults, stateFile string) error {
-	if endpoint == "" {
-		endpoint = os.Getenv(sdk.EndpointEnv)
+	if env := os.Getenv(sdk.EndpointEnv); endpoint == "" || (breakage == breakEnvOverFlag && env != "") {
+		endpoint = env
 	}
 	if endpoint == "" {
 		endpoint = sdk.DefaultEndpoint
@@ -67,7 +77,33 @@ func run(endpoint, breakage, faults, stateFile string) error {
 	path := strings.TrimPrefix(endpoint, "unix://")
 	signals := []os.Signal{syscall.SIGTERM, syscall.SIGINT}
 	switch breakage {
-	case breakNone, breakLeaveSocket:
+	case breakNone, breakLeaveSocket, breakEnvOverFlag:
+	case breakKeepStale:
+		if _, err := os.Lstat(path); err == nil {
+			return fmt.Errorf("%s exists", path)
+		}
+	case breakTakeOver:
+		if fi, err := os.Lstat(path); err == nil && fi.Mode().Type() == fs.ModeSocket {
+			if err := os.Remove(path); err != nil {
+				return err
+			}
+		}
+	case breakOpenDir:
+		if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
+			return err
+		}
+	case breakChmodDir:
+		if err := os.Chmod(filepath.Dir(path), 0o700); err != nil {
+			return err
+		}
+	case breakHardStop:
+		term := make(chan os.Signal, 1)
+		signal.Notify(term, syscall.SIGTERM)
+		go func() {
+			<-term
+			os.Exit(0)
+		}()
+		signals = []os.Signal{syscall.SIGINT}
 	case breakRemoveFile:
 		if fi, err := os.Lstat(path); err == nil && fi.Mode().Type() != fs.ModeSocket {
 			if err := os.RemoveAll(path); err != nil {
