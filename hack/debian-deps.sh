@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the project needs and the Go toolchain cannot
 # provide: Python's gRPC runtime and protoc with the gRPC Python plugin, for
-# the Python driver (drivers/python-inmemory) and its generated stubs.
+# the Python driver (drivers/python-inmemory) and its generated stubs; and
+# prometheus for its promtool, which tests the alert rules and the Grafana
+# dashboard's queries (deploy/monitoring, deploy/grafana).
 # A no-op when they are installed.
 set -euo pipefail
-pkgs=(python3-grpcio python3-protobuf protobuf-compiler protobuf-compiler-grpc)
+pkgs=(python3-grpcio python3-protobuf protobuf-compiler protobuf-compiler-grpc prometheus)
 if dpkg -s "${pkgs[@]}" >/dev/null 2>&1; then
   exit 0
 fi

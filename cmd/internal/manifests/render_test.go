@@ -32,7 +32,7 @@ func render(t *testing.T, rel string) []*unstructured.Unstructured {
 }
 
 func TestRenderNamesEveryObjectOnce(t *testing.T) {
-	for _, rel := range []string{"deploy/base", "deploy/overlays/inmemory", "deploy/overlays/virtualnode", "deploy/overlays/two-drivers", "deploy/overlays/autoscaler", "deploy/examples", "deploy/node-agent"} {
+	for _, rel := range []string{"deploy/base", "deploy/overlays/inmemory", "deploy/overlays/virtualnode", "deploy/overlays/two-drivers", "deploy/overlays/autoscaler", "deploy/monitoring", "deploy/examples", "deploy/node-agent"} {
 		t.Run(rel, func(t *testing.T) {
 			seen := map[string]bool{}
 			for _, o := range render(t, rel) {
