@@ -19,6 +19,9 @@ var joinDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Buckets: prometheus.ExponentialBuckets(1, 2, 12), // 1s to about 34m
 }, []string{"namespace", "machine_deployment"})
 
+// drainBuckets are the drain histogram's upper bounds, in seconds.
+var drainBuckets = prometheus.ExponentialBuckets(0.1, 2, 18)
+
 // drainDuration observes how long the drain step of a machine's deletion
 // took, from its start (status.deletionStepStartTime, so a restart does not
 // reset it) until the Node was drained or the forced drain had deleted its
@@ -27,7 +30,9 @@ var joinDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 var drainDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Name:    "machina_machine_drain_duration_seconds",
 	Help:    "Time the drain step of a Machine's deletion took, by namespace, MachineDeployment and result (drained, forced).",
-	Buckets: prometheus.ExponentialBuckets(1, 2, 14), // 1s to about 2h15m, the default drain timeout
+	// 0.1s to about 3h38m: a Node with nothing to evict drains in well
+	// under a second, a forced drain ends after the timeout (2h default).
+	Buckets: drainBuckets,
 }, []string{"namespace", "machine_deployment", "result"})
 
 // observeDrain records the end of a drain step with the given result.
