@@ -28,8 +28,8 @@ var drainBuckets = prometheus.ExponentialBuckets(0.1, 2, 18)
 // pods: the time PodDisruptionBudgets, slow pods and volume detaches add to
 // a deletion.
 var drainDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-	Name:    "machina_machine_drain_duration_seconds",
-	Help:    "Time the drain step of a Machine's deletion took, by namespace, MachineDeployment and result (drained, forced).",
+	Name: "machina_machine_drain_duration_seconds",
+	Help: "Time the drain step of a Machine's deletion took, by namespace, MachineDeployment and result (drained, forced).",
 	// 0.1s to about 3h38m: a Node with nothing to evict drains in well
 	// under a second, a forced drain ends after the timeout (2h default).
 	Buckets: drainBuckets,
