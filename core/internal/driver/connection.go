@@ -105,6 +105,8 @@ func Connect(ctx context.Context, endpoint string, opts Options) (*Client, error
 			return nil, err
 		}
 	}
+	// MCM's counters of this driver's calls start at 0.
+	c.metrics.Load().cloudAPI.initialize(c.driverName())
 	log = log.WithValues("driver", c.name)
 	log.Info("Connected to driver", "driverName", id.info.Name, "version", id.info.VendorVersion, "providers", id.info.Providers, "capabilities", capabilityNames(id.caps))
 

@@ -50,3 +50,13 @@ func (c cloudAPIMetrics) observe(provider, service string, ok bool, seconds floa
 	}
 	c.duration.WithLabelValues(provider, service).Observe(seconds)
 }
+
+// initialize creates the request and failure counters of every call of a
+// provider at 0, so that the first failure is a change rate() sees, not a
+// series that appears already at 1.
+func (c cloudAPIMetrics) initialize(provider string) {
+	for _, service := range mcmOperations {
+		c.requests.WithLabelValues(provider, service)
+		c.failed.WithLabelValues(provider, service)
+	}
+}

@@ -141,6 +141,24 @@ func histogramCount(t *testing.T, reg *prometheus.Registry, name string, labels 
 
 // counterValue returns the value of the counter series of family name whose
 // labels include labels, or 0 when there is no such series.
+// MCM's request and failure counters of every call exist at 0 once the
+// driver is connected: rate() sees the first failure.
+func TestCloudAPICountersStartAtZero(t *testing.T) {
+	path := socketPath(t)
+	serve(t, path, newTestDriver())
+	reg := prometheus.NewRegistry()
+	opts := testOptions(&logBuffer{})
+	opts.Registerer = reg
+	connect(t, path, opts)
+	for _, name := range []string{"mcm_cloud_api_requests_total", "mcm_cloud_api_requests_failed_total"} {
+		for _, service := range mcmOperations {
+			m := series(t, reg, name, map[string]string{"provider": testDriverName, "service": service})
+			require.NotNil(t, m, "%s{service=%q} is served before any call", name, service)
+			assert.Zero(t, m.GetCounter().GetValue())
+		}
+	}
+}
+
 func counterValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
 	t.Helper()
 	if m := series(t, reg, name, labels); m != nil {
