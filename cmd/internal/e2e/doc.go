@@ -21,6 +21,12 @@
 // a real machina-node-agent process writing into its own temporary root
 // (docs/machine-config.md).
 //
+// TestClusterAutoscalerContract, on an environment of its own, plays the
+// checks and calls of Gardener's cluster-autoscaler (its mcm provider) step
+// by step: the Deployment it looks up, node templates, /scale, the
+// trigger-deletion-by-mcm and priority annotations (docs/operating.md,
+// "Cluster-autoscaler").
+//
 // Run it with
 //
 //	KUBEBUILDER_ASSETS=$(hack/envtest-assets.sh) go test -count=1 -run TestIntegrationScenarios -v ./cmd/internal/e2e/
