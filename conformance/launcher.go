@@ -138,9 +138,7 @@ func (l *launcher) start(t T, args []string, endpointVar string) *process {
 	}
 	p := &process{cmd: cmd, out: &lockedBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
-	// Its own process group, so that the final kill reaches what it
-	// started too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownProcessGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		ruleIdentityOK.fatalf(t, "cannot start the driver %q: %v", l.Command, err)
 	}
@@ -197,7 +195,7 @@ func (p *process) stop(timeout time.Duration) bool {
 // kill ends the process group at once and waits for the process.
 func (p *process) kill() {
 	if !p.exited() {
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		killGroup(p.cmd)
 		<-p.done
 	}
 }
