@@ -109,6 +109,17 @@ func TestLocalClusterFailsFastOnAMissingSocket(t *testing.T) {
 	assert.Contains(t, p.out.String(), "driver socket "+socket+" does not exist")
 }
 
+// A driver binary (--driver) that never creates its socket ends the local
+// cluster once its grace has passed, naming the socket and the binary.
+func TestLocalClusterStopsWhenTheDriverMakesNoSocket(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	require.NoError(t, err)
+	p := startDemo(t, "--driver="+sleep, "--driver-arg=600", "--no-nodes")
+	assert.Equal(t, exitFailed, p.wait(t, 2*time.Minute))
+	assert.Regexp(t, `driver socket \S+/driver\.sock does not exist: `+regexp.QuoteMeta(sleep)+` has not created it within 20s`, p.out.String())
+	assert.NotContains(t, p.out.String(), "not ready within", "no wait for --timeout")
+}
+
 // A provider spec the driver refuses ends the local cluster at the first
 // refused create with the machine's own error, instead of after --timeout;
 // the kubeconfig was printed at the start, before anything could fail.
