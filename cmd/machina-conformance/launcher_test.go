@@ -128,7 +128,11 @@ func TestLauncherMode(t *testing.T) {
 		requireCleanLaunch(t, out, code, rep)
 		assert.Contains(t, out, "machina-conformance: starting the driver: ")
 		assert.NotContains(t, out, "did not survive the restart", "the state file keeps the VM across the restart")
-		assert.NotContains(t, out, "was not tried", "the default endpoint is tried")
+		if strings.Contains(out, "was not tried") {
+			// Only something already at the machine's default path (a
+			// driver running on it) keeps the check from trying it.
+			assert.Contains(t, out, "exists (another driver?)", "the default endpoint is tried")
+		}
 		assert.NotContains(t, out, "answered before SIGTERM", "a create is in flight at SIGTERM")
 	})
 
