@@ -78,7 +78,7 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 
-	if err := d.startCluster(ctx); err != nil {
+	if err := d.startCluster(); err != nil {
 		return err
 	}
 	if d.cfg.local() {
@@ -92,7 +92,7 @@ func (d *demo) run(ctx context.Context) error {
 
 // startCluster starts the control plane and installs the manager's
 // ServiceAccount and RBAC.
-func (d *demo) startCluster(ctx context.Context) error {
+func (d *demo) startCluster() error {
 	d.screen.Message("Starting etcd and kube-apiserver with the machine.sapcloud.io CRDs")
 	cp, err := startControlPlane(d.workDir, d.cfg.assets, filepath.Join(d.cfg.repo, "deploy", "crds"))
 	if err != nil {

@@ -38,7 +38,7 @@ func (d *demo) inPlaceUpdate(ctx context.Context, step func(string, func(*snapsh
 	return step(fmt.Sprintf("updated in place: the same %d machines, now in the MachineSet of template %s=v2, their Nodes updated by their agents",
 		replicas, configLabel),
 		func(s *snapshot) bool {
-			return s.settled(deploymentName, largeClass, replicas) &&
+			return s.settled(deploymentName, largeClass) &&
 				slices.Equal(machineNames(s), names) && s.updatedInPlace(configLabel)
 		})
 }

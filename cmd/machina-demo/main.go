@@ -102,7 +102,9 @@ func run() int {
 			}
 		}
 		fmt.Fprintln(os.Stderr, "machina-demo: interrupted again, exiting without a graceful stop")
-		d.removeFiles()
+		if err := d.removeFiles(); err != nil {
+			fmt.Fprintln(os.Stderr, "machina-demo:", err)
+		}
 		os.Exit(exitInterrupted)
 	}()
 	d.screen.Leave()

@@ -46,7 +46,7 @@ func (d *demo) scenario(ctx context.Context) error {
 	}
 
 	if err := step(fmt.Sprintf("%d machines of class %s Running, their Nodes Ready", replicas, smallClass),
-		func(s *snapshot) bool { return s.settled(deploymentName, smallClass, replicas) }); err != nil {
+		func(s *snapshot) bool { return s.settled(deploymentName, smallClass) }); err != nil {
 		return err
 	}
 
@@ -56,7 +56,7 @@ func (d *demo) scenario(ctx context.Context) error {
 	}
 	if err := step(fmt.Sprintf("rolled out: %d machines of class %s, the old machines and their Nodes gone", replicas, largeClass),
 		func(s *snapshot) bool {
-			return s.settled(deploymentName, largeClass, replicas) && s.machineNodes() == replicas
+			return s.settled(deploymentName, largeClass) && s.machineNodes() == replicas
 		}); err != nil {
 		return err
 	}

@@ -79,9 +79,9 @@ func nodeReady(n *corev1.Node) corev1.ConditionStatus {
 }
 
 // settled tells whether the MachineDeployment name has rolled out to
-// exactly replicas machines of class, all Running on Ready Nodes, with no
+// exactly the demo's replicas machines of class, all Running on Ready Nodes, with no
 // other machine left and the status reporting it so.
-func (s *snapshot) settled(name, class string, replicas int32) bool {
+func (s *snapshot) settled(name, class string) bool {
 	md := s.deployment(name)
 	if md == nil || md.Spec.Template.Spec.Class.Name != class || md.Spec.Replicas != replicas {
 		return false

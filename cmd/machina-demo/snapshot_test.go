@@ -35,9 +35,9 @@ func rolledOut(class string, n int32) *snapshot {
 }
 
 func TestSettled(t *testing.T) {
-	assert.True(t, rolledOut("small", 3).settled("demo", "small", 3))
-	assert.False(t, rolledOut("small", 3).settled("demo", "large", 3), "another class")
-	assert.False(t, rolledOut("small", 3).settled("other", "small", 3), "another deployment")
+	assert.True(t, rolledOut("small", 3).settled("demo", "small"))
+	assert.False(t, rolledOut("small", 3).settled("demo", "large"), "another class")
+	assert.False(t, rolledOut("small", 3).settled("other", "small"), "another deployment")
 
 	for name, spoil := range map[string]func(*snapshot){
 		"status not observed": func(s *snapshot) { s.deployments[0].Status.ObservedGeneration = 1 },
@@ -59,7 +59,7 @@ func TestSettled(t *testing.T) {
 	} {
 		s := rolledOut("small", 3)
 		spoil(s)
-		assert.False(t, s.settled("demo", "small", 3), name)
+		assert.False(t, s.settled("demo", "small"), name)
 	}
 }
 

@@ -41,10 +41,10 @@ var defaultPolicy = mcv1.NodeDisruptionPolicy{
 		{Path: "/etc/mco/internal-registry-pull-secret.json", Actions: none()},
 		{Path: "/var/lib/kubelet/config.json", Actions: none()},
 		{Path: "/etc/kubernetes/kubelet-ca.crt", Actions: none()},
-		{Path: "/etc/machine-config-daemon/no-reboot/containers-gpg.pub", Actions: reload("crio.service")},
-		{Path: "/etc/containers/policy.json", Actions: reload("crio.service")},
-		{Path: "/etc/containers/registries.conf", Actions: reload("crio.service")},
-		{Path: "/etc/containers/registries.d", Actions: reload("crio.service")},
+		{Path: "/etc/machine-config-daemon/no-reboot/containers-gpg.pub", Actions: reloadCrio},
+		{Path: "/etc/containers/policy.json", Actions: reloadCrio},
+		{Path: "/etc/containers/registries.conf", Actions: reloadCrio},
+		{Path: "/etc/containers/registries.d", Actions: reloadCrio},
 		{Path: "/etc/kubernetes/kubelet.conf", Actions: restart("kubelet.service")},
 	},
 	SSHKey: &mcv1.NodeDisruptionPolicySSHKey{Actions: none()},
@@ -54,9 +54,7 @@ func none() []mcv1.NodeDisruptionAction {
 	return []mcv1.NodeDisruptionAction{{Type: mcv1.ActionNone}}
 }
 
-func reload(unit string) []mcv1.NodeDisruptionAction {
-	return []mcv1.NodeDisruptionAction{{Type: mcv1.ActionReload, Reload: &mcv1.NodeDisruptionService{ServiceName: unit}}}
-}
+var reloadCrio = []mcv1.NodeDisruptionAction{{Type: mcv1.ActionReload, Reload: &mcv1.NodeDisruptionService{ServiceName: "crio.service"}}}
 
 func restart(unit string) []mcv1.NodeDisruptionAction {
 	return []mcv1.NodeDisruptionAction{{Type: mcv1.ActionRestart, Restart: &mcv1.NodeDisruptionService{ServiceName: unit}}}

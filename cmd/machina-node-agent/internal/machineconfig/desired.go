@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -197,9 +196,4 @@ func enabledUnits(d *desired) []string {
 func isRetryable(err error) bool {
 	var u *unreconcilableError
 	return !errors.As(err, &u)
-}
-
-// within tells whether node path p is dir or under it.
-func within(p, dir string) bool {
-	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }
