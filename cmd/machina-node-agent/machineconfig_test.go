@@ -473,6 +473,9 @@ func TestMachineConfigRebootAcrossRestarts(t *testing.T) {
 		if node.Annotations[mcv1.PostConfigActionAnnotation] != mcv1.PostConfigActionRebooting {
 			return "post-config-action " + node.Annotations[mcv1.PostConfigActionAnnotation]
 		}
+		if calls := n.calls(t); len(calls) == 0 {
+			return "no reboot asked yet"
+		}
 		return ""
 	})
 	stop()

@@ -75,6 +75,11 @@ type Agent struct {
 	opts   Options
 	// cached is the last rendered configuration read (load).
 	cached *desired
+	// rebootAsked is the configuration this process asked a reboot for: a
+	// record of a reboot asked by an earlier process, on the same boot, is
+	// a request that may never have reached systemd (the agent stopped
+	// between the record and the call), and is asked again.
+	rebootAsked string
 }
 
 // New returns an agent that reports through c and reads with reader.
@@ -384,6 +389,14 @@ func (a *Agent) activate(ctx context.Context, node *corev1.Node, rec *record) (c
 			if err := a.opts.Executor.systemctl(ctx, "reboot"); err != nil {
 				return ctrl.Result{}, false, err
 			}
+			a.rebootAsked = act.Config
+			return ctrl.Result{RequeueAfter: rebootPoll}, false, nil
+		case act.BootID == bootID && a.rebootAsked != act.Config:
+			log.Info("Asking again for the reboot an earlier run of the agent asked for")
+			if err := a.opts.Executor.systemctl(ctx, "reboot"); err != nil {
+				return ctrl.Result{}, false, err
+			}
+			a.rebootAsked = act.Config
 			return ctrl.Result{RequeueAfter: rebootPoll}, false, nil
 		case act.BootID == bootID:
 			if a.opts.Now().Sub(act.RebootAskedAt) > a.opts.RebootTimeout {
