@@ -12,8 +12,10 @@ PACKAGES := $(addsuffix /...,$(addprefix ./,$(MODULES)))
 # Tools run through `go run` at pinned versions: nothing is installed by hand.
 BUF_VERSION            := v1.75.0
 CONTROLLER_GEN_VERSION := v0.23.0
+GOLANGCI_LINT_VERSION  := v2.15.0
 BUF            := go run github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
 CONTROLLER_GEN := go run sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+GOLANGCI_LINT  := go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
 BIN := $(CURDIR)/bin
 TEST_FLAGS ?= -count=1 -timeout=30m
@@ -67,6 +69,14 @@ verify: deps ## Check generated code is current, buf lint and breaking, gofmt, g
 	hack/verify-breaking.sh "$(BUF)"
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet $(PACKAGES)
+
+.PHONY: lint
+lint: ## Run golangci-lint (.golangci.yml) over every module; not yet part of verify.
+	hack/lint.sh "$(GOLANGCI_LINT)"
+
+.PHONY: vulncheck
+vulncheck: ## Run govulncheck offline, from a database built from golang.org/x/vulndb; not yet part of verify.
+	hack/govulncheck.sh
 
 .PHONY: verify-node
 verify-node: ## Check the Node.js driver socket code of docs/writing-a-driver.md against @grpc/grpc-js (needs node, npm).
