@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
@@ -95,9 +96,9 @@ func TestOperatorTools(t *testing.T) {
 
 	// A scale-down to one deletes a machine: its Node is drained. The other
 	// stays, so that the per-machine state metrics have a series.
-	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(d), d))
-	d.Spec.Replicas = 1
-	require.NoError(t, c.Update(ctx, d))
+	// A merge patch, not an update: the manager writes the deployment too, and
+	// an update from a stale read would lose to it with a conflict.
+	require.NoError(t, c.Patch(ctx, d, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":1}}`))))
 	require.Eventually(t, func() bool {
 		var l v1alpha1.MachineList
 		return c.List(ctx, &l, client.InNamespace(ns)) == nil && len(l.Items) == 1
