@@ -78,6 +78,11 @@ const (
 	// TriggerDeletionByMCMAnnotation is set on a MachineDeployment by the
 	// cluster-autoscaler together with a replica decrement; its value lists the
 	// machines to delete as "name~RFC3339,name~RFC3339".
+	//
+	// On a Node, the value "true" asks for that Node's Machine to be deleted
+	// (MCM's older node update callback; MCM has since dropped it, machina
+	// keeps honouring it for autoscalers and scripts that still set it). The
+	// MachineSet replaces the Machine unless its replicas were lowered.
 	TriggerDeletionByMCMAnnotation = "node.machine.sapcloud.io/trigger-deletion-by-mcm"
 	// LastReplicaChangeByScalerTimeAnnotation is when a scaler last changed the
 	// MachineDeployment's replicas.

@@ -39,6 +39,9 @@ const (
 	// ReasonReleased (on the Node): the Node is being deleted and no Machine
 	// claims it, so the finalizer was removed.
 	ReasonReleased = "Released"
+	// ReasonTriggerDeletion is the reason of the events of a deletion asked
+	// for with the Node annotation trigger-deletion-by-mcm.
+	ReasonTriggerDeletion = "TriggerDeletion"
 )
 
 // conflictRetry is how soon a write that lost an optimistic-lock race is
@@ -92,12 +95,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, 
 		return fmt.Errorf("indexing machines by node: %w", err)
 	}
 
-	// A Node matters when it appears, is deleted, or its finalizers change
-	// (someone removed ours). Heartbeats and status updates do not.
+	// A Node matters when it appears, is deleted, its finalizers change
+	// (someone removed ours) or the trigger-deletion annotation appears.
+	// Heartbeats and status updates do not.
 	nodeChanged := predicate.TypedFuncs[*corev1.Node]{
 		UpdateFunc: func(e event.TypedUpdateEvent[*corev1.Node]) bool {
 			return !slices.Equal(e.ObjectOld.Finalizers, e.ObjectNew.Finalizers) ||
-				!e.ObjectOld.DeletionTimestamp.Equal(e.ObjectNew.DeletionTimestamp)
+				!e.ObjectOld.DeletionTimestamp.Equal(e.ObjectNew.DeletionTimestamp) ||
+				deletionTriggered(e.ObjectOld) != deletionTriggered(e.ObjectNew)
 		},
 	}
 	// A Machine matters when it names a Node, stops naming it, or starts
@@ -155,6 +160,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if node.DeletionTimestamp.IsZero() {
+		if deletionTriggered(node) && anyLive(machines) {
+			return r.deleteMachineOf(ctx, node, machines, ReasonTriggerDeletion,
+				fmt.Sprintf("the node has the annotation %s=true", v1alpha1.TriggerDeletionByMCMAnnotation))
+		}
 		res, err := r.ensureFinalizer(ctx, node, machines)
 		if err != nil || res.RequeueAfter > 0 {
 			return res, err
@@ -211,9 +220,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, node *corev1.Node, mac
 	if !controllerutil.ContainsFinalizer(node, v1alpha1.NodeFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	log := ctrl.LoggerFrom(ctx)
-	switch {
-	case len(machines) == 0:
+	if len(machines) == 0 {
+		log := ctrl.LoggerFrom(ctx)
 		patch := client.StrategicMergeFrom(node.DeepCopy())
 		controllerutil.RemoveFinalizer(node, v1alpha1.NodeFinalizer)
 		if err := r.Target.Patch(ctx, node, patch); err != nil {
@@ -223,6 +231,24 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, node *corev1.Node, mac
 		r.TargetRecorder.Eventf(node, nil, corev1.EventTypeNormal, ReasonReleased, "Delete",
 			"No machine claims the node any more; finalizer removed")
 		return ctrl.Result{}, nil
+	}
+	return r.deleteMachineOf(ctx, node, machines, ReasonNodeDeleted, "the node is being deleted")
+}
+
+// deletionTriggered reports whether a Node asks for its Machine's deletion
+// with the annotation trigger-deletion-by-mcm=true.
+func deletionTriggered(node *corev1.Node) bool {
+	return node.Annotations[v1alpha1.TriggerDeletionByMCMAnnotation] == "true"
+}
+
+// deleteMachineOf deletes the one Machine that claims node, for the reason
+// why. Several claimants delete none: on a label collision the wrong VM
+// could go.
+func (r *Reconciler) deleteMachineOf(ctx context.Context, node *corev1.Node, machines []v1alpha1.Machine, reason, why string) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	switch {
+	case len(machines) == 0:
+		return ctrl.Result{}, nil
 	case len(machines) > 1:
 		// Deleting machines on a label collision could delete the wrong VM;
 		// a human must sort it out.
@@ -230,9 +256,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, node *corev1.Node, mac
 		for i := range machines {
 			names = append(names, klogRef(&machines[i]))
 		}
-		log.Info("Node being deleted is claimed by several machines; deleting none", "machines", names)
+		log.Info("Node is claimed by several machines; deleting none", "why", why, "machines", names)
 		r.TargetRecorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonAmbiguousNode, "Delete",
-			"Node is claimed by several machines (%v); none is deleted, delete the right one by hand", names)
+			"Node is claimed by several machines (%v); none is deleted (%s), delete the right one by hand", names, why)
 		return ctrl.Result{}, nil
 	}
 
@@ -247,13 +273,13 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, node *corev1.Node, mac
 			// again with a fresh cache.
 			return ctrl.Result{RequeueAfter: conflictRetry}, nil
 		}
-		return ctrl.Result{}, fmt.Errorf("deleting machine %s of deleted node: %w", klogRef(m), err)
+		return ctrl.Result{}, fmt.Errorf("deleting machine %s of node (%s): %w", klogRef(m), why, err)
 	}
-	log.Info("Node is being deleted: deleted its machine", "machine", klogRef(m))
-	r.TargetRecorder.Eventf(node, nil, corev1.EventTypeNormal, ReasonNodeDeleted, "Delete",
-		"Node is being deleted: deleting machine %s", klogRef(m))
-	r.ControlRecorder.Eventf(m, nil, corev1.EventTypeNormal, ReasonNodeDeleted, "Delete",
-		"Node %s is being deleted: deleting the machine", node.Name)
+	log.Info("Deleted the node's machine", "why", why, "machine", klogRef(m))
+	r.TargetRecorder.Eventf(node, nil, corev1.EventTypeNormal, reason, "Delete",
+		"Deleting machine %s: %s", klogRef(m), why)
+	r.ControlRecorder.Eventf(m, nil, corev1.EventTypeNormal, reason, "Delete",
+		"Deleting the machine of node %s: %s", node.Name, why)
 	return ctrl.Result{}, nil
 }
 

@@ -95,8 +95,8 @@ func TestNodeController(t *testing.T) {
 			got := &v1alpha1.Machine{}
 			return cc.Get(ctx, client.ObjectKeyFromObject(m), got) == nil && !got.DeletionTimestamp.IsZero()
 		}, controllertest.WaitFor, controllertest.Tick, "machine was not deleted")
-		controllertest.RequireEvent(t, cc, m, node.ReasonNodeDeleted, "Node n-doomed is being deleted")
-		controllertest.RequireEvent(t, tc, n, node.ReasonNodeDeleted, "deleting machine machines/m-doomed")
+		controllertest.RequireEvent(t, cc, m, node.ReasonNodeDeleted, "machine of node n-doomed: the node is being deleted")
+		controllertest.RequireEvent(t, tc, n, node.ReasonNodeDeleted, "Deleting machine machines/m-doomed")
 
 		// The node waits for its machine.
 		got := &corev1.Node{}
@@ -108,6 +108,35 @@ func TestNodeController(t *testing.T) {
 		// the node no one claims any more is released.
 		releaseMachine(t, cc, m)
 		controllertest.RequireGone(t, tc, n)
+	})
+
+	t.Run("a node annotated trigger-deletion-by-mcm=true deletes its machine", func(t *testing.T) {
+		ctx := t.Context()
+		m := newMachine(ns, "m-triggered", "n-triggered")
+		m.Finalizers = []string{hold}
+		require.NoError(t, cc.Create(ctx, m))
+		t.Cleanup(func() { releaseMachine(t, cc, m) })
+		controllertest.WaitCached(t, mgr, m)
+		n := newNode("n-triggered")
+		require.NoError(t, tc.Create(ctx, n))
+		controllertest.RequireFinalizer(t, tc, n, v1alpha1.NodeFinalizer, true)
+
+		// Any other value is not a request.
+		setNodeAnnotation(t, tc, n, v1alpha1.TriggerDeletionByMCMAnnotation, "false")
+		requireMachineLiveFor(t, cc, m, time.Second)
+
+		setNodeAnnotation(t, tc, n, v1alpha1.TriggerDeletionByMCMAnnotation, "true")
+		require.Eventually(t, func() bool {
+			got := &v1alpha1.Machine{}
+			return cc.Get(ctx, client.ObjectKeyFromObject(m), got) == nil && !got.DeletionTimestamp.IsZero()
+		}, controllertest.WaitFor, controllertest.Tick, "the annotation did not delete the machine")
+		controllertest.RequireEvent(t, cc, m, node.ReasonTriggerDeletion, "trigger-deletion-by-mcm=true")
+		controllertest.RequireEvent(t, tc, n, node.ReasonTriggerDeletion, "Deleting machine machines/m-triggered")
+		// The Node itself stays: the machine's deletion flow drains and
+		// deletes it after the VM.
+		got := &corev1.Node{}
+		require.NoError(t, tc.Get(ctx, client.ObjectKeyFromObject(n), got))
+		require.True(t, got.DeletionTimestamp.IsZero())
 	})
 
 	t.Run("a node of a machine being deleted gets no finalizer", func(t *testing.T) {
@@ -197,4 +226,24 @@ func releaseMachine(t *testing.T, c client.Client, m *v1alpha1.Machine) {
 	patch := client.MergeFrom(got.DeepCopy())
 	got.Finalizers = nil
 	require.NoError(t, client.IgnoreNotFound(c.Patch(context.Background(), got, patch)))
+}
+
+// setNodeAnnotation sets one annotation of the Node with a merge patch.
+func setNodeAnnotation(t *testing.T, c client.Client, n *corev1.Node, key, value string) {
+	t.Helper()
+	patch := client.MergeFrom(n.DeepCopy())
+	if n.Annotations == nil {
+		n.Annotations = map[string]string{}
+	}
+	n.Annotations[key] = value
+	require.NoError(t, c.Patch(t.Context(), n, patch))
+}
+
+// requireMachineLiveFor checks that the Machine is not deleted for d.
+func requireMachineLiveFor(t *testing.T, c client.Client, m *v1alpha1.Machine, d time.Duration) {
+	t.Helper()
+	require.Never(t, func() bool {
+		got := &v1alpha1.Machine{}
+		return c.Get(t.Context(), client.ObjectKeyFromObject(m), got) != nil || !got.DeletionTimestamp.IsZero()
+	}, d, controllertest.Tick, "the machine was deleted")
 }
