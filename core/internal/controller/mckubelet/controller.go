@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
-	"github.com/machina-io/machina/core/internal/controller/mcrender"
+	"github.com/machina-io/machina/core/internal/mcfg"
 )
 
 // ControllerName names the KubeletConfig controller in logs, metrics and
@@ -53,7 +53,7 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// ControllerVersion is written into the generated MachineConfigs'
 	// generated-by-controller-version annotation
-	// (mcrender.DefaultControllerVersion when empty).
+	// (mcfg.DefaultControllerVersion when empty).
 	ControllerVersion string
 }
 
@@ -67,7 +67,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, 
 		r.Recorder = target.GetEventRecorder(ControllerName)
 	}
 	if r.ControllerVersion == "" {
-		r.ControllerVersion = mcrender.DefaultControllerVersion
+		r.ControllerVersion = mcfg.DefaultControllerVersion
 	}
 	// A pool appearing, or changing its labels or MachineConfig selector,
 	// and a MachineConfig changing the pools' base kubelet configuration,
@@ -245,7 +245,7 @@ func (r *Reconciler) poolFragments(ctx context.Context, pool *mcfgv1.MachineConf
 			out = append(out, mc)
 		}
 	}
-	mcrender.SortFragments(out)
+	mcfg.SortFragments(out)
 	return out, nil
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/internal/controller/mckubelet"
 	"github.com/machina-io/machina/core/internal/controller/mcrender"
+	"github.com/machina-io/machina/core/internal/mcfg"
 	"github.com/machina-io/machina/core/testenv"
 )
 
@@ -71,7 +72,7 @@ func TestKubeletConfig(t *testing.T) {
 		mc := &mcfgv1.MachineConfig{}
 		require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "99-kube-generated-kubelet"}, mc))
 		assert.Equal(t, "kube", mc.Labels[mcfgv1.RoleLabel])
-		assert.Equal(t, mcrender.DefaultControllerVersion, mc.Annotations[mcfgv1.GeneratedByControllerVersionAnnotation])
+		assert.Equal(t, mcfg.DefaultControllerVersion, mc.Annotations[mcfgv1.GeneratedByControllerVersionAnnotation])
 		owner := metav1.GetControllerOf(mc)
 		require.NotNil(t, owner)
 		assert.Equal(t, "KubeletConfig", owner.Kind)

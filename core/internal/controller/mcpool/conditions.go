@@ -35,12 +35,3 @@ func renderDegraded(p *mcv1.MachineConfigPool) string {
 	}
 	return ""
 }
-
-// machineRefOf is the MachineSet or MachineDeployment the pool names
-// (spec.machineOwnerRef), or nil.
-func machineRefOf(p *mcv1.MachineConfigPool) *machineRef {
-	if r := p.Spec.MachineOwnerRef; r != nil {
-		return &machineRef{kind: r.Kind, namespace: r.Namespace, name: r.Name}
-	}
-	return nil
-}

@@ -24,6 +24,7 @@ import (
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
+	"github.com/machina-io/machina/core/internal/mcfg"
 )
 
 // ControllerName names the pool update controller in logs, metrics and
@@ -36,7 +37,7 @@ const (
 	ReasonSetDesiredConfig = "SetDesiredConfig"
 	// ReasonSelectingAll: the pool's nodeSelector is empty, which would
 	// select every Node; it selects none instead.
-	ReasonSelectingAll = "SelectingAll"
+	ReasonSelectingAll = mcfg.SelectingAll
 	// ReasonNodeInMultiplePools: a Node is chosen by this pool and another
 	// custom pool (MCO's rule allows one custom pool, plus master or
 	// worker, per Node).
@@ -132,7 +133,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, 
 	b = b.Watches(&v1alpha1.Machine{}, allPools, builder.WithPredicates(predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			return !mapsEqual(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) ||
-				machineNode(e.ObjectOld.(*v1alpha1.Machine)) != machineNode(e.ObjectNew.(*v1alpha1.Machine))
+				mcfg.MachineNode(e.ObjectOld.(*v1alpha1.Machine)) != mcfg.MachineNode(e.ObjectNew.(*v1alpha1.Machine))
 		},
 	}))
 	return b.Complete(r)

@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
-	"github.com/machina-io/machina/core/internal/controller/mcpool"
 	"github.com/machina-io/machina/core/internal/controller/mcrender"
+	"github.com/machina-io/machina/core/internal/mcfg"
 	"github.com/machina-io/machina/core/testenv"
 )
 
@@ -35,7 +35,7 @@ func TestPrimaryPool(t *testing.T) {
 		{[]string{"worker", "infra", "gpu"}, ""},
 		{[]string{"master", "infra", "gpu"}, ""},
 	} {
-		got, ok := mcpool.PrimaryPool(tc.pools)
+		got, ok := mcfg.PrimaryPool(tc.pools)
 		assert.Equal(t, tc.want, got, "%v", tc.pools)
 		assert.Equal(t, tc.want != "", ok, "%v", tc.pools)
 	}

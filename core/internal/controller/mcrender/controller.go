@@ -23,14 +23,11 @@ import (
 
 	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
+	"github.com/machina-io/machina/core/internal/mcfg"
 )
 
 // ControllerName names the render controller in logs, metrics and events.
 const ControllerName = "machineconfig-render"
-
-// DefaultControllerVersion is the generated-by-controller-version
-// annotation of what the controllers generate, unless told otherwise.
-const DefaultControllerVersion = "machina"
 
 // Event reasons on MachineConfigPools.
 const (
@@ -57,7 +54,7 @@ type Reconciler struct {
 	// Recorder records events on pools.
 	Recorder events.EventRecorder
 	// ControllerVersion is written into the generated-by-controller-version
-	// annotation (DefaultControllerVersion when empty).
+	// annotation (mcfg.DefaultControllerVersion when empty).
 	ControllerVersion string
 }
 
@@ -75,7 +72,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, 
 		r.Recorder = target.GetEventRecorder(ControllerName)
 	}
 	if r.ControllerVersion == "" {
-		r.ControllerVersion = DefaultControllerVersion
+		r.ControllerVersion = mcfg.DefaultControllerVersion
 	}
 	// Only a pool's spec matters (its selector); its status moves with
 	// every node update and is no reason to render.

@@ -8,7 +8,7 @@
 //
 //   - selectFragments (select.go): the MachineConfigs the pool's
 //     machineConfigSelector selects, rendered ones left out, in merge order
-//     (order.go, SortFragments: the worker role's first, then by name);
+//     (mcfg.SortFragments: the worker role's first, then by name);
 //   - render (select.go, merge.go, ignition_merge.go): one MachineConfig
 //     spec from them, named rendered-<pool>-<hash of the spec> (hash.go);
 //     an extension outside SupportedExtensions (extensions.go), or

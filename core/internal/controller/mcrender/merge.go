@@ -35,7 +35,7 @@ type rendered struct {
 	kernelTypeFrom, fipsFrom string
 }
 
-// merge merges the fragments, already in merge order (SortFragments), into
+// merge merges the fragments, already in merge order (mcfg.SortFragments), into
 // one MachineConfig spec:
 //
 //   - Ignition: spec 2 fragments translated to spec 3 (IgnitionV3), then

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
+	"github.com/machina-io/machina/core/internal/mcfg"
 )
 
 func fragment(name, role, config string, mutate ...func(*mcfgv1.MachineConfigSpec)) mcfgv1.MachineConfig {
@@ -30,7 +31,7 @@ func fileConfig(path, content string) string {
 
 func renderOf(t *testing.T, fragments ...mcfgv1.MachineConfig) (*rendered, *mcfgv1.Ignition) {
 	t.Helper()
-	SortFragments(fragments)
+	mcfg.SortFragments(fragments)
 	out, err := merge(fragments)
 	require.NoError(t, err)
 	ign, err := mcfgv1.ParseIgnition(out.spec.Config.Raw)

@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
-	"github.com/machina-io/machina/core/internal/controller/mcpool"
 	"github.com/machina-io/machina/core/internal/controller/phase"
+	"github.com/machina-io/machina/core/internal/mcfg"
 )
 
 // archLabel is the Node label naming its CPU architecture, set by the
@@ -89,7 +89,7 @@ func (r *Reconciler) kernelOffArch(ctx context.Context, s *scope) (string, strin
 	}
 	// The nodes the pool drives: a node whose primary pool is another
 	// never runs this rendering.
-	chosen, _, _, err := mcpool.DrivenNodes(ctx, r.Control, pools.Items, s.pool, nodes.Items)
+	chosen, _, _, err := mcfg.DrivenNodes(ctx, r.Control, pools.Items, s.pool, nodes.Items)
 	if err != nil {
 		return "", "", err
 	}

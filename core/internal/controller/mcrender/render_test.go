@@ -23,6 +23,7 @@ import (
 	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/internal/controller/mcrender"
+	"github.com/machina-io/machina/core/internal/mcfg"
 	"github.com/machina-io/machina/core/testenv"
 )
 
@@ -219,7 +220,7 @@ func testOpenShiftExample(t *testing.T, c client.Client) {
 	require.Len(t, ign.Passwd.Users, 1)
 	assert.Equal(t, "core", ign.Passwd.Users[0].Name)
 	assert.Len(t, ign.Passwd.Users[0].SSHAuthorizedKeys, 1)
-	assert.Equal(t, mcrender.DefaultControllerVersion, mc.Annotations[mcfgv1.GeneratedByControllerVersionAnnotation])
+	assert.Equal(t, mcfg.DefaultControllerVersion, mc.Annotations[mcfgv1.GeneratedByControllerVersionAnnotation])
 	assert.Equal(t, "worker", mc.Annotations[mcfgv1.RenderedFromPoolAnnotation])
 	owner := metav1.GetControllerOf(mc)
 	require.NotNil(t, owner)

@@ -9,6 +9,7 @@ import (
 
 	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
+	"github.com/machina-io/machina/core/internal/mcfg"
 )
 
 // Reasons of RenderDegraded.
@@ -54,7 +55,7 @@ func (r *Reconciler) selectFragments(ctx context.Context, s *scope) (phase.Resul
 		s.fail(reasonNoFragments, fmt.Sprintf("no MachineConfig matches spec.machineConfigSelector %s", selector))
 		return phase.Result{Stop: true}, nil
 	}
-	SortFragments(s.fragments)
+	mcfg.SortFragments(s.fragments)
 	return phase.Result{}, nil
 }
 

@@ -1,4 +1,4 @@
-package mcrender
+package mcfg
 
 import (
 	"sort"
