@@ -8,7 +8,9 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net/url"
 	"path"
@@ -179,8 +181,26 @@ const DefaultFileMode = 0o644
 // MaxFileSize bounds a file's content after decoding and decompression. A
 // MachineConfig is at most what etcd stores (about 1.5 MiB), but a gzip
 // source of that size can expand a thousandfold: the bound keeps one
-// fragment from exhausting the manager's or an agent's memory.
+// fragment from exhausting the manager's or an agent's memory or the
+// node's disk. Contents are decompressed as a stream (IgnitionFile.Open)
+// and refused, naming the file, when they pass the bound.
 const MaxFileSize = 16 << 20
+
+// MaxTotalFileSize bounds the decoded contents of all files of one config
+// together: 0.5 MiB of gzip spread over many files, each under
+// MaxFileSize, would otherwise put gigabytes on every node of a pool.
+const MaxTotalFileSize = 64 << 20
+
+// Linux's limits on a path (PATH_MAX, including its NUL) and on one
+// element of it (NAME_MAX): a longer one can never be written, so it is
+// refused at render instead of failing on every node.
+const (
+	MaxPathLength    = 4095
+	MaxElementLength = 255
+)
+
+// UnitDir is where units and their drop-ins are written on the node.
+const UnitDir = "/etc/systemd/system"
 
 // ParseIgnition reads raw (a MachineConfig's spec.config) and checks it: a
 // 3.x version (a spec 2.0 to 2.2 config is translated first, IgnitionV3), no key the Ignition specification does not have, none of the
@@ -215,14 +235,10 @@ func (ign *Ignition) Validate() error {
 	if refused := ign.Refusals(); len(refused) > 0 {
 		return fmt.Errorf("not applicable to a running node: %s", strings.Join(refused, "; "))
 	}
+	var total int64
 	for _, f := range ign.Storage.Files {
-		if !path.IsAbs(f.Path) {
-			return fmt.Errorf("file %q: path is not absolute", f.Path)
-		}
-		// Refused here rather than only by the node agent, so that the pool
-		// says RenderDegraded instead of degrading every node in turn.
-		if slices.Contains(strings.Split(f.Path, "/"), "..") || path.Clean(f.Path) == "/" {
-			return fmt.Errorf("file %q: path leaves the node's file system or names its root", f.Path)
+		if err := CheckNodePath(f.Path); err != nil {
+			return fmt.Errorf("file %q: %w", f.Path, err)
 		}
 		if f.Mode != nil && (*f.Mode < 0 || *f.Mode > 0o7777) {
 			return fmt.Errorf("file %s: invalid mode %d (want 0 to 4095, that is 0 to 07777)", f.Path, *f.Mode)
@@ -241,19 +257,150 @@ func (ign *Ignition) Validate() error {
 				return fmt.Errorf("file %s: %s has both an id and a name", f.Path, o.what)
 			}
 		}
-		if _, err := f.Data(); err != nil {
+		// Decoded as a stream into nothing: checked (size, gzip, hash)
+		// without holding the contents.
+		r, err := f.Open()
+		if err != nil {
+			return err
+		}
+		n, err := io.Copy(io.Discard, r)
+		if err != nil {
+			return err
+		}
+		if total += n; total > MaxTotalFileSize {
+			return fmt.Errorf("file %s: the files' contents add up to more than %d MiB (storage.files together may hold at most that)",
+				f.Path, MaxTotalFileSize>>20)
+		}
+	}
+	units := map[string]bool{}
+	for _, u := range ign.Systemd.Units {
+		if err := CheckUnitName(u.Name); err != nil {
+			return fmt.Errorf("unit %q: invalid name: %w", u.Name, err)
+		}
+		if units[u.Name] {
+			return fmt.Errorf("unit %s: listed twice", u.Name)
+		}
+		units[u.Name] = true
+		dropins := map[string]bool{}
+		for _, d := range u.Dropins {
+			if !fileName(d.Name) || len(d.Name) > MaxElementLength {
+				return fmt.Errorf("unit %s: dropin %q: invalid name", u.Name, d.Name)
+			}
+			if !strings.HasSuffix(d.Name, ".conf") {
+				return fmt.Errorf("unit %s: dropin %q: systemd reads only drop-ins whose name ends in .conf", u.Name, d.Name)
+			}
+			if dropins[d.Name] {
+				return fmt.Errorf("unit %s: dropin %s: listed twice", u.Name, d.Name)
+			}
+			dropins[d.Name] = true
+		}
+	}
+	return ign.checkCollisions()
+}
+
+// checkCollisions refuses two writes of one node path, and a write at a
+// path another write needs as a directory (a file /etc/a and a file
+// /etc/a/b; a file /etc/systemd/system/x.service.d and a drop-in of
+// x.service): no node could take both.
+func (ign *Ignition) checkCollisions() error {
+	written := map[string]string{}
+	var paths []string
+	add := func(p, what string) error {
+		if other, dup := written[p]; dup {
+			return fmt.Errorf("%s and %s both write %s", other, what, p)
+		}
+		written[p] = what
+		paths = append(paths, p)
+		return nil
+	}
+	for i, f := range ign.Storage.Files {
+		if err := add(f.Path, fmt.Sprintf("storage.files[%d]", i)); err != nil {
 			return err
 		}
 	}
 	for _, u := range ign.Systemd.Units {
-		if !fileName(u.Name) {
-			return fmt.Errorf("unit %q: invalid name", u.Name)
-		}
-		for _, d := range u.Dropins {
-			if !fileName(d.Name) {
-				return fmt.Errorf("unit %s: dropin %q: invalid name", u.Name, d.Name)
+		if (u.Mask != nil && *u.Mask) || u.Contents != nil {
+			if err := add(path.Join(UnitDir, u.Name), fmt.Sprintf("systemd.units (%s)", u.Name)); err != nil {
+				return err
 			}
 		}
+		for _, d := range u.Dropins {
+			if err := add(path.Join(UnitDir, u.Name+".d", d.Name), fmt.Sprintf("systemd.units (%s).dropins (%s)", u.Name, d.Name)); err != nil {
+				return err
+			}
+		}
+	}
+	slices.Sort(paths)
+	// Sorted, a path's descendants follow it (after siblings such as
+	// "/etc/a.conf" that sort between).
+	for i, p := range paths {
+		for _, q := range paths[i+1:] {
+			if !strings.HasPrefix(q, p) {
+				break
+			}
+			if strings.HasPrefix(q, p+"/") {
+				return fmt.Errorf("%s writes %s, which %s needs to be a directory for %s", written[p], p, written[q], q)
+			}
+		}
+	}
+	return nil
+}
+
+// CheckNodePath checks a path the node agent writes: absolute, clean (no
+// ".", "..", "//" or trailing "/"), not the root, without NUL, and within
+// Linux's limits (MaxPathLength, MaxElementLength).
+func CheckNodePath(p string) error {
+	switch {
+	case !path.IsAbs(p):
+		return errors.New("path is not absolute")
+	case strings.ContainsRune(p, 0):
+		return errors.New("path contains a NUL byte")
+	case slices.Contains(strings.Split(p, "/"), ".."):
+		return errors.New("path leaves the node's file system (\"..\")")
+	case path.Clean(p) == "/":
+		return errors.New("path names the node's root directory")
+	case path.Clean(p) != p:
+		return fmt.Errorf("path is not clean (write it %s)", path.Clean(p))
+	case len(p) > MaxPathLength:
+		return fmt.Errorf("path is %d bytes long, more than Linux's %d", len(p), MaxPathLength)
+	}
+	for _, e := range strings.Split(p[1:], "/") {
+		if len(e) > MaxElementLength {
+			return fmt.Errorf("path element %.20q... is %d bytes long, more than Linux's %d", e, len(e), MaxElementLength)
+		}
+	}
+	return nil
+}
+
+// unitTypes are the suffixes of systemd's unit types.
+var unitTypes = []string{"service", "socket", "device", "mount", "automount", "swap", "target", "path", "timer", "slice", "scope"}
+
+// CheckUnitName checks a systemd unit name as systemd does
+// (unit_name_is_valid): at most 255 bytes, <prefix>[@[<instance>]].<type>
+// with a known type, the prefix and instance made of ASCII letters,
+// digits and ":-_.\" (an instance may hold "@" too).
+func CheckUnitName(name string) error {
+	if len(name) > MaxElementLength {
+		return fmt.Errorf("longer than %d bytes", MaxElementLength)
+	}
+	dot := strings.LastIndexByte(name, '.')
+	if dot < 0 || !slices.Contains(unitTypes, name[dot+1:]) {
+		return fmt.Errorf("no unit type suffix (one of .%s)", strings.Join(unitTypes, ", ."))
+	}
+	prefix, instance, templated := strings.Cut(name[:dot], "@")
+	if prefix == "" {
+		return errors.New("empty name before the type")
+	}
+	valid := func(s, extra string) bool {
+		for _, c := range s {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune(":-_.\\"+extra, c)) {
+				return false
+			}
+		}
+		return true
+	}
+	if !valid(prefix, "") || (templated && !valid(instance, "@")) {
+		return errors.New(`only ASCII letters, digits and ":-_.\" are allowed (and "@" before the instance)`)
 	}
 	return nil
 }
@@ -394,33 +541,100 @@ func (f IgnitionFile) FileMode() int {
 
 // Data is the file's content: the data: URL of contents.source decoded
 // (and gunzipped with compression gzip). A file without a source is empty.
+// It holds the whole content (at most MaxFileSize); Open streams it.
 func (f IgnitionFile) Data() ([]byte, error) {
-	if f.Contents.Source == nil || *f.Contents.Source == "" {
-		return nil, nil
-	}
-	data, err := DecodeDataURL(*f.Contents.Source)
+	r, err := f.Open()
 	if err != nil {
-		return nil, fmt.Errorf("file %s: %w", f.Path, err)
+		return nil, err
 	}
-	if f.Contents.Compression != nil && *f.Contents.Compression == "gzip" {
-		r, err := gzip.NewReader(bytes.NewReader(data))
-		if err != nil {
-			return nil, fmt.Errorf("file %s: gzip: %w", f.Path, err)
+	return io.ReadAll(r)
+}
+
+// Open streams the file's content: decoded from contents.source,
+// decompressed as it is read, refused with an error naming the file once
+// it passes MaxFileSize, and checked against contents.verification.hash
+// at its end (an error then, instead of io.EOF). Memory stays that of the
+// decompressor, whatever the content's size.
+func (f IgnitionFile) Open() (io.Reader, error) {
+	var r io.Reader = strings.NewReader("")
+	if f.Contents.Source != nil && *f.Contents.Source != "" {
+		var err error
+		if r, err = openDataURL(*f.Contents.Source); err != nil {
+			return nil, fmt.Errorf("file %s: %w", f.Path, err)
 		}
-		defer r.Close()
-		if data, err = io.ReadAll(io.LimitReader(r, MaxFileSize+1)); err != nil {
-			return nil, fmt.Errorf("file %s: gzip: %w", f.Path, err)
+		if f.Contents.Compression != nil && *f.Contents.Compression == "gzip" {
+			gz, err := gzip.NewReader(r)
+			if err != nil {
+				return nil, fmt.Errorf("file %s: gzip: %w", f.Path, err)
+			}
+			r = &wrapErrors{r: gz, prefix: "file " + f.Path + ": gzip"}
+		} else {
+			r = &wrapErrors{r: r, prefix: "file " + f.Path}
 		}
 	}
-	if len(data) > MaxFileSize {
-		return nil, fmt.Errorf("file %s: content is larger than %d MiB", f.Path, MaxFileSize>>20)
+	c := &checkedReader{r: r, path: f.Path, left: MaxFileSize}
+	if h := f.Contents.Verification.Hash; h != nil && *h != "" && f.Contents.Source != nil && *f.Contents.Source != "" {
+		algo, sum, ok := strings.Cut(*h, "-")
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("file %s: contents.verification.hash: %q is not <algorithm>-<hex>", f.Path, *h)
+		case algo == "sha256":
+			c.hash = sha256.New()
+		case algo == "sha512":
+			c.hash = sha512.New()
+		default:
+			return nil, fmt.Errorf("file %s: contents.verification.hash: unsupported hash algorithm %q (sha256 or sha512)", f.Path, algo)
+		}
+		c.algo, c.want = algo, strings.ToLower(sum)
 	}
-	if h := f.Contents.Verification.Hash; h != nil && *h != "" {
-		if err := verifyHash(*h, data); err != nil {
-			return nil, fmt.Errorf("file %s: contents.verification.hash: %w", f.Path, err)
+	return c, nil
+}
+
+// wrapErrors prefixes the errors of a reader (not io.EOF) with what it
+// reads.
+type wrapErrors struct {
+	r      io.Reader
+	prefix string
+}
+
+func (w *wrapErrors) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("%s: %w", w.prefix, err)
+	}
+	return n, err
+}
+
+// checkedReader passes at most left bytes, then fails naming the file, and
+// checks the data's hash at its end.
+type checkedReader struct {
+	r         io.Reader
+	path      string
+	left      int64
+	hash      hash.Hash
+	algo      string
+	want      string
+	exhausted bool
+}
+
+func (c *checkedReader) Read(p []byte) (int, error) {
+	if int64(len(p)) > c.left+1 {
+		p = p[:c.left+1]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	if c.left < 0 {
+		return 0, fmt.Errorf("file %s: content is larger than %d MiB (the limit of one file, decompressed)", c.path, MaxFileSize>>20)
+	}
+	if c.hash != nil {
+		c.hash.Write(p[:n])
+		if err == io.EOF {
+			if got := hex.EncodeToString(c.hash.Sum(nil)); got != c.want {
+				return n, fmt.Errorf("file %s: contents.verification.hash: the data's %s is %s, not %s", c.path, c.algo, got, c.want)
+			}
 		}
 	}
-	return data, nil
+	return n, err
 }
 
 // DecodeDataURL decodes an RFC 2397 data: URL ("data:[<mediatype>][;base64],<data>").
@@ -428,8 +642,7 @@ func (f IgnitionFile) Data() ([]byte, error) {
 func DecodeDataURL(s string) ([]byte, error) {
 	rest, ok := strings.CutPrefix(s, "data:")
 	if !ok {
-		scheme, _, _ := strings.Cut(s, ":")
-		return nil, fmt.Errorf("contents.source: unsupported URL scheme %q (only data: URLs are supported)", scheme)
+		return nil, errNotData(s)
 	}
 	meta, payload, ok := strings.Cut(rest, ",")
 	if !ok {
@@ -452,6 +665,34 @@ func DecodeDataURL(s string) ([]byte, error) {
 	return []byte(data), nil
 }
 
+// openDataURL is DecodeDataURL as a stream: base64 is decoded as it is
+// read (percent-encoding, bounded by the config's own size, at once).
+func openDataURL(s string) (io.Reader, error) {
+	rest, ok := strings.CutPrefix(s, "data:")
+	if !ok {
+		return nil, errNotData(s)
+	}
+	meta, payload, ok := strings.Cut(rest, ",")
+	if !ok {
+		return nil, fmt.Errorf("contents.source: data URL without a comma")
+	}
+	if strings.HasSuffix(meta, ";base64") {
+		// Padded or not (some writers drop it): decoded without.
+		return &wrapErrors{r: base64.NewDecoder(base64.RawStdEncoding, strings.NewReader(strings.TrimRight(payload, "="))),
+			prefix: "contents.source: bad base64 data"}, nil
+	}
+	data, err := url.PathUnescape(payload)
+	if err != nil {
+		return nil, fmt.Errorf("contents.source: bad percent-encoding: %w", err)
+	}
+	return strings.NewReader(data), nil
+}
+
+func errNotData(s string) error {
+	scheme, _, _ := strings.Cut(s, ":")
+	return fmt.Errorf("contents.source: unsupported URL scheme %q (only data: URLs are supported)", scheme)
+}
+
 // DataURL encodes data as a data: URL, base64 when that is shorter than
 // percent-encoding.
 func DataURL(data []byte) string {
@@ -461,28 +702,4 @@ func DataURL(data []byte) string {
 		return "data:;base64," + b64
 	}
 	return "data:," + escaped
-}
-
-// verifyHash checks data against an Ignition hash, "sha256-<hex>" or
-// "sha512-<hex>", taken over the data as decoded (after decompression, as
-// Ignition 3 does).
-func verifyHash(want string, data []byte) error {
-	algo, sum, ok := strings.Cut(want, "-")
-	var got []byte
-	switch {
-	case !ok:
-		return fmt.Errorf("%q is not <algorithm>-<hex>", want)
-	case algo == "sha256":
-		s := sha256.Sum256(data)
-		got = s[:]
-	case algo == "sha512":
-		s := sha512.Sum512(data)
-		got = s[:]
-	default:
-		return fmt.Errorf("unsupported hash algorithm %q (sha256 or sha512)", algo)
-	}
-	if hex.EncodeToString(got) != strings.ToLower(sum) {
-		return fmt.Errorf("the data's %s is %s, not %s", algo, hex.EncodeToString(got), sum)
-	}
-	return nil
 }

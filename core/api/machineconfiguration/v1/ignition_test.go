@@ -6,7 +6,9 @@ import (
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/hex"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -105,7 +107,7 @@ func TestParseIgnition(t *testing.T) {
 		`{"ignition":{"version":"3.2.0"},"systemd":{"units":[{"name":""}]}}`:                                    "invalid name",
 		`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/x","contents":{"source":"s3://b/k"}}]}}`: "unsupported URL scheme",
 		`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/../../x"}]}}`:                        "leaves the node's file system",
-		`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"//"}]}}`:                                  "names its root",
+		`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"//"}]}}`:                                  "names the node's root directory",
 		`{"ignition":{"version":"3.2.0"},"systemd":{"units":[{"name":".."}]}}`:                                  "invalid name",
 		`{"ignition":{"version":"3.2.0"},"systemd":{"units":[{"name":"a.service","dropins":[{"name":"."}]}]}}`:  "invalid name",
 		`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/big","contents":{"compression":"gzip","source":"` +
@@ -184,4 +186,88 @@ func TestFileVerification(t *testing.T) {
 			assert.ErrorContains(t, err, "contents.verification.hash", hash)
 		}
 	}
+}
+
+// TestParseIgnitionNodeSide: what would fail on every node is refused at
+// render, naming what is wrong: colliding writes, names and paths Linux
+// or systemd cannot take, unclean paths, drop-ins systemd never reads, and
+// contents that pass the size limits.
+func TestParseIgnitionNodeSide(t *testing.T) {
+	file := func(p string) string { return `{"path":"` + p + `","contents":{"source":"data:,x"}}` }
+	files := func(f ...string) string {
+		return `{"ignition":{"version":"3.5.0"},"storage":{"files":[` + strings.Join(f, ",") + `]}}`
+	}
+	units := func(u string) string { return `{"ignition":{"version":"3.5.0"},"systemd":{"units":[` + u + `]}}` }
+	both := func(f, u string) string {
+		return `{"ignition":{"version":"3.5.0"},"storage":{"files":[` + f + `]},"systemd":{"units":[` + u + `]}}`
+	}
+	long := strings.Repeat("a", 256)
+	// 66 files of 1 MiB of zeros each: 66 MiB decoded from ~70 KiB.
+	var many []string
+	for i := range 66 {
+		many = append(many, `{"path":"/var/f`+strconv.Itoa(i)+`","contents":{"compression":"gzip","source":"`+
+			mcfgv1.DataURL(gzipped(t, make([]byte, 1<<20)))+`"}}`)
+	}
+	for config, want := range map[string]string{
+		files(file("/etc/a"), file("/etc/a")):                                                                             "storage.files[0] and storage.files[1] both write /etc/a",
+		files(file("/etc/a"), file("/etc/a.conf"), file("/etc/a/b")):                                                      "storage.files[0] writes /etc/a, which storage.files[2] needs to be a directory for /etc/a/b",
+		both(file("/etc/systemd/system/a.service"), `{"name":"a.service","contents":"[Unit]"}`):                           "storage.files[0] and systemd.units (a.service) both write",
+		both(file("/etc/systemd/system/a.service"), `{"name":"a.service","mask":true}`):                                   "both write /etc/systemd/system/a.service",
+		both(file("/etc/systemd/system/a.service.d"), `{"name":"a.service","dropins":[{"name":"x.conf","contents":""}]}`): "needs to be a directory",
+		units(`{"name":"a.service"},{"name":"a.service"}`):                                                                "unit a.service: listed twice",
+		units(`{"name":"a.service","dropins":[{"name":"x.conf"},{"name":"x.conf"}]}`):                                     "dropin x.conf: listed twice",
+		units(`{"name":"a.service","dropins":[{"name":"x"}]}`):                                                            "only drop-ins whose name ends in .conf",
+		units(`{"name":"a"}`):                           "no unit type suffix",
+		units(`{"name":"a.bogus"}`):                     "no unit type suffix",
+		units(`{"name":".service"}`):                    "empty name before the type",
+		units(`{"name":"a b.service"}`):                 "only ASCII letters",
+		units(`{"name":"a\u0000.service"}`):             "only ASCII letters",
+		units(`{"name":"` + long + `.service"}`):        "longer than 255 bytes",
+		files(file("/etc/" + long)):                     "is 256 bytes long, more than Linux's 255",
+		files(file(strings.Repeat("/"+long[:200], 21))): "more than Linux's 4095",
+		files(file(`/etc/a\u0000b`)):                    "NUL",
+		files(file("/etc//a")):                          "not clean (write it /etc/a)",
+		files(file("/etc/a/")):                          "not clean",
+		files(file("/etc/./a")):                         "not clean",
+		files(many...):                                  "the files' contents add up to more than 64 MiB",
+	} {
+		_, err := mcfgv1.ParseIgnition([]byte(config))
+		assert.ErrorContains(t, err, want, config[:min(len(config), 200)])
+	}
+	for _, ok := range []string{
+		units(`{"name":"getty@.service","enabled":true},{"name":"getty@tty1.service"},{"name":"a:b-c_d.e\\x2d.mount"}`),
+		files(file("/etc/a"), file("/etc/ab/c"), file("/etc/a.d/b")),
+	} {
+		_, err := mcfgv1.ParseIgnition([]byte(ok))
+		assert.NoError(t, err, ok)
+	}
+}
+
+// TestGzipBomb: about 1 MiB of gzip that expands to 1.1 GiB is
+// refused with an error naming the file as soon as the stream passes
+// MaxFileSize, and decoding it never holds much more than the limit: the
+// heap grows by far less than the expansion (the decoder is a stream, the
+// check stops it early).
+func TestGzipBomb(t *testing.T) {
+	// gzip streams may be concatenated (RFC 1952, and Go reads them so):
+	// 70 copies of 16 MiB of zeros, each about 16 KiB compressed.
+	member := gzipped(t, make([]byte, 16<<20))
+	gz := bytes.Repeat(member, 70)
+	require.Less(t, len(gz), 2<<20, "the bomb is small")
+	config := []byte(`{"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/etc/bomb","contents":{"compression":"gzip","source":"` +
+		mcfgv1.DataURL(gz) + `"}}]}}`)
+	member, gz = nil, nil
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := mcfgv1.ParseIgnition(config)
+	runtime.ReadMemStats(&after)
+	assert.ErrorContains(t, err, "file /etc/bomb: content is larger than 16 MiB")
+	// TotalAlloc counts every allocation of the parse, freed or not: the
+	// config's own copies (a few MiB) and the decompressor's window, not
+	// the gigabyte.
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("parsing the bomb allocated %d KiB", allocated>>10)
+	assert.Less(t, allocated, uint64(12<<20), "allocated while parsing the bomb")
 }
