@@ -112,6 +112,13 @@ func (r *DrainReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		return ctrl.Result{}, nil
 	}
 	log := logr.FromContextOrDiscard(ctx).WithValues("node", node.Name, "request", want)
+	if why := unasked(node, want); why != "" {
+		// Not ours to act on: the request stays unanswered and says why.
+		r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonBadDrainAction, "Drain",
+			"%s=%q is not acted on: %s", annDesiredDrain, want, why)
+		log.Info("Refused the drain request", "reason", why)
+		return ctrl.Result{}, nil
+	}
 	switch {
 	case strings.HasPrefix(want, mcv1.DrainRequestPrefix):
 		res, err := r.Drainer.Pass(ctx, node.Name, drain.Options{Wait: r.wait(node.Name), Now: r.Now()})
@@ -146,6 +153,34 @@ func (r *DrainReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	}
 	log.Info("Acknowledged the drain request")
 	return ctrl.Result{}, nil
+}
+
+// unasked says why a drain or uncordon request is none of a rollout's, or
+// "" when it is. A pool's rollout asks for a Node's update by writing its
+// desiredConfig, which only the manager writes
+// (deploy/node-agent/own-node-policy.yaml keeps it from the agents), and
+// the agent asks for <verb><desiredConfig>. A request on a Node no pool
+// gave a configuration, or for another configuration than the one it was
+// given, is acted on by no one: acting on it would let whoever writes
+// desiredDrain cordon and drain a Node no rollout asked for. (The agent of
+// a Node may still ask for a drain of its own Node for its desiredConfig,
+// also when it runs that configuration already: that is how it re-applies
+// after a failure. It is root on that Node anyway.)
+func unasked(node *corev1.Node, want string) string {
+	desired := node.Annotations[annDesiredConfig]
+	config, ok := strings.CutPrefix(want, mcv1.DrainRequestPrefix)
+	if !ok {
+		config, ok = strings.CutPrefix(want, mcv1.UncordonRequestPrefix)
+	}
+	switch {
+	case !ok:
+		return "" // Reconcile says what is wrong with it
+	case desired == "":
+		return "the node has no " + annDesiredConfig + ": no pool is updating it"
+	case config != desired:
+		return fmt.Sprintf("it names %q, but the node's %s is %q", config, annDesiredConfig, desired)
+	}
+	return ""
 }
 
 // ack writes lastAppliedDrain=want, with what also changes (if any) in the
