@@ -62,20 +62,22 @@ generate: deps ## Regenerate the Driver API code, deepcopy functions and CRDs.
 	   $(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=../deploy/crds); fi
 
 .PHONY: verify
-verify: deps ## Check generated code is current, buf lint and breaking, gofmt, go vet, no large binaries.
+verify: deps ## Check generated code is current, buf lint and breaking, gofmt, go vet, golangci-lint, govulncheck, no large binaries.
 	hack/verify-large-files.sh
 	hack/verify-generated.sh
 	$(BUF) lint
 	hack/verify-breaking.sh "$(BUF)"
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet $(PACKAGES)
+	hack/lint.sh "$(GOLANGCI_LINT)"
+	hack/govulncheck.sh
 
 .PHONY: lint
-lint: ## Run golangci-lint (.golangci.yml) over every module; not yet part of verify.
+lint: ## Run golangci-lint (.golangci.yml) over every module (part of verify).
 	hack/lint.sh "$(GOLANGCI_LINT)"
 
 .PHONY: vulncheck
-vulncheck: ## Run govulncheck offline, from a database built from golang.org/x/vulndb; not yet part of verify.
+vulncheck: ## Run govulncheck offline, from a database built from golang.org/x/vulndb (part of verify).
 	hack/govulncheck.sh
 
 .PHONY: verify-node
