@@ -31,7 +31,10 @@ type KubeletConfigSpec struct {
 	LogLevel *int32 `json:"logLevel,omitempty"`
 
 	// AutoSizingReserved sizes the system reservation from the node's
-	// capacity. Stored; machina does not act on it.
+	// capacity: the KubeletConfig controller writes MCO's node-sizing file
+	// (/etc/node-sizing-enabled.env), which the template's
+	// kubelet-auto-node-size unit reads. Exclusive with
+	// kubeletConfig.systemReserved.
 	// +optional
 	AutoSizingReserved *bool `json:"autoSizingReserved,omitempty"`
 
@@ -41,14 +44,20 @@ type KubeletConfigSpec struct {
 	MachineConfigPoolSelector *metav1.LabelSelector `json:"machineConfigPoolSelector,omitempty"`
 
 	// KubeletConfig is a fragment of an upstream KubeletConfiguration
-	// (kubelet.config.k8s.io/v1beta1), merged over the pool's defaults.
+	// (kubelet.config.k8s.io/v1beta1), merged over the pool's base
+	// kubelet.conf. It is decoded strictly: an unknown field or a value of
+	// the wrong type is refused in the status, as are the fields the
+	// cluster depends on (cgroupDriver, clusterDNS, clusterDomain,
+	// failSwapOn, featureGates, memorySwap.swapBehavior, staticPodPath).
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
 	// +optional
 	KubeletConfig *runtime.RawExtension `json:"kubeletConfig,omitempty"`
 
-	// TLSSecurityProfile is OpenShift's TLS profile of the kubelet. Stored;
-	// machina does not act on it.
+	// TLSSecurityProfile is OpenShift's TLS profile of the kubelet (type
+	// Old, Intermediate, Modern or Custom), written into kubelet.conf as
+	// tlsMinVersion and tlsCipherSuites. Another type is refused in the
+	// status.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
 	// +optional

@@ -77,13 +77,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, 
 		return all(ctx)
 	})
 	mcs := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, mc *mcfgv1.MachineConfig) []reconcile.Request {
-		if ref := metav1.GetControllerOf(mc); ref != nil {
-			if ref.Kind == "KubeletConfig" {
-				return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: ref.Name}}}
-			}
-			return nil // rendered
+		if ref := metav1.GetControllerOf(mc); ref != nil && ref.Kind == "KubeletConfig" {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: ref.Name}}}
 		}
-		return all(ctx)
+		if mcfg.IsBase(mc) {
+			return all(ctx)
+		}
+		return nil // rendered, or another controller's
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -151,7 +151,7 @@ func (r *Reconciler) apply(ctx context.Context, kc *mcfgv1.KubeletConfig, log lo
 	if err != nil || failure != "" {
 		return nil, failure, err
 	}
-	suffix, failure, err := r.suffix(ctx, kc)
+	suffix, failure, err := r.suffix(ctx, kc, pools)
 	if err != nil || failure != "" {
 		return nil, failure, err
 	}
@@ -161,11 +161,11 @@ func (r *Reconciler) apply(ctx context.Context, kc *mcfgv1.KubeletConfig, log lo
 		if err != nil {
 			return nil, "", err
 		}
-		base, berr := poolKubeletConfig(fragments)
+		base, berr := poolKubeletConfig(pool.Name, fragments)
 		if berr != nil {
-			return nil, fmt.Sprintf("pool %s: %v", pool.Name, berr), nil
+			return nil, berr.Error(), nil
 		}
-		mc, err := generatedMachineConfig(name, pool.Name, r.ControllerVersion, mergeConfig(base, user), kc.Spec.LogLevel)
+		mc, err := generatedMachineConfig(name, pool.Name, r.ControllerVersion, mergeConfig(base, user.overrides), kc.Spec.LogLevel, user.nodeSizing)
 		if err != nil {
 			return nil, "", err
 		}
@@ -199,8 +199,9 @@ func (r *Reconciler) selectedPools(ctx context.Context, kc *mcfgv1.KubeletConfig
 	return list.Items, "", nil
 }
 
-// suffix is the KubeletConfig's name suffix, chosen and recorded once.
-func (r *Reconciler) suffix(ctx context.Context, kc *mcfgv1.KubeletConfig) (string, string, error) {
+// suffix is the KubeletConfig's name suffix, chosen among those the
+// KubeletConfigs selecting the same pools leave free, and recorded once.
+func (r *Reconciler) suffix(ctx context.Context, kc *mcfgv1.KubeletConfig, pools []mcfgv1.MachineConfigPool) (string, string, error) {
 	if s, ok := kc.Annotations[mcfgv1.MCNameSuffixAnnotation]; ok {
 		return s, "", nil
 	}
@@ -208,7 +209,7 @@ func (r *Reconciler) suffix(ctx context.Context, kc *mcfgv1.KubeletConfig) (stri
 	if err := r.Client.List(ctx, all); err != nil {
 		return "", "", fmt.Errorf("listing KubeletConfigs: %w", err)
 	}
-	s, err := chooseSuffix(kc, all.Items)
+	s, err := chooseSuffix(kc, all.Items, pools)
 	if err != nil {
 		return "", err.Error(), nil
 	}
@@ -225,8 +226,8 @@ func (r *Reconciler) suffix(ctx context.Context, kc *mcfgv1.KubeletConfig) (stri
 	return s, "", nil
 }
 
-// poolFragments are the pool's MachineConfigs in merge order, leaving out
-// rendered and KubeletConfig-generated ones.
+// poolFragments are the pool's base MachineConfigs (mcfg.IsBase: the
+// user's and the templates') in merge order.
 func (r *Reconciler) poolFragments(ctx context.Context, pool *mcfgv1.MachineConfigPool) ([]mcfgv1.MachineConfig, error) {
 	if pool.Spec.MachineConfigSelector == nil {
 		return nil, nil
@@ -241,7 +242,7 @@ func (r *Reconciler) poolFragments(ctx context.Context, pool *mcfgv1.MachineConf
 	}
 	var out []mcfgv1.MachineConfig
 	for _, mc := range list.Items {
-		if metav1.GetControllerOf(&mc) == nil {
+		if mcfg.IsBase(&mc) {
 			out = append(out, mc)
 		}
 	}

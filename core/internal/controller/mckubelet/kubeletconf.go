@@ -8,24 +8,15 @@ import (
 	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 )
 
-// defaultKubeletConfig is the pool's kubelet configuration when none of its
-// MachineConfigs carries one: the kind and the fields the controller
-// manages, with the kubelet's own defaults for everything else.
-func defaultKubeletConfig() map[string]any {
-	return map[string]any{
-		"apiVersion":   kubeletAPIVersion,
-		"kind":         kubeletKind,
-		"cgroupDriver": "systemd",
-		"failSwapOn":   true,
-	}
-}
-
-// poolKubeletConfig is the kubelet configuration of the pool's
-// MachineConfigs other than the generated ones: the last
-// /etc/kubernetes/kubelet.conf in merge order (YAML or JSON), or
-// defaultKubeletConfig.
-func poolKubeletConfig(fragments []mcfgv1.MachineConfig) (map[string]any, error) {
-	cfg := defaultKubeletConfig()
+// poolKubeletConfig is the pool's base kubelet configuration: the last
+// /etc/kubernetes/kubelet.conf (YAML or JSON) in merge order among the
+// pool's MachineConfigs that no KubeletConfig generated (the template
+// controller's 01-<pool>-kubelet, or the user's own). A pool without one
+// is an error: a KubeletConfig is a change to a configuration, and writing
+// a whole kubelet.conf from a fragment would lose what the node needs
+// (clusterDNS, authentication, staticPodPath).
+func poolKubeletConfig(pool string, fragments []mcfgv1.MachineConfig) (map[string]any, error) {
+	var cfg map[string]any
 	for _, f := range fragments {
 		ign, err := mcfgv1.ParseIgnition(f.Spec.Config.Raw)
 		if err != nil {
@@ -45,6 +36,10 @@ func poolKubeletConfig(fragments []mcfgv1.MachineConfig) (map[string]any, error)
 			}
 			cfg = m
 		}
+	}
+	if cfg == nil {
+		return nil, fmt.Errorf("pool %s has no base kubelet configuration: none of its MachineConfigs writes %s "+
+			"(the template controller writes 01-%s-kubelet from the ControllerConfig)", pool, mcfgv1.KubeletConfigPath, pool)
 	}
 	return cfg, nil
 }

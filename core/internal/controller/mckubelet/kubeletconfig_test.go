@@ -51,13 +51,8 @@ func TestKubeletConfig(t *testing.T) {
 	}
 	require.NoError(t, c.Create(ctx, pool))
 	base := "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\nmaxPods: 110\n" +
-		"evictionHard:\n  imagefs.available: 15%\n  memory.available: 100Mi\n"
-	require.NoError(t, c.Create(ctx, &mcfgv1.MachineConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: "01-kube-kubelet", Labels: map[string]string{mcfgv1.RoleLabel: "kube"}},
-		Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: []byte(
-			`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/kubernetes/kubelet.conf","mode":420,"contents":{"source":"` +
-				mcfgv1.DataURL([]byte(base)) + `"}}]}}`)}},
-	}))
+		"clusterDNS:\n- 172.30.0.10\nevictionHard:\n  imagefs.available: 15%\n  memory.available: 100Mi\n"
+	require.NoError(t, c.Create(ctx, baseMachineConfig("kube", base)))
 
 	t.Run("applied end to end", func(t *testing.T) {
 		kc := kubeletConfig("max-pods", map[string]string{"custom-kubelet": "large-pods"},
@@ -92,6 +87,7 @@ func TestKubeletConfig(t *testing.T) {
 		got := kubeletConf(t, rendered)
 		assert.Equal(t, float64(250), got["maxPods"], "the user's value")
 		assert.Equal(t, "systemd", got["cgroupDriver"], "the pool's value")
+		assert.Equal(t, []any{"172.30.0.10"}, got["clusterDNS"], "the pool's value")
 		assert.Equal(t, map[string]any{"imagefs.available": "15%", "memory.available": "200Mi"}, got["evictionHard"], "merged field by field")
 		assert.Equal(t, "[Service]\nEnvironment=\"KUBELET_LOG_LEVEL=4\"\n",
 			fileData(t, rendered, "/etc/systemd/system/kubelet.service.d/20-logging.conf"))
@@ -135,6 +131,102 @@ func TestKubeletConfig(t *testing.T) {
 		}, "the pool's rendering still includes 99-kube-generated-kubelet-1")
 	})
 
+	t.Run("deleting every KubeletConfig renders the base kubelet.conf again", func(t *testing.T) {
+		require.NoError(t, c.Create(ctx, baseMachineConfig("restore", base)))
+		restore := &mcfgv1.MachineConfigPool{
+			ObjectMeta: metav1.ObjectMeta{Name: "restore", Labels: map[string]string{"custom-kubelet": "restore"}},
+			Spec: mcfgv1.MachineConfigPoolSpec{
+				MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{mcfgv1.RoleLabel: "restore"}},
+			},
+		}
+		require.NoError(t, c.Create(ctx, restore))
+		renderedKubeletConf := func() string {
+			p := &mcfgv1.MachineConfigPool{}
+			rendered := &mcfgv1.MachineConfig{}
+			if c.Get(ctx, client.ObjectKeyFromObject(restore), p) != nil || p.Spec.Configuration.Name == "" ||
+				c.Get(ctx, client.ObjectKey{Name: p.Spec.Configuration.Name}, rendered) != nil {
+				return ""
+			}
+			return fileData(t, rendered, mcfgv1.KubeletConfigPath)
+		}
+		waitFor(t, func() bool { return renderedKubeletConf() == base }, "the pool never rendered its base kubelet.conf")
+
+		kc := kubeletConfig("restore-pods", map[string]string{"custom-kubelet": "restore"}, `{"maxPods":300}`)
+		require.NoError(t, c.Create(ctx, kc))
+		waitFor(t, func() bool { return strings.Contains(renderedKubeletConf(), `"maxPods": 300`) }, "maxPods 300 was never rendered")
+		assert.Contains(t, renderedKubeletConf(), "172.30.0.10", "clusterDNS kept")
+
+		require.NoError(t, c.Delete(ctx, kc))
+		waitFor(t, func() bool { return renderedKubeletConf() == base }, "the base kubelet.conf was never rendered again")
+	})
+
+	t.Run("suffixes count per pool", func(t *testing.T) {
+		require.NoError(t, c.Create(ctx, baseMachineConfig("infra", base)))
+		require.NoError(t, c.Create(ctx, &mcfgv1.MachineConfigPool{
+			ObjectMeta: metav1.ObjectMeta{Name: "infra", Labels: map[string]string{"custom-kubelet": "infra"}},
+			Spec: mcfgv1.MachineConfigPoolSpec{
+				MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{mcfgv1.RoleLabel: "infra"}},
+			},
+		}))
+		// kube has 99-kube-generated-kubelet (max-pods) already.
+		yes := true
+		kc := kubeletConfig("infra-sizing", map[string]string{"custom-kubelet": "infra"}, "")
+		kc.Spec.AutoSizingReserved = &yes
+		require.NoError(t, c.Create(ctx, kc))
+		waitCondition(t, c, "infra-sizing", mcfgv1.KubeletConfigSuccess, metav1.ConditionTrue)
+		mc := &mcfgv1.MachineConfig{}
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "99-infra-generated-kubelet"}, mc), "the first of pool infra has no suffix")
+		assert.Equal(t, "NODE_SIZING_ENABLED=true\nSYSTEM_RESERVED_MEMORY=1Gi\nSYSTEM_RESERVED_CPU=500m\nSYSTEM_RESERVED_ES=1Gi\n",
+			fileData(t, mc, mckubelet.NodeSizingEnvPath), "autoSizingReserved alone is applied: MCO's node-sizing file")
+		assert.Equal(t, float64(110), kubeletConf(t, mc)["maxPods"], "the base, unchanged")
+
+		tls := kubeletConfig("infra-tls", map[string]string{"custom-kubelet": "infra"}, "")
+		tls.Spec.TLSSecurityProfile = &runtime.RawExtension{Raw: []byte(`{"type":"Old","old":{}}`)}
+		require.NoError(t, c.Create(ctx, tls))
+		waitCondition(t, c, "infra-tls", mcfgv1.KubeletConfigSuccess, metav1.ConditionTrue)
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "99-infra-generated-kubelet-1"}, mc), "the next of pool infra takes -1")
+		assert.Equal(t, "VersionTLS10", kubeletConf(t, mc)["tlsMinVersion"], "tlsSecurityProfile alone is applied")
+	})
+
+	t.Run("invalid KubeletConfigs are refused with the reason", func(t *testing.T) {
+		yes := true
+		for name, tc := range map[string]struct {
+			config, tls string
+			autoSizing  *bool
+			pool        string
+			want        string
+		}{
+			"lots":      {config: `{"maxPods":"lots"}`, want: "KubeletConfiguration.maxPods of type int32"},
+			"misspelt":  {config: `{"maxPod":10}`, want: `unknown field "maxPod"`},
+			"exclusive": {config: `{"systemReserved":{"cpu":"1"}}`, autoSizing: &yes, want: "spec.autoSizingReserved and spec.kubeletConfig.systemReserved cannot be set together"},
+			"bogus-tls": {tls: `{"type":"Bogus"}`, want: `spec.tlsSecurityProfile.type "Bogus" is not one of Old, Intermediate, Modern, Custom`},
+			"no-base":   {config: `{"maxPods":10}`, pool: "bare", want: "pool bare has no base kubelet configuration: none of its MachineConfigs writes /etc/kubernetes/kubelet.conf"},
+		} {
+			if tc.pool == "" {
+				tc.pool = "large-pods"
+			}
+			kc := kubeletConfig("invalid-"+name, map[string]string{"custom-kubelet": tc.pool}, tc.config)
+			kc.Spec.AutoSizingReserved = tc.autoSizing
+			if tc.tls != "" {
+				kc.Spec.TLSSecurityProfile = &runtime.RawExtension{Raw: []byte(tc.tls)}
+			}
+			if tc.pool == "bare" {
+				require.NoError(t, c.Create(ctx, &mcfgv1.MachineConfigPool{
+					ObjectMeta: metav1.ObjectMeta{Name: "bare", Labels: map[string]string{"custom-kubelet": "bare"}},
+					Spec: mcfgv1.MachineConfigPoolSpec{
+						MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{mcfgv1.RoleLabel: "bare"}},
+					},
+				}))
+			}
+			require.NoError(t, c.Create(ctx, kc))
+			cond := waitCondition(t, c, kc.Name, mcfgv1.KubeletConfigFailure, metav1.ConditionTrue)
+			assert.Contains(t, cond.Message, tc.want, name)
+			assert.Equal(t, metav1.ConditionFalse, condition(t, c, kc.Name, mcfgv1.KubeletConfigSuccess).Status, name)
+		}
+		assert.True(t, apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Name: "99-bare-generated-kubelet"}, &mcfgv1.MachineConfig{})),
+			"nothing written for a pool without a base")
+	})
+
 	t.Run("a pool it no longer selects loses its MachineConfig", func(t *testing.T) {
 		other := &mcfgv1.MachineConfigPool{
 			ObjectMeta: metav1.ObjectMeta{Name: "kube2", Labels: map[string]string{"custom-kubelet": "large-pods"}},
@@ -143,6 +235,7 @@ func TestKubeletConfig(t *testing.T) {
 			},
 		}
 		require.NoError(t, c.Create(ctx, other))
+		require.NoError(t, c.Create(ctx, baseMachineConfig("kube2", base)))
 		exists := func(name string) bool {
 			return c.Get(ctx, client.ObjectKey{Name: name}, &mcfgv1.MachineConfig{}) == nil
 		}
@@ -164,10 +257,21 @@ func TestKubeletConfig(t *testing.T) {
 	})
 }
 
+// baseMachineConfig is a pool's base kubelet configuration, as the
+// template controller's 01-<pool>-kubelet carries it (YAML).
+func baseMachineConfig(pool, kubeletConf string) *mcfgv1.MachineConfig {
+	return &mcfgv1.MachineConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "01-" + pool + "-kubelet", Labels: map[string]string{mcfgv1.RoleLabel: pool}},
+		Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: []byte(
+			`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/kubernetes/kubelet.conf","mode":420,"contents":{"source":"` +
+				mcfgv1.DataURL([]byte(kubeletConf)) + `"}}]}}`)}},
+	}
+}
+
 func kubeletConfig(name string, poolLabels map[string]string, config string) *mcfgv1.KubeletConfig {
-	kc := &mcfgv1.KubeletConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       mcfgv1.KubeletConfigSpec{KubeletConfig: &runtime.RawExtension{Raw: []byte(config)}},
+	kc := &mcfgv1.KubeletConfig{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if config != "" {
+		kc.Spec.KubeletConfig = &runtime.RawExtension{Raw: []byte(config)}
 	}
 	if poolLabels != nil {
 		kc.Spec.MachineConfigPoolSelector = &metav1.LabelSelector{MatchLabels: poolLabels}

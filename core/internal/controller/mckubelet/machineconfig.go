@@ -15,8 +15,9 @@ const logLevelDropin = "/etc/systemd/system/kubelet.service.d/20-logging.conf"
 
 // generatedMachineConfig is the MachineConfig a KubeletConfig writes for a
 // pool: the merged kubelet configuration as JSON at
-// /etc/kubernetes/kubelet.conf, and the log level's drop-in when set.
-func generatedMachineConfig(name, pool, version string, kubelet map[string]any, logLevel *int32) (*mcfgv1.MachineConfig, error) {
+// /etc/kubernetes/kubelet.conf, the log level's drop-in when set, and the
+// node-sizing file when the KubeletConfig sets one.
+func generatedMachineConfig(name, pool, version string, kubelet map[string]any, logLevel *int32, nodeSizing []byte) (*mcfgv1.MachineConfig, error) {
 	data, err := json.MarshalIndent(kubelet, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("encoding the kubelet configuration: %w", err)
@@ -25,6 +26,9 @@ func generatedMachineConfig(name, pool, version string, kubelet map[string]any, 
 	if logLevel != nil {
 		files = append(files, file(logLevelDropin,
 			[]byte(fmt.Sprintf("[Service]\nEnvironment=\"KUBELET_LOG_LEVEL=%d\"\n", *logLevel))))
+	}
+	if nodeSizing != nil {
+		files = append(files, file(NodeSizingEnvPath, nodeSizing))
 	}
 	config, err := json.Marshal(map[string]any{
 		"ignition": map[string]any{"version": mcfgv1.IgnitionVersion},
