@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -78,7 +79,12 @@ func (a *applier) apply(ctx context.Context, target string) error {
 	case !info.IsDir():
 		return failure("the source of target %s, %s, is not a directory", target, src)
 	}
-	if err := copyTree(ctx, src, a.root); err != nil {
+	root, err := durable.OpenRoot(a.root)
+	if err != nil {
+		return failure("opening the root %s: %v", a.root, err)
+	}
+	defer func() { _ = root.Close() }()
+	if err := copyTree(ctx, src, root); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -88,47 +94,56 @@ func (a *applier) apply(ctx context.Context, target string) error {
 }
 
 // copyTree copies the directories, regular files and symbolic links under
-// src into dst, each file written atomically with its mode. Files under dst
-// that src does not have are left alone: a target adds and replaces files,
-// it does not own the root. Directories that exist are kept as they are;
-// missing ones are created with src's mode.
-func copyTree(ctx context.Context, src, dst string) error {
-	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+// src into root, each file written atomically with its mode. Files under
+// root that src does not have are left alone: a target adds and replaces
+// files, it does not own the root. Directories that exist are kept as they
+// are; missing ones are created with src's mode. Paths resolve inside the
+// root as the node sees them (durable.Root): a link on the node, even an
+// absolute one, never carries a write out of it.
+func copyTree(ctx context.Context, src string, root *durable.Root) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(src, path)
+		rel, err := filepath.Rel(src, p)
 		if err != nil {
 			return err
 		}
-		to := filepath.Join(dst, rel)
+		to := path.Join("/", filepath.ToSlash(rel))
 		info, err := d.Info()
 		if err != nil {
 			return err
 		}
 		switch mode := info.Mode(); {
+		case to == "/":
+			return nil
 		case mode.IsDir():
-			return ensureDir(to, mode.Perm())
+			return ensureDir(root, to, mode.Perm())
 		case mode.IsRegular():
-			return copyFile(path, to, mode&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
+			return copyFile(p, root, to, mode&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
 		case mode&fs.ModeSymlink != 0:
-			target, err := os.Readlink(path)
+			target, err := os.Readlink(p)
 			if err != nil {
 				return err
 			}
-			return durable.Symlink(to, target)
+			return root.Symlink(to, target)
 		default:
 			return fmt.Errorf("%s: unsupported file type %s", rel, mode.Type())
 		}
 	})
 }
 
-// ensureDir creates dir with perm unless it exists as a directory.
-func ensureDir(dir string, perm os.FileMode) error {
-	info, err := os.Lstat(dir)
+// ensureDir creates node path dir with perm unless it is a directory (or a
+// link to one inside the root).
+func ensureDir(root *durable.Root, dir string, perm os.FileMode) error {
+	resolved, err := root.Resolve(dir)
+	if err != nil {
+		return err
+	}
+	info, err := root.Lstat(resolved)
 	switch {
 	case err == nil && info.IsDir():
 		return nil
@@ -137,14 +152,11 @@ func ensureDir(dir string, perm os.FileMode) error {
 	case !errors.Is(err, fs.ErrNotExist):
 		return err
 	}
-	if err := os.Mkdir(dir, perm); err != nil {
-		return err
-	}
-	return os.Chmod(dir, perm) // Mkdir's mode is subject to the umask
+	return root.Mkdir(resolved, perm, -1, -1)
 }
 
-func copyFile(from, to string, perm os.FileMode) error {
-	if info, err := os.Lstat(to); err == nil && info.IsDir() {
+func copyFile(from string, root *durable.Root, to string, perm os.FileMode) error {
+	if info, err := root.Lstat(to); err == nil && info.IsDir() {
 		return fmt.Errorf("%s exists and is a directory", to)
 	}
 	in, err := os.Open(from)
@@ -152,7 +164,40 @@ func copyFile(from, to string, perm os.FileMode) error {
 		return err
 	}
 	defer func() { _ = in.Close() }()
-	return durable.Replace(to, in, perm)
+	_, err = root.Replace(to, in, perm, -1, -1)
+	return err
+}
+
+// cleanTemps removes the temporary files a copy of target cut short (the
+// agent killed in the middle) left in the root: in every directory of the
+// target's source tree.
+func (a *applier) cleanTemps(target string) ([]string, error) {
+	if validTarget(target) != "" {
+		return nil, nil
+	}
+	root, err := durable.OpenRoot(a.root)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = root.Close() }()
+	src := filepath.Join(a.sourceDir, target)
+	var removed []string
+	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		gone, err := root.CleanTemps(path.Join("/", filepath.ToSlash(rel)))
+		removed = append(removed, gone...)
+		return err
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	}
+	return removed, err
 }
 
 // runCommand runs the apply command, if any, with the target in its

@@ -62,6 +62,17 @@ func (a *agent) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	}
 
 	number := 1
+	if prev := st.Attempt; prev != nil {
+		// What the interrupted copy was writing when the agent died stays
+		// as a temporary file beside its path, as large as the file.
+		removed, err := a.applier.cleanTemps(prev.Target)
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("removing the temporary files of the interrupted attempt: %w", err)
+		}
+		if len(removed) > 0 {
+			log.Info("Removed temporary files an interrupted attempt left", "files", removed)
+		}
+	}
 	if prev := st.Attempt; prev != nil && prev.Target == desired {
 		// An earlier attempt at this target never ended: the agent died
 		// (or was stopped) while applying.

@@ -27,6 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/machina-io/machina/cmd/machina-node-agent/internal/durable"
 	"github.com/machina-io/machina/cmd/machina-node-agent/internal/machineconfig"
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/core/api/v1alpha1"
@@ -53,6 +54,17 @@ func newManager(cfg *config, logger logr.Logger) (ctrl.Manager, error) {
 		if info, err := os.Stat(dir); err != nil || !info.IsDir() {
 			return nil, fmt.Errorf("%s is not a directory (%v)", dir, err)
 		}
+	}
+
+	// A write cut short by a crash leaves a temporary file beside its
+	// target; in the agent's own state directory, all of them go now (each
+	// side of the agent cleans the root's on its first reconcile).
+	removed, err := durable.CleanTempsUnder(cfg.stateDir)
+	if err != nil {
+		return nil, fmt.Errorf("removing temporary files from %s: %w", cfg.stateDir, err)
+	}
+	if len(removed) > 0 {
+		logger.WithName("setup").Info("Removed temporary files an interrupted write left", "files", removed)
 	}
 
 	scheme := runtime.NewScheme()

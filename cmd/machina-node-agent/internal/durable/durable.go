@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // WriteFile writes data to path atomically (see Replace).
@@ -33,7 +34,7 @@ func Replace(path string, r io.Reader, perm os.FileMode) error {
 // another owner.
 func ReplaceOwned(path string, r io.Reader, perm os.FileMode, uid, gid int) error {
 	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".machina-tmp-*")
+	tmp, err := os.CreateTemp(dir, tempName(filepath.Base(path), "*"))
 	if err != nil {
 		return err
 	}
@@ -73,7 +74,7 @@ func ReplaceOwned(path string, r io.Reader, perm os.FileMode, uid, gid int) erro
 // Symlink points path at target, through a temporary link renamed over
 // path.
 func Symlink(path, target string) error {
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".machina-tmp-link")
+	tmp := filepath.Join(filepath.Dir(path), tempName(filepath.Base(path), "link"))
 	_ = os.Remove(tmp) // left by an attempt that was cut short
 	if err := os.Symlink(target, tmp); err != nil {
 		return err
@@ -83,6 +84,41 @@ func Symlink(path, target string) error {
 		return err
 	}
 	return SyncDir(filepath.Dir(path))
+}
+
+// tempMark is in the name of every temporary file or link the agent
+// creates: what CleanTemps removes at start.
+const tempMark = ".machina-tmp-"
+
+// tempName is the temporary name of a write of base (suffix makes it
+// unique).
+func tempName(base, suffix string) string { return "." + base + tempMark + suffix }
+
+// IsTemp tells whether a file name is one of the agent's temporary files.
+func IsTemp(name string) bool {
+	return strings.HasPrefix(name, ".") && strings.Contains(name, tempMark)
+}
+
+// CleanTempsUnder removes every temporary file the agent left anywhere
+// under dir (its own state directory), and returns their paths.
+func CleanTempsUnder(dir string) ([]string, error) {
+	var removed []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if !d.IsDir() && IsTemp(d.Name()) {
+			if err := Remove(p); err != nil {
+				return err
+			}
+			removed = append(removed, p)
+		}
+		return nil
+	})
+	return removed, err
 }
 
 // Remove removes path; a path that is already gone is no error.

@@ -2,12 +2,11 @@ package machineconfig
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strconv"
 	"strings"
+
+	"github.com/machina-io/machina/cmd/machina-node-agent/internal/durable"
 )
 
 // account is a user of the node's /etc/passwd.
@@ -18,7 +17,7 @@ type account struct {
 
 // lookupUser finds name in the node's /etc/passwd (under root): the node's
 // own users, not the agent's container's.
-func lookupUser(root, name string) (account, error) {
+func lookupUser(root *durable.Root, name string) (account, error) {
 	fields, err := lookupLine(root, "/etc/passwd", name, 7)
 	if err != nil {
 		return account{}, err
@@ -32,7 +31,7 @@ func lookupUser(root, name string) (account, error) {
 }
 
 // lookupGroup finds a group's gid in the node's /etc/group.
-func lookupGroup(root, name string) (int, error) {
+func lookupGroup(root *durable.Root, name string) (int, error) {
 	fields, err := lookupLine(root, "/etc/group", name, 3)
 	if err != nil {
 		return 0, err
@@ -46,13 +45,9 @@ func lookupGroup(root, name string) (int, error) {
 
 // lookupLine returns the colon-separated fields of the line of file (a
 // node path) whose first field is name, with at least n fields.
-func lookupLine(root, file, name string, n int) ([]string, error) {
-	at, err := resolve(root, file)
-	if err != nil {
-		return nil, err
-	}
-	f, err := os.Open(at)
-	if errors.Is(err, fs.ErrNotExist) {
+func lookupLine(root *durable.Root, file, name string, n int) ([]string, error) {
+	f, err := root.Open(file)
+	if isNotExist(err) {
 		return nil, fmt.Errorf("the node has no %s", file)
 	}
 	if err != nil {

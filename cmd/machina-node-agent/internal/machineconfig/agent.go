@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-io/machina/cmd/machina-node-agent/internal/durable"
 	"github.com/machina-io/machina/cmd/machina-node-agent/internal/nodepatch"
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 )
@@ -75,6 +76,8 @@ type Agent struct {
 	opts   Options
 	// cached is the last rendered configuration read (load).
 	cached *desired
+	// root is the node's root, once opened (rootFS).
+	root *durable.Root
 	// rebootAsked is the configuration this process asked a reboot for: a
 	// record of a reboot asked by an earlier process, on the same boot, is
 	// a request that may never have reached systemd (the agent stopped
@@ -201,7 +204,11 @@ func (a *Agent) update(ctx context.Context, node *corev1.Node, rec *record, want
 	}
 	// On disk and active; before the node takes work again, the files must
 	// be what the configuration says, and the node uncordoned.
-	if p, why := drift(a.opts.Root, rec.Managed); p != "" {
+	root, err := a.rootFS()
+	if err != nil {
+		return ctrl.Result{}, &transientError{err}
+	}
+	if p, why := drift(root, rec.Managed); p != "" {
 		return ctrl.Result{}, fmt.Errorf("validating %s after writing it: %s %s", want, p, why)
 	}
 	if drained(node) {
@@ -236,11 +243,15 @@ func transientIf(err error) error {
 // what configurations wrote that goes back to its original, each by
 // origin; and the OS settings that differ from the last ones applied.
 func (a *Agent) changes(d *desired, rec *record, writes []write) ([]origin, error) {
+	root, err := a.rootFS()
+	if err != nil {
+		return nil, &transientError{err}
+	}
 	var out []origin
 	paths := map[string]bool{}
 	for _, w := range writes {
 		paths[w.path] = true
-		diff, err := differs(a.opts.Root, w)
+		diff, err := differs(root, w)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", w.origin, err)
 		}
@@ -290,7 +301,11 @@ func describeOS(s osSettings) string {
 // has any more restored, the presets of units whose enablement it no
 // longer sets, and the OS update command.
 func (a *Agent) apply(ctx context.Context, d *desired, rec *record, writes []write) error {
-	root, state := a.opts.Root, a.opts.StateDir
+	state := a.opts.StateDir
+	root, err := a.rootFS()
+	if err != nil {
+		return &transientError{err}
+	}
 	for _, w := range writes {
 		if err := keepOriginal(root, state, rec, w.path); err != nil {
 			return fmt.Errorf("%s: %w", w.origin, err)
@@ -338,7 +353,7 @@ func (a *Agent) apply(ctx context.Context, d *desired, rec *record, writes []wri
 	}
 	if os := osSettingsOf(d.spec); len(os.changed(rec.OS)) > 0 {
 		logr.FromContextOrDiscard(ctx).Info("Running the OS update command", "wanted", describeOS(os))
-		if err := a.opts.Executor.osUpdate(ctx, os.env(root)); err != nil {
+		if err := a.opts.Executor.osUpdate(ctx, os.env(a.opts.Root)); err != nil {
 			return fmt.Errorf("%s: %w", strings.Join(os.changed(rec.OS), ", "), err)
 		}
 		rec.OS = os
@@ -450,7 +465,11 @@ func (a *Agent) watchDrift(ctx context.Context, node *corev1.Node, rec record) (
 		return ctrl.Result{}, nil
 	}
 	state, reason := node.Annotations[mcv1.StateAnnotation], node.Annotations[mcv1.ReasonAnnotation]
-	path, why := drift(a.opts.Root, rec.Managed)
+	root, err := a.rootFS()
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	path, why := drift(root, rec.Managed)
 	switch {
 	case path != "" && state != mcv1.MachineConfigStateUnreconcilable:
 		msg := driftPrefix + path + " " + why

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-io/machina/cmd/machina-node-agent/internal/durable"
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 )
 
@@ -54,11 +56,6 @@ func (a *Agent) load(ctx context.Context, name string) (*desired, error) {
 	if err != nil {
 		return nil, &unreconcilableError{fmt.Errorf("%s: spec.config: %w", name, err)}
 	}
-	for _, f := range ign.Storage.Files {
-		if _, err := nodePath(f.Path); err != nil {
-			return nil, &unreconcilableError{fmt.Errorf("%s: storage.files: %w", name, err)}
-		}
-	}
 	if err := checkSpec(mc.Spec); err != nil {
 		return nil, &unreconcilableError{fmt.Errorf("%s: %w", name, err)}
 	}
@@ -104,43 +101,55 @@ func (a *Agent) policy(ctx context.Context, d *desired) (*mcv1.NodeDisruptionPol
 // kernel arguments. A field that cannot be applied on this node is an
 // error naming it.
 func (a *Agent) writes(d *desired, rec *record) ([]write, error) {
+	root, err := a.rootFS()
+	if err != nil {
+		return nil, &transientError{err}
+	}
 	var out []write
 	for i, f := range d.ign.Storage.Files {
 		field := fmt.Sprintf("storage.files[%d] (%s)", i, f.Path)
-		p, _ := nodePath(f.Path)
-		data, err := f.Data()
+		p, err := nodePath(f.Path)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", field, err)
+			return nil, &unreconcilableError{fmt.Errorf("%s: %w", field, err)}
 		}
-		uid, err := a.owner(f.User, lookupUserID)
+		uid, err := a.owner(root, f.User, lookupUserID)
 		if err != nil {
 			return nil, fmt.Errorf("%s.user: %w", field, err)
 		}
-		gid, err := a.owner(f.Group, lookupGroup)
+		gid, err := a.owner(root, f.Group, lookupGroup)
 		if err != nil {
 			return nil, fmt.Errorf("%s.group: %w", field, err)
 		}
-		w := write{path: p, contents: data, mode: fileMode(f.FileMode()), uid: uid, gid: gid, origin: origin{Kind: originFile, Name: p}}
+		// The contents are streamed from the configuration, hashed here and
+		// decoded again when written: never held whole.
+		open := func() (io.ReadCloser, error) {
+			r, err := f.Open()
+			return io.NopCloser(r), err
+		}
+		w, err := streamWrite(p, open, fileMode(f.FileMode()), uid, gid, origin{Kind: originFile, Name: p})
+		if err != nil {
+			return nil, &unreconcilableError{fmt.Errorf("%s: %w", field, err)}
+		}
 		if f.Overwrite != nil && !*f.Overwrite {
 			if _, ours := rec.Originals[p]; !ours {
-				if changes, err := differs(a.opts.Root, w); err == nil && changes && exists(a.opts.Root, p) {
+				if changes, err := differs(root, w); err == nil && changes && exists(root, p) {
 					return nil, fmt.Errorf("%s.overwrite: false, and the node has another file there", field)
 				}
 			}
 		}
 		out = append(out, w)
 	}
-	units, err := unitWrites(a.opts.Root, d.ign.Systemd.Units)
+	units, err := unitWrites(root, d.ign.Systemd.Units)
 	if err != nil {
 		return nil, err
 	}
 	out = append(out, units...)
-	keys, err := sshKeyWrites(a.opts.Root, d.ign.Passwd.Users)
+	keys, err := sshKeyWrites(root, d.ign.Passwd.Users)
 	if err != nil {
 		return nil, err
 	}
 	out = append(out, keys...)
-	kargs, err := kernelArgWrites(a.opts.Root, a.opts.StateDir, rec, d.spec.KernelArguments)
+	kargs, err := kernelArgWrites(root, a.opts.StateDir, rec, d.spec.KernelArguments)
 	if err != nil {
 		return nil, err
 	}
@@ -159,22 +168,22 @@ func (a *Agent) writes(d *desired, rec *record) ([]write, error) {
 
 // owner resolves a file's user or group: its id, its name looked up on the
 // node, or root.
-func (a *Agent) owner(o mcv1.IgnitionOwner, lookup func(root, name string) (int, error)) (int, error) {
+func (a *Agent) owner(root *durable.Root, o mcv1.IgnitionOwner, lookup func(root *durable.Root, name string) (int, error)) (int, error) {
 	switch {
 	case o.ID != nil:
 		return *o.ID, nil
 	case o.Name != nil && *o.Name != "":
-		return lookup(a.opts.Root, *o.Name)
+		return lookup(root, *o.Name)
 	}
 	return 0, nil
 }
 
-func lookupUserID(root, name string) (int, error) {
+func lookupUserID(root *durable.Root, name string) (int, error) {
 	u, err := lookupUser(root, name)
 	return u.uid, err
 }
 
-func exists(root, p string) bool {
+func exists(root *durable.Root, p string) bool {
 	m := managedPath{Path: p, Absent: true}
 	why, err := driftOf(root, m)
 	return err != nil || why != ""

@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/machina-io/machina/cmd/machina-node-agent/internal/durable"
 )
 
 // bootEntriesDir holds the boot loader entries (the Boot Loader
@@ -23,7 +26,7 @@ const bootEntriesDir = "/boot/loader/entries"
 // so that the arguments of an earlier configuration are never stacked and
 // removing them all restores the entry as it was. A node without entries
 // cannot take kernel arguments.
-func kernelArgWrites(root, stateDir string, rec *record, args []string) ([]write, error) {
+func kernelArgWrites(root *durable.Root, stateDir string, rec *record, args []string) ([]write, error) {
 	if len(args) == 0 {
 		return nil, nil
 	}
@@ -32,45 +35,52 @@ func kernelArgWrites(root, stateDir string, rec *record, args []string) ([]write
 			return nil, fmt.Errorf("kernelArguments: %q is not one argument", a)
 		}
 	}
-	dir, err := under(root, bootEntriesDir+"/x")
+	entries, err := root.ReadDir(bootEntriesDir)
 	if err != nil {
 		return nil, fmt.Errorf("kernelArguments: %w", err)
 	}
-	matches, err := filepath.Glob(filepath.Join(filepath.Dir(dir), "*.conf"))
-	if err != nil {
-		return nil, err
+	var names []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".conf") {
+			names = append(names, e.Name())
+		}
 	}
-	if len(matches) == 0 {
+	if len(names) == 0 {
 		return nil, fmt.Errorf("kernelArguments: the node has no boot loader entries in %s to add them to", bootEntriesDir)
 	}
-	slices.Sort(matches)
+	slices.Sort(names)
 	var out []write
-	for _, m := range matches {
-		p := path.Join(bootEntriesDir, filepath.Base(m))
-		base, mode, uid, gid, err := entryBase(stateDir, rec, p, m)
+	for _, n := range names {
+		p := path.Join(bootEntriesDir, n)
+		base, mode, uid, gid, err := entryBase(root, stateDir, rec, p)
 		if err != nil {
 			return nil, fmt.Errorf("kernelArguments: %w", err)
 		}
-		out = append(out, write{path: p, contents: withArgs(base, args), mode: mode, uid: uid, gid: gid, origin: origin{Kind: originKargs}})
+		out = append(out, fileWrite(p, withArgs(base, args), mode, uid, gid, origin{Kind: originKargs}))
 	}
 	return out, nil
 }
 
 // entryBase is the boot entry p as the image has it: its original if the
 // agent wrote it before, else what is on disk.
-func entryBase(stateDir string, rec *record, p, at string) ([]byte, os.FileMode, int, int, error) {
+func entryBase(root *durable.Root, stateDir string, rec *record, p string) ([]byte, os.FileMode, int, int, error) {
 	if orig, ok := rec.Originals[p]; ok && !orig.Absent && orig.Link == "" {
 		data, err := os.ReadFile(filepath.Join(stateDir, originalsDir, filepath.FromSlash(p)))
 		return data, orig.Mode, orig.UID, orig.GID, err
 	}
-	info, err := os.Lstat(at)
+	info, err := root.Lstat(p)
 	if err != nil {
 		return nil, 0, 0, 0, err
 	}
 	if !info.Mode().IsRegular() {
 		return nil, 0, 0, 0, fmt.Errorf("%s is not a regular file", p)
 	}
-	data, err := os.ReadFile(at)
+	f, err := root.OpenNoFollow(p)
+	if err != nil {
+		return nil, 0, 0, 0, err
+	}
+	defer func() { _ = f.Close() }()
+	data, err := io.ReadAll(f)
 	uid, gid := 0, 0
 	if st, ok := info.Sys().(*syscall.Stat_t); ok {
 		uid, gid = int(st.Uid), int(st.Gid)

@@ -1,8 +1,8 @@
 package machineconfig
 
 import (
-	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -30,30 +30,22 @@ type original struct {
 // write, unless it is recorded already (then it is the image's, or the
 // user's, and what is there now is a configuration's). The copy is on disk
 // before the caller saves the record that names it.
-func keepOriginal(root, stateDir string, rec *record, p string) error {
+func keepOriginal(root *durable.Root, stateDir string, rec *record, p string) error {
 	if _, ok := rec.Originals[p]; ok {
 		return nil
 	}
-	at, err := under(root, p)
-	if err != nil {
-		return err
-	}
 	orig := original{}
-	info, err := os.Lstat(at)
+	info, err := root.Lstat(p)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case isNotExist(err):
 		orig.Absent = true
 	case err != nil:
 		return err
 	case info.Mode()&fs.ModeSymlink != 0:
-		if orig.Link, err = os.Readlink(at); err != nil {
+		if orig.Link, err = root.Readlink(p); err != nil {
 			return err
 		}
 	case info.Mode().IsRegular():
-		data, err := os.ReadFile(at)
-		if err != nil {
-			return err
-		}
 		orig.Mode = info.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
 		if st, ok := info.Sys().(*syscall.Stat_t); ok {
 			orig.UID, orig.GID = int(st.Uid), int(st.Gid)
@@ -62,7 +54,13 @@ func keepOriginal(root, stateDir string, rec *record, p string) error {
 		if err := os.MkdirAll(filepath.Dir(keep), 0o700); err != nil {
 			return err
 		}
-		if err := durable.WriteFile(keep, data, 0o600); err != nil {
+		// Copied as a stream: an original may be large.
+		f, err := root.OpenNoFollow(p)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = f.Close() }()
+		if err := durable.Replace(keep, f, 0o600); err != nil {
 			return fmt.Errorf("keeping the original of %s: %w", p, err)
 		}
 	default:
@@ -78,15 +76,14 @@ func keepOriginal(root, stateDir string, rec *record, p string) error {
 // restoreOriginal puts back what was at p before the first configuration
 // that wrote it: the image's file with its mode and owner, its link, or
 // nothing. The copy is removed after.
-func restoreOriginal(root, stateDir string, p string, orig original) error {
+func restoreOriginal(root *durable.Root, stateDir string, p string, orig original) error {
 	w := write{path: p, absent: orig.Absent, link: orig.Link, mode: orig.Mode, uid: orig.UID, gid: orig.GID}
 	keep := filepath.Join(stateDir, originalsDir, filepath.FromSlash(p))
 	if !orig.Absent && orig.Link == "" {
-		data, err := os.ReadFile(keep)
-		if err != nil {
+		if _, err := os.Stat(keep); err != nil {
 			return fmt.Errorf("the original of %s is lost: %w", p, err)
 		}
-		w.contents = data
+		w.content = func() (io.ReadCloser, error) { return os.Open(keep) }
 	}
 	if err := put(root, w); err != nil {
 		return fmt.Errorf("restoring %s: %w", p, err)

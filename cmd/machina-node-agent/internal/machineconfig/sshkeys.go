@@ -2,11 +2,10 @@ package machineconfig
 
 import (
 	"fmt"
-	"os"
 	"path"
-	"path/filepath"
 	"strings"
 
+	"github.com/machina-io/machina/cmd/machina-node-agent/internal/durable"
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 )
 
@@ -18,7 +17,7 @@ const sshKeysFile = ".ssh/authorized_keys.d/ignition"
 // sshKeyWrites is the core user's SSH keys as a write: the keys one per
 // line, mode 0600, owned by core. No keys, no write: the file goes back to
 // what it was.
-func sshKeyWrites(root string, users []mcv1.IgnitionUser) ([]write, error) {
+func sshKeyWrites(root *durable.Root, users []mcv1.IgnitionUser) ([]write, error) {
 	var keys []string
 	for _, u := range users {
 		if u.Name == mcv1.CoreUser {
@@ -41,34 +40,24 @@ func sshKeyWrites(root string, users []mcv1.IgnitionUser) ([]write, error) {
 			return nil, fmt.Errorf("passwd.users (core).sshAuthorizedKeys: a key spans several lines")
 		}
 	}
-	return []write{{
-		path: p, contents: []byte(strings.Join(keys, "\n") + "\n"), mode: 0o600,
-		uid: core.uid, gid: core.gid, origin: origin{Kind: originSSHKey},
-	}}, nil
+	return []write{fileWrite(p, []byte(strings.Join(keys, "\n")+"\n"), 0o600, core.uid, core.gid, origin{Kind: originSSHKey})}, nil
 }
 
 // ensureSSHDirs creates ~core/.ssh and its authorized_keys.d, mode 0700 and
 // owned by core, as sshd requires, when they are missing.
-func ensureSSHDirs(root string, keyFile string) error {
+func ensureSSHDirs(root *durable.Root, keyFile string) error {
 	core, err := lookupUser(root, mcv1.CoreUser)
 	if err != nil {
 		return err
 	}
 	for _, dir := range []string{path.Dir(path.Dir(keyFile)), path.Dir(keyFile)} {
-		at, err := under(root, dir)
-		if err != nil {
-			return err
-		}
-		if _, err := os.Lstat(at); err == nil {
+		if _, err := root.Lstat(dir); err == nil {
 			continue
 		}
-		if err := os.MkdirAll(filepath.Dir(at), 0o755); err != nil {
+		if err := root.MkdirAll(path.Dir(dir), 0o755); err != nil {
 			return err
 		}
-		if err := os.Mkdir(at, 0o700); err != nil {
-			return err
-		}
-		if err := os.Chown(at, core.uid, core.gid); err != nil {
+		if err := root.Mkdir(dir, 0o700, core.uid, core.gid); err != nil {
 			return err
 		}
 	}

@@ -3,22 +3,19 @@ package machineconfig
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/machina-io/machina/cmd/machina-node-agent/internal/durable"
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 )
 
 // The systemd layout, as node paths: where the agent writes units, and
 // where the image's units and presets are.
-const unitDir = "/etc/systemd/system"
+const unitDir = mcv1.UnitDir
 
 var (
 	vendorUnitDirs = []string{"/usr/lib/systemd/system", "/lib/systemd/system"}
@@ -29,7 +26,7 @@ var (
 // files and drop-ins, the masks (links to /dev/null), and the enablement
 // links `systemctl enable` would make from the unit's [Install] section
 // (WantedBy=, RequiredBy=, Alias=), or their removal for a disabled unit.
-func unitWrites(root string, units []mcv1.IgnitionUnit) ([]write, error) {
+func unitWrites(root *durable.Root, units []mcv1.IgnitionUnit) ([]write, error) {
 	var out []write
 	for _, u := range units {
 		o := origin{Kind: originUnit, Name: u.Name}
@@ -39,14 +36,14 @@ func unitWrites(root string, units []mcv1.IgnitionUnit) ([]write, error) {
 		case masked:
 			out = append(out, write{path: unitPath, link: "/dev/null", origin: o})
 		case u.Contents != nil:
-			out = append(out, write{path: unitPath, contents: []byte(*u.Contents), mode: 0o644, origin: o})
+			out = append(out, fileWrite(unitPath, []byte(*u.Contents), 0o644, 0, 0, o))
 		}
 		for _, d := range u.Dropins {
 			contents := ""
 			if d.Contents != nil {
 				contents = *d.Contents
 			}
-			out = append(out, write{path: path.Join(unitDir, u.Name+".d", d.Name), contents: []byte(contents), mode: 0o644, origin: o})
+			out = append(out, fileWrite(path.Join(unitDir, u.Name+".d", d.Name), []byte(contents), 0o644, 0, 0, o))
 		}
 		if u.Enabled == nil || masked {
 			continue
@@ -72,7 +69,7 @@ func unitWrites(root string, units []mcv1.IgnitionUnit) ([]write, error) {
 // file that will be in effect: the configuration's own, else the one in
 // /etc/systemd/system, else the image's. A unit with no file anywhere, or
 // whose file has no [Install] section, cannot be enabled.
-func enablement(root string, u mcv1.IgnitionUnit) ([]write, error) {
+func enablement(root *durable.Root, u mcv1.IgnitionUnit) ([]write, error) {
 	o := origin{Kind: originUnit, Name: u.Name}
 	file, contents, err := unitFile(root, u)
 	if err != nil {
@@ -105,7 +102,7 @@ func enablement(root string, u mcv1.IgnitionUnit) ([]write, error) {
 
 // unitFile finds the file of unit u that is in effect (a template's for
 // an instance, foo@.service for foo@bar.service) and its contents.
-func unitFile(root string, u mcv1.IgnitionUnit) (string, []byte, error) {
+func unitFile(root *durable.Root, u mcv1.IgnitionUnit) (string, []byte, error) {
 	if u.Contents != nil {
 		return path.Join(unitDir, u.Name), []byte(*u.Contents), nil
 	}
@@ -118,12 +115,8 @@ func unitFile(root string, u mcv1.IgnitionUnit) (string, []byte, error) {
 	for _, name := range names {
 		for _, dir := range append([]string{unitDir}, vendorUnitDirs...) {
 			p := path.Join(dir, name)
-			at, err := resolve(root, p)
-			if err != nil {
-				return "", nil, err
-			}
-			data, err := os.ReadFile(at)
-			if errors.Is(err, fs.ErrNotExist) {
+			data, err := root.ReadFile(p)
+			if isNotExist(err) {
 				continue
 			}
 			if err != nil {
@@ -184,7 +177,7 @@ func installSection(contents []byte) (wantedBy, requiredBy, alias []string) {
 // disableLinks is the removal of every enablement link of unit name in
 // /etc/systemd/system (in any *.wants or *.requires directory), and of the
 // links its [Install] section would make.
-func disableLinks(root, name string, wouldMake []write) ([]write, error) {
+func disableLinks(root *durable.Root, name string, wouldMake []write) ([]write, error) {
 	o := origin{Kind: originUnit, Name: name}
 	seen := map[string]bool{}
 	var out []write
@@ -194,17 +187,17 @@ func disableLinks(root, name string, wouldMake []write) ([]write, error) {
 			out = append(out, write{path: p, absent: true, origin: o})
 		}
 	}
-	dir, err := under(root, unitDir+"/x")
+	entries, err := root.ReadDir(unitDir)
 	if err != nil {
 		return nil, err
 	}
-	for _, pattern := range []string{"*.wants", "*.requires"} {
-		matches, err := filepath.Glob(filepath.Join(filepath.Dir(dir), pattern, name))
-		if err != nil {
-			return nil, err
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".wants") && !strings.HasSuffix(e.Name(), ".requires") {
+			continue
 		}
-		for _, m := range matches {
-			add(path.Join(unitDir, filepath.Base(filepath.Dir(m)), name))
+		p := path.Join(unitDir, e.Name(), name)
+		if _, err := root.Lstat(p); err == nil {
+			add(p)
 		}
 	}
 	for _, w := range wouldMake {
@@ -218,17 +211,16 @@ func disableLinks(root, name string, wouldMake []write) ([]write, error) {
 // unit name: the first line of the preset files (sorted by file name, a
 // file in /etc hiding one of the same name elsewhere) whose pattern
 // matches decides; no match enables, as in systemd.
-func presetEnabled(root, name string) (bool, error) {
+func presetEnabled(root *durable.Root, name string) (bool, error) {
 	files := map[string]string{}
 	for i := len(presetDirs) - 1; i >= 0; i-- {
-		at, err := under(root, presetDirs[i]+"/x")
+		entries, err := root.ReadDir(presetDirs[i])
 		if err != nil {
 			return false, err
 		}
-		matches, _ := filepath.Glob(filepath.Join(filepath.Dir(at), "*.preset"))
-		for _, m := range matches {
-			if files[filepath.Base(m)], err = resolve(root, path.Join(presetDirs[i], filepath.Base(m))); err != nil {
-				return false, err
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".preset") {
+				files[e.Name()] = path.Join(presetDirs[i], e.Name())
 			}
 		}
 	}
@@ -238,7 +230,7 @@ func presetEnabled(root, name string) (bool, error) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		data, err := os.ReadFile(files[n])
+		data, err := root.ReadFile(files[n])
 		if err != nil {
 			return false, err
 		}
@@ -262,7 +254,7 @@ func presetEnabled(root, name string) (bool, error) {
 
 // applyPreset puts unit name's enablement back to what the node's presets
 // say, as `systemctl preset` does, once no configuration sets it.
-func applyPreset(root, name string) error {
+func applyPreset(root *durable.Root, name string) error {
 	enable, err := presetEnabled(root, name)
 	if err != nil {
 		return err

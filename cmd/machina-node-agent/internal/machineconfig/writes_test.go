@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/machina-io/machina/cmd/internal/nodeimage"
+	"github.com/machina-io/machina/cmd/machina-node-agent/internal/durable"
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 )
 
@@ -37,6 +38,13 @@ func putAll(t *testing.T, a *Agent, d *desired) []write {
 	require.NoError(t, err)
 	require.NoError(t, a.apply(t.Context(), d, rec, ws))
 	return ws
+}
+
+func (a *Agent) fs(t *testing.T) *durable.Root {
+	t.Helper()
+	root, err := a.rootFS()
+	require.NoError(t, err)
+	return root
 }
 
 func (a *Agent) at(p string) string { return filepath.Join(a.opts.Root, filepath.FromSlash(p)) }
@@ -113,9 +121,9 @@ func TestUnitWrites(t *testing.T) {
 	}
 
 	// Presets: chronyd is enabled by the image's preset, anything else disabled.
-	require.NoError(t, applyPreset(a.opts.Root, "chronyd.service"))
+	require.NoError(t, applyPreset(a.fs(t), "chronyd.service"))
 	assertLink(t, a.at("/etc/systemd/system/multi-user.target.wants/chronyd.service"), "/usr/lib/systemd/system/chronyd.service")
-	require.NoError(t, applyPreset(a.opts.Root, "app.service"))
+	require.NoError(t, applyPreset(a.fs(t), "app.service"))
 	_, err := os.Lstat(a.at("/etc/systemd/system/multi-user.target.wants/app.service"))
 	assert.True(t, os.IsNotExist(err), "disable * in the preset disables app.service")
 }
