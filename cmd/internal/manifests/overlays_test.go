@@ -61,6 +61,7 @@ func TestOverlaysOnAPIServer(t *testing.T) {
 			} else {
 				checkAccess(t, env.Client, managerOnlyAccess)
 			}
+			checkManagerAdmission(t, env, name == "virtualnode")
 		})
 	}
 }
