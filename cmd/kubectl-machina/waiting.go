@@ -97,6 +97,8 @@ func waitingForDeletion(ctx context.Context, c *clients, t *timeoutFlags, f *mac
 		return []string{"the machine controller to start the deletion (phase Terminating)"}, nil
 	case v1alpha1.DeletionStepGetVMStatus:
 		return []string{"the driver's GetMachineStatus, to find the VM before the drain" + failed}, nil
+	case v1alpha1.DeletionStepPreDrainHook:
+		return waitingForHooks(m, v1alpha1.PreDrainDeleteHookAnnotationPrefix, "before the drain"), nil
 	case v1alpha1.DeletionStepDrain:
 		return waitingForDrain(ctx, c, t, f, now)
 	case v1alpha1.DeletionStepDeleteVolumeAttachments:
@@ -105,6 +107,8 @@ func waitingForDeletion(ctx context.Context, c *clients, t *timeoutFlags, f *mac
 			return nil, err
 		}
 		return []string{fmt.Sprintf("the %d VolumeAttachments of Node %s to go (the drain was forced, so nobody detaches them gracefully)", len(attachments), node)}, nil
+	case v1alpha1.DeletionStepPreTerminateHook:
+		return waitingForHooks(m, v1alpha1.PreTerminateDeleteHookAnnotationPrefix, "before the VM is deleted"), nil
 	case v1alpha1.DeletionStepDeleteVM:
 		return []string{"the driver to delete the VM" + failed}, nil
 	case v1alpha1.DeletionStepDeleteNode:
@@ -115,6 +119,24 @@ func waitingForDeletion(ctx context.Context, c *clients, t *timeoutFlags, f *mac
 	return []string{fmt.Sprintf("the machine controller (deletion step %s)", m.Status.DeletionStep)}, nil
 }
 
+// waitingForHooks names the lifecycle hooks of one family that hold the
+// deletion; each is an annotation its owner removes when done.
+func waitingForHooks(m *v1alpha1.Machine, prefix, where string) []string {
+	names := v1alpha1.HookNames(m.Annotations, prefix)
+	if len(names) == 0 {
+		return []string{"the machine controller to see that the hooks " + where + " are gone"}
+	}
+	out := make([]string, 0, len(names))
+	for _, name := range names {
+		owner := m.Annotations[prefix+"/"+name]
+		if owner == "" {
+			owner = "its owner"
+		}
+		out = append(out, fmt.Sprintf("the hook %s %s: %s removes the annotation %s/%s when done", name, where, owner, prefix, name))
+	}
+	return out
+}
+
 // waitingForDrain reads the Node's pods to tell what the drain waits for,
 // and when the manager gives up waiting and forces it.
 func waitingForDrain(ctx context.Context, c *clients, t *timeoutFlags, f *machineFacts, now time.Time) ([]string, error) {
@@ -123,7 +145,7 @@ func waitingForDrain(ctx context.Context, c *clients, t *timeoutFlags, f *machin
 	if f.node == nil {
 		return []string{fmt.Sprintf("the drain step to find Node %s gone and move on to deleting the VM", node)}, nil
 	}
-	deadline := m.DeletionTimestamp.Add(t.drainTimeout(m))
+	deadline := v1alpha1.DrainClockStart(m).Add(t.drainTimeout(m))
 	forced := m.Labels[v1alpha1.ForceDeletionLabel] == v1alpha1.ForceDeletionValue || !now.Before(deadline)
 	if forced {
 		return []string{fmt.Sprintf("a forced drain of Node %s: its pods are deleted without grace period and without asking PodDisruptionBudgets", node)}, nil

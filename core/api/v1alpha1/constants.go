@@ -235,4 +235,23 @@ const (
 	// to the running VM (a rollout must replace the machine), and with
 	// reason UpdateFailed or PreviousClassUnknown otherwise.
 	MachineConditionClassUpdated = "ClassUpdated"
+	// MachineConditionPreDrainDeleteHookSucceeded (Cluster API's name) is
+	// False while pre-drain hooks hold a deletion before its drain, and True
+	// from when the last one was removed. Absent when no hook held it.
+	MachineConditionPreDrainDeleteHookSucceeded = "PreDrainDeleteHookSucceeded"
+	// MachineConditionPreTerminateDeleteHookSucceeded (Cluster API's name) is
+	// False while pre-terminate hooks hold a deletion before its VM is
+	// deleted, and True from when the last one was removed. Absent when no
+	// hook held it.
+	MachineConditionPreTerminateDeleteHookSucceeded = "PreTerminateDeleteHookSucceeded"
+)
+
+// Deletion hooks: Cluster API's two annotation families on Machines. Each
+// annotation "<prefix>/<name>" (its value, by convention, names the owner)
+// holds the deletion at its point until the owner removes it: before the
+// drain (to remove an etcd member, say), and after the drain, before the VM
+// is deleted (to detach storage, close a ticket). docs/disruption.md.
+const (
+	PreDrainDeleteHookAnnotationPrefix     = "pre-drain.delete.hook.machine.cluster.x-k8s.io"
+	PreTerminateDeleteHookAnnotationPrefix = "pre-terminate.delete.hook.machine.cluster.x-k8s.io"
 )

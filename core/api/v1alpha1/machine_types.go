@@ -159,7 +159,7 @@ const (
 // DeletionStep is a step of the machine deletion flow. The steps run in the
 // order listed here; the controller persists the current one in
 // status.deletionStep. Machina addition.
-// +kubebuilder:validation:Enum=Terminating;GetVMStatus;Drain;DeleteVolumeAttachments;DeleteVM;DeleteNode;RemoveFinalizer
+// +kubebuilder:validation:Enum=Terminating;GetVMStatus;PreDrainHook;Drain;DeleteVolumeAttachments;PreTerminateHook;DeleteVM;DeleteNode;RemoveFinalizer
 type DeletionStep string
 
 // The deletion steps, in order.
@@ -168,11 +168,17 @@ const (
 	DeletionStepTerminating DeletionStep = "Terminating"
 	// DeletionStepGetVMStatus finds the machine's VM and node.
 	DeletionStepGetVMStatus DeletionStep = "GetVMStatus"
+	// DeletionStepPreDrainHook waits until the machine has no pre-drain
+	// hook annotation left.
+	DeletionStepPreDrainHook DeletionStep = "PreDrainHook"
 	// DeletionStepDrain cordons and drains the node.
 	DeletionStepDrain DeletionStep = "Drain"
 	// DeletionStepDeleteVolumeAttachments deletes the node's VolumeAttachments
 	// after a forced drain and waits until they are gone.
 	DeletionStepDeleteVolumeAttachments DeletionStep = "DeleteVolumeAttachments"
+	// DeletionStepPreTerminateHook waits until the machine has no
+	// pre-terminate hook annotation left.
+	DeletionStepPreTerminateHook DeletionStep = "PreTerminateHook"
 	// DeletionStepDeleteVM deletes the VM through the driver.
 	DeletionStepDeleteVM DeletionStep = "DeleteVM"
 	// DeletionStepDeleteNode deletes the Node object.

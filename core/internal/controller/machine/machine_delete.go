@@ -31,8 +31,10 @@ func (r *Reconciler) deletionSteps() map[v1alpha1.DeletionStep]deletionStep {
 	return map[v1alpha1.DeletionStep]deletionStep{
 		v1alpha1.DeletionStepTerminating:             r.stepTerminating,
 		v1alpha1.DeletionStepGetVMStatus:             r.stepGetVMStatus,
+		v1alpha1.DeletionStepPreDrainHook:            r.stepPreDrainHook,
 		v1alpha1.DeletionStepDrain:                   r.stepDrain,
 		v1alpha1.DeletionStepDeleteVolumeAttachments: r.stepDeleteVolumeAttachments,
+		v1alpha1.DeletionStepPreTerminateHook:        r.stepPreTerminateHook,
 		v1alpha1.DeletionStepDeleteVM:                r.stepDeleteVM,
 		v1alpha1.DeletionStepDeleteNode:              r.stepDeleteNode,
 		v1alpha1.DeletionStepRemoveFinalizer:         r.stepRemoveFinalizer,
@@ -133,11 +135,8 @@ func (r *Reconciler) stepTerminating(ctx context.Context, s *scope) (v1alpha1.De
 // stepGetVMStatus learns the machine's node name when it has none yet: from
 // a Node labelled with the machine's name, or else from the driver.
 func (r *Reconciler) stepGetVMStatus(ctx context.Context, s *scope) (v1alpha1.DeletionStep, phase.Result, error) {
-	if r.Target == nil {
-		return v1alpha1.DeletionStepDeleteVM, phase.Result{}, nil
-	}
-	if s.nodeName() != "" {
-		return v1alpha1.DeletionStepDrain, phase.Result{}, nil
+	if r.Target == nil || s.nodeName() != "" {
+		return v1alpha1.DeletionStepPreDrainHook, phase.Result{}, nil
 	}
 	nodes := &corev1.NodeList{}
 	if err := r.Target.List(ctx, nodes, client.MatchingLabels{v1alpha1.NodeMachineNameLabel: s.machine.Name}); err != nil {
@@ -145,7 +144,7 @@ func (r *Reconciler) stepGetVMStatus(ctx context.Context, s *scope) (v1alpha1.De
 	}
 	if len(nodes.Items) == 1 {
 		setNodeLabel(s, nodes.Items[0].Name)
-		return v1alpha1.DeletionStepDrain, phase.Result{}, nil
+		return v1alpha1.DeletionStepPreDrainHook, phase.Result{}, nil
 	}
 
 	if err := r.loadClass(ctx, s); err != nil {
@@ -175,7 +174,20 @@ func (r *Reconciler) stepGetVMStatus(ctx context.Context, s *scope) (v1alpha1.De
 		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "",
 			"The VM was not found at the provider and no node is known; continuing the deletion")
 	}
-	return v1alpha1.DeletionStepDrain, phase.Result{}, nil
+	return v1alpha1.DeletionStepPreDrainHook, phase.Result{}, nil
+}
+
+// stepPreDrainHook waits for the machine's pre-drain hooks (Cluster API's
+// pre-drain.delete.hook.machine.cluster.x-k8s.io/<name>) to be removed.
+func (r *Reconciler) stepPreDrainHook(_ context.Context, s *scope) (v1alpha1.DeletionStep, phase.Result, error) {
+	return r.waitForHooks(s, preDrainHooks)
+}
+
+// stepPreTerminateHook waits, after the drain and before the VM is
+// deleted, for the machine's pre-terminate hooks (Cluster API's
+// pre-terminate.delete.hook.machine.cluster.x-k8s.io/<name>) to be removed.
+func (r *Reconciler) stepPreTerminateHook(_ context.Context, s *scope) (v1alpha1.DeletionStep, phase.Result, error) {
+	return r.waitForHooks(s, preTerminateHooks)
 }
 
 func setNodeLabel(s *scope, name string) {
@@ -202,7 +214,7 @@ func (r *Reconciler) stepDrain(ctx context.Context, s *scope) (v1alpha1.Deletion
 		setDrainedCondition(s, metav1.ConditionTrue, "NoNode", "The machine has no node to drain")
 		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "",
 			"No node to drain; deleting the VM")
-		return v1alpha1.DeletionStepDeleteVM, phase.Result{}, nil
+		return v1alpha1.DeletionStepPreTerminateHook, phase.Result{}, nil
 	}
 
 	forceReason := r.forceDrainReason(s, node)
@@ -236,7 +248,7 @@ func (r *Reconciler) stepDrain(ctx context.Context, s *scope) (v1alpha1.Deletion
 		setDrainedCondition(s, metav1.ConditionTrue, "Drained", fmt.Sprintf("Node %s drained", node.Name))
 		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "", desc)
 		observeDrain(s, "drained")
-		return v1alpha1.DeletionStepDeleteVM, phase.Result{}, nil
+		return v1alpha1.DeletionStepPreTerminateHook, phase.Result{}, nil
 	}
 
 	if blocked, ok := r.drainBlocked(s, node.Name, res); ok {
@@ -251,11 +263,7 @@ func (r *Reconciler) stepDrain(ctx context.Context, s *scope) (v1alpha1.Deletion
 	}
 	// Come back for the next pass, and no later than the drain timeout, when
 	// the drain turns into a forced one.
-	next := r.Options.DrainPollInterval
-	if until := s.machine.DeletionTimestamp.Add(r.drainTimeout(s)).Sub(s.now); until > 0 && until < next {
-		next = until
-	}
-	return v1alpha1.DeletionStepDrain, phase.Result{RequeueAfter: next}, nil
+	return v1alpha1.DeletionStepDrain, phase.Result{RequeueAfter: r.untilDrainTimeout(s, r.Options.DrainPollInterval)}, nil
 }
 
 // forceDrainReason says why the drain must be forced, or "" when it is a
@@ -265,8 +273,12 @@ func (r *Reconciler) forceDrainReason(s *scope, node *corev1.Node) string {
 	if m.Labels[v1alpha1.ForceDeletionLabel] == v1alpha1.ForceDeletionValue {
 		return fmt.Sprintf("the machine has the label %s=%s", v1alpha1.ForceDeletionLabel, v1alpha1.ForceDeletionValue)
 	}
-	if timeout := r.drainTimeout(s); !s.now.Before(m.DeletionTimestamp.Add(timeout)) {
-		return fmt.Sprintf("the drain timeout of %s has passed since the deletion at %s", timeout, m.DeletionTimestamp.UTC().Format(time.RFC3339))
+	if timeout, start := r.drainTimeout(s), v1alpha1.DrainClockStart(m); !s.now.Before(start.Add(timeout)) {
+		since := "the deletion"
+		if !start.Equal(m.DeletionTimestamp.Time) {
+			since = "the removal of the pre-drain hooks"
+		}
+		return fmt.Sprintf("the drain timeout of %s has passed since %s at %s", timeout, since, start.UTC().Format(time.RFC3339))
 	}
 	if why, unreachable := drain.Unreachable(node, s.now, r.Options.UnreachableThreshold); unreachable {
 		return why
@@ -280,7 +292,7 @@ func (r *Reconciler) forceDrainReason(s *scope, node *corev1.Node) string {
 func (r *Reconciler) stepDeleteVolumeAttachments(ctx context.Context, s *scope) (v1alpha1.DeletionStep, phase.Result, error) {
 	name := s.nodeName()
 	if name == "" {
-		return v1alpha1.DeletionStepDeleteVM, phase.Result{}, nil
+		return v1alpha1.DeletionStepPreTerminateHook, phase.Result{}, nil
 	}
 	remaining, err := r.Drainer.DeleteVolumeAttachments(ctx, name)
 	if err != nil {
@@ -296,7 +308,7 @@ func (r *Reconciler) stepDeleteVolumeAttachments(ctx context.Context, s *scope) 
 	}
 	setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "",
 		fmt.Sprintf("VolumeAttachments of node %s deleted; deleting the VM", name))
-	return v1alpha1.DeletionStepDeleteVM, phase.Result{}, nil
+	return v1alpha1.DeletionStepPreTerminateHook, phase.Result{}, nil
 }
 
 // stepDeleteVM deletes the VM through the driver, by provider ID when the

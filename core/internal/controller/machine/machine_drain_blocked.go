@@ -68,7 +68,7 @@ func (r *Reconciler) drainBlocked(s *scope, nodeName string, res drain.Result) (
 		return phase.Result{RequeueAfter: r.untilDrainTimeout(s, r.Options.MediumRetry)}, true
 	}
 
-	start := m.DeletionTimestamp.Time
+	start := v1alpha1.DrainClockStart(m)
 	if t := m.Status.DeletionStepStartTime; t != nil && m.Status.DeletionStep == v1alpha1.DeletionStepDrain {
 		start = t.Time
 	}
@@ -92,7 +92,7 @@ func (r *Reconciler) drainBlocked(s *scope, nodeName string, res drain.Result) (
 // untilDrainTimeout is next, or less when the drain timeout (which forces
 // the drain) comes sooner.
 func (r *Reconciler) untilDrainTimeout(s *scope, next time.Duration) time.Duration {
-	if until := s.machine.DeletionTimestamp.Add(r.drainTimeout(s)).Sub(s.now); until > 0 && until < next {
+	if until := v1alpha1.DrainClockStart(s.machine).Add(r.drainTimeout(s)).Sub(s.now); until > 0 && until < next {
 		return until
 	}
 	return next

@@ -38,7 +38,7 @@ var drainDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 // observeDrain records the end of a drain step with the given result.
 func observeDrain(s *scope, result string) {
 	m := s.machine
-	start := m.DeletionTimestamp.Time
+	start := v1alpha1.DrainClockStart(m)
 	if t := m.Status.DeletionStepStartTime; t != nil && m.Status.DeletionStep == v1alpha1.DeletionStepDrain {
 		start = t.Time
 	}

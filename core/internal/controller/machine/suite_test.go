@@ -459,6 +459,7 @@ func TestMachineController(t *testing.T) {
 		{"health timeout", testHealthTimeout},
 		{"delete with PDB", testDeleteWithPDB},
 		{"delete forced by drain timeout", testDeleteForcedByDrainTimeout},
+		{"delete held by hooks", testDeleteHeldByHooks},
 		{"delete VM error", testDeleteVMError},
 		{"restart mid deletion", testRestartMidDeletion},
 		{"driver restart", testDriverRestart},
