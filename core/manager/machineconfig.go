@@ -12,11 +12,13 @@ import (
 	"github.com/machina-io/machina/core/internal/controller/mckubelet"
 	"github.com/machina-io/machina/core/internal/controller/mcpool"
 	"github.com/machina-io/machina/core/internal/controller/mcrender"
+	"github.com/machina-io/machina/core/internal/controller/mctemplate"
 )
 
 // setupMachineConfigRender sets up the render controller, the collector of
-// rendered configurations, the KubeletConfig controller, and the pool update
-// and drain controllers
+// rendered configurations, the KubeletConfig, template and
+// ContainerRuntimeConfig controllers, and the pool update and drain
+// controllers
 // (docs/machine-config.md) on the target cluster, where the pools, the
 // MachineConfigs and the Nodes are. Without a target cluster, or in a
 // target cluster without the machineconfiguration.openshift.io CRDs, they
@@ -44,6 +46,15 @@ func (m *Manager) setupMachineConfigRender(mgr ctrl.Manager, target cluster.Clus
 	if err := (&mckubelet.Reconciler{}).SetupWithManager(mgr, target, workers); err != nil {
 		return fmt.Errorf("kubelet config controller: %w", err)
 	}
+	// The template controller needs the ControllerConfig CRD, newer than
+	// the others: a cluster without it runs the rest.
+	if served, err := m.serves(target, "ControllerConfig"); err != nil {
+		return err
+	} else if served {
+		if err := (&mctemplate.Reconciler{}).SetupWithManager(mgr, target, 1); err != nil {
+			return fmt.Errorf("machine config template controller: %w", err)
+		}
+	}
 	// The update controller rolls each pool's rendered configuration out to
 	// its Nodes; the drain controller answers the node agents' drain and
 	// uncordon requests.
@@ -54,4 +65,18 @@ func (m *Manager) setupMachineConfigRender(mgr ctrl.Manager, target cluster.Clus
 		return fmt.Errorf("machine config drain controller: %w", err)
 	}
 	return nil
+}
+
+// serves reports whether target serves kind of machineconfiguration.openshift.io;
+// a kind it does not serve is logged.
+func (m *Manager) serves(target cluster.Cluster, kind string) (bool, error) {
+	gk := schema.GroupKind{Group: mcfgv1.GroupVersion.Group, Kind: kind}
+	if _, err := target.GetRESTMapper().RESTMapping(gk, mcfgv1.GroupVersion.Version); err != nil {
+		if meta.IsNoMatchError(err) {
+			m.log.Info("The target cluster does not serve "+kind+"s: its controller is off", "group", mcfgv1.GroupVersion.String())
+			return false, nil
+		}
+		return false, fmt.Errorf("looking up %ss in the target cluster: %w", kind, err)
+	}
+	return true, nil
 }

@@ -117,6 +117,9 @@ const (
 	// KubeletConfigFinalizer keeps a KubeletConfig until the MachineConfigs
 	// generated from it are deleted.
 	KubeletConfigFinalizer = Prefix + "kubelet-config"
+	// ContainerRuntimeConfigFinalizer keeps a ContainerRuntimeConfig until
+	// the MachineConfigs generated from it are deleted.
+	ContainerRuntimeConfigFinalizer = Prefix + "container-runtime-config"
 )
 
 // MachineConfigPool condition types.
@@ -134,6 +137,25 @@ const (
 	// PoolRenderDegraded: the pool's MachineConfigs cannot be rendered; the
 	// message names the fragment and why. The last good rendering stays.
 	PoolRenderDegraded = "RenderDegraded"
+)
+
+// ControllerConfig condition types (MCO's names).
+const (
+	// TemplateControllerCompleted: the base MachineConfigs of every role
+	// are written.
+	TemplateControllerCompleted = "TemplateControllerCompleted"
+	// TemplateControllerFailing: they are not; the message says why.
+	TemplateControllerFailing = "TemplateControllerFailing"
+)
+
+// Labels of the pools the template controller creates, as MCO's: the
+// selectors of KubeletConfigs and ContainerRuntimeConfigs written for
+// OpenShift select them.
+const (
+	// PoolOperatorLabelPrefix + role labels the built-in pool of role.
+	PoolOperatorLabelPrefix = "pools.operator.machineconfiguration.openshift.io/"
+	// BuiltInPoolLabel marks a pool the controller created.
+	BuiltInPoolLabel = Prefix + "mco-built-in"
 )
 
 // KubeletConfig condition types.

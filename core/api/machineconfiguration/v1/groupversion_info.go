@@ -24,6 +24,8 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&MachineConfig{}, &MachineConfigList{},
 		&MachineConfigPool{}, &MachineConfigPoolList{},
 		&KubeletConfig{}, &KubeletConfigList{},
+		&ControllerConfig{}, &ControllerConfigList{},
+		&ContainerRuntimeConfig{}, &ContainerRuntimeConfigList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
