@@ -191,6 +191,13 @@ const MaxFileSize = 16 << 20
 // MaxFileSize, would otherwise put gigabytes on every node of a pool.
 const MaxTotalFileSize = 64 << 20
 
+// MaxRenderedSize bounds a rendered MachineConfig's spec, as JSON. etcd
+// stores an object of at most 1.5 MiB (its default request limit); the
+// bound leaves room for the object's metadata, so that a rendering that
+// passes it can always be stored, and one that does not is refused with a
+// condition on the pool instead of failing to be created again and again.
+const MaxRenderedSize = 1 << 20
+
 // Linux's limits on a path (PATH_MAX, including its NUL) and on one
 // element of it (NAME_MAX): a longer one can never be written, so it is
 // refused at render instead of failing on every node.
@@ -278,7 +285,7 @@ func (ign *Ignition) Validate() error {
 			return fmt.Errorf("unit %q: invalid name: %w", u.Name, err)
 		}
 		if units[u.Name] {
-			return fmt.Errorf("unit %s: listed twice", u.Name)
+			return fmt.Errorf("unit %s is defined twice", u.Name)
 		}
 		units[u.Name] = true
 		dropins := map[string]bool{}
@@ -290,7 +297,7 @@ func (ign *Ignition) Validate() error {
 				return fmt.Errorf("unit %s: dropin %q: systemd reads only drop-ins whose name ends in .conf", u.Name, d.Name)
 			}
 			if dropins[d.Name] {
-				return fmt.Errorf("unit %s: dropin %s: listed twice", u.Name, d.Name)
+				return fmt.Errorf("unit %s: dropin %s is defined twice", u.Name, d.Name)
 			}
 			dropins[d.Name] = true
 		}
@@ -314,6 +321,9 @@ func (ign *Ignition) checkCollisions() error {
 		return nil
 	}
 	for i, f := range ign.Storage.Files {
+		if other, dup := written[f.Path]; dup {
+			return fmt.Errorf("file %s is defined twice (%s and storage.files[%d])", f.Path, other, i)
+		}
 		if err := add(f.Path, fmt.Sprintf("storage.files[%d]", i)); err != nil {
 			return err
 		}

@@ -209,13 +209,13 @@ func TestParseIgnitionNodeSide(t *testing.T) {
 			mcfgv1.DataURL(gzipped(t, make([]byte, 1<<20)))+`"}}`)
 	}
 	for config, want := range map[string]string{
-		files(file("/etc/a"), file("/etc/a")):                                                                             "storage.files[0] and storage.files[1] both write /etc/a",
+		files(file("/etc/a"), file("/etc/a")):                                                                             "file /etc/a is defined twice (storage.files[0] and storage.files[1])",
 		files(file("/etc/a"), file("/etc/a.conf"), file("/etc/a/b")):                                                      "storage.files[0] writes /etc/a, which storage.files[2] needs to be a directory for /etc/a/b",
 		both(file("/etc/systemd/system/a.service"), `{"name":"a.service","contents":"[Unit]"}`):                           "storage.files[0] and systemd.units (a.service) both write",
 		both(file("/etc/systemd/system/a.service"), `{"name":"a.service","mask":true}`):                                   "both write /etc/systemd/system/a.service",
 		both(file("/etc/systemd/system/a.service.d"), `{"name":"a.service","dropins":[{"name":"x.conf","contents":""}]}`): "needs to be a directory",
-		units(`{"name":"a.service"},{"name":"a.service"}`):                                                                "unit a.service: listed twice",
-		units(`{"name":"a.service","dropins":[{"name":"x.conf"},{"name":"x.conf"}]}`):                                     "dropin x.conf: listed twice",
+		units(`{"name":"a.service"},{"name":"a.service"}`):                                                                "unit a.service is defined twice",
+		units(`{"name":"a.service","dropins":[{"name":"x.conf"},{"name":"x.conf"}]}`):                                     "dropin x.conf is defined twice",
 		units(`{"name":"a.service","dropins":[{"name":"x"}]}`):                                                            "only drop-ins whose name ends in .conf",
 		units(`{"name":"a"}`):                           "no unit type suffix",
 		units(`{"name":"a.bogus"}`):                     "no unit type suffix",

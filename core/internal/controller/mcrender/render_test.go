@@ -1,6 +1,7 @@
 package mcrender_test
 
 import (
+	"crypto/rand"
 	"os"
 	"path/filepath"
 	"strings"
@@ -283,6 +284,15 @@ func testBadFragment(t *testing.T, c client.Client) {
 			"MachineConfig 20-bad-broken: not applicable to a running node: storage.links"},
 		{`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/good","mode":420,"colour":"red"}]}}`,
 			`MachineConfig 20-bad-broken: config is not an Ignition config: json: unknown field "colour"`},
+		// What would fail on every node is refused before a node tries.
+		{`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/d","contents":{"source":"data:,a"}},{"path":"/etc/d/x","contents":{"source":"data:,b"}}]}}`,
+			"MachineConfig 20-bad-broken: storage.files[0] writes /etc/d, which storage.files[1] needs to be a directory for /etc/d/x"},
+		{`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/a\u0000b"}]}}`, "path contains a NUL byte"},
+		{`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/` + strings.Repeat("n", 256) + `"}]}}`, "more than Linux's 255"},
+		{`{"ignition":{"version":"3.2.0"},"systemd":{"units":[{"name":"web","contents":"[Unit]\n"}]}}`, `unit "web": invalid name: no unit type suffix`},
+		// Across fragments: the other fragment writes /etc/good as a file.
+		{`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/good/x","contents":{"source":"data:,b"}}]}}`,
+			"the rendered config is invalid: storage.files[0] writes /etc/good, which storage.files[1] needs to be a directory for /etc/good/x"},
 	} {
 		broken := &mcfgv1.MachineConfig{}
 		err := c.Get(ctx, client.ObjectKey{Name: "20-bad-broken"}, broken)
@@ -307,12 +317,29 @@ func testBadFragment(t *testing.T, c client.Client) {
 	controllertest.RequireEvent(t, c, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "bad"}},
 		mcrender.ReasonRenderFailed, "20-bad-broken")
 
-	// Fixed: a new rendering with both fragments.
+	// A rendering too large to store: refused with a condition, the pool
+	// keeps its target (768 KiB of random data is 1 MiB in base64).
+	big := make([]byte, 768<<10)
+	_, _ = rand.Read(big)
 	broken := &mcfgv1.MachineConfig{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "20-bad-broken"}, broken))
+	broken.Spec.Config.Raw = []byte(`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/big","contents":{"source":"` +
+		mcfgv1.DataURL(big) + `"}}]}}`)
+	require.NoError(t, c.Update(ctx, broken))
+	eventually(t, func() bool {
+		cond := renderDegraded(t, c, "bad")
+		return cond != nil && cond.Status == metav1.ConditionTrue && cond.Reason == "RenderedConfigTooLarge" &&
+			strings.Contains(cond.Message, "more than the 1024 KiB a MachineConfig may hold")
+	}, "RenderDegraded never said the rendering is too large")
+	p := &mcfgv1.MachineConfigPool{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "bad"}, p))
+	assert.Equal(t, good, p.Spec.Configuration.Name, "the last good rendering stays the target")
+
+	// Fixed: a new rendering with both fragments.
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "20-bad-broken"}, broken))
 	broken.Spec.Config.Raw = []byte(fileConfig("/etc/fixed", "fixed"))
 	require.NoError(t, c.Update(ctx, broken))
-	p := target(t, c, "bad", good)
+	p = target(t, c, "bad", good)
 	assert.Equal(t, []string{"10-bad-good", "20-bad-broken"}, sourceNames(p))
 	_, ign := renderedIgnition(t, c, p.Spec.Configuration.Name)
 	assert.Equal(t, "good", fileData(t, ign, "/etc/good"))

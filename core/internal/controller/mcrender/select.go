@@ -25,6 +25,9 @@ const (
 	// reasonArch: the rendering's kernel does not run on a node of the pool
 	// (refuse.go).
 	reasonArch = "UnsupportedArchitecture"
+	// reasonTooLarge: the rendering is larger than a MachineConfig may be
+	// (mcfgv1.MaxRenderedSize).
+	reasonTooLarge = "RenderedConfigTooLarge"
 )
 
 // selectFragments lists the pool's MachineConfigs (its

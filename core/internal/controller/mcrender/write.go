@@ -2,6 +2,7 @@ package mcrender
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -33,6 +34,11 @@ func (r *Reconciler) writeRendered(ctx context.Context, s *scope) (phase.Result,
 	}
 	if !apierrors.IsNotFound(err) {
 		return phase.Result{}, fmt.Errorf("reading %s: %w", s.name, err)
+	}
+	if size, err := json.Marshal(s.rendered.spec); err == nil && len(size) > mcfgv1.MaxRenderedSize {
+		s.fail(reasonTooLarge, fmt.Sprintf("the rendered configuration is %d KiB, more than the %d KiB a MachineConfig may hold to be stored; make the fragments smaller (compress files with gzip)",
+			len(size)>>10, mcfgv1.MaxRenderedSize>>10))
+		return phase.Result{Stop: true}, nil
 	}
 	mc := &mcfgv1.MachineConfig{
 		ObjectMeta: metav1.ObjectMeta{
