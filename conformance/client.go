@@ -67,7 +67,17 @@ func call[Req, Resp proto.Message](s *suite, t T, rpc string, timeout time.Durat
 		if st.Code() == codes.Unimplemented && requiredRPCs[rpc] {
 			ruleRequiredImpl.errorf(t, "%s answered %s", rpc, describe(err))
 		}
-		if st.Code() != codes.Unavailable || time.Now().Add(wait).After(deadline) {
+		if st.Code() != codes.Unavailable {
+			return resp, err
+		}
+		if time.Now().Add(wait).After(deadline) {
+			if identityRPCs[rpc] {
+				// The preflight waits for a driver that is still starting.
+				return resp, err
+			}
+			// Throttling is transient (§7.2): a driver that answers
+			// UNAVAILABLE for a whole timeout is not throttled now and then.
+			ruleThrottled.errorf(t, "%s answered UNAVAILABLE for the whole %v, on every retry (%q)", rpc, timeout, st.Message())
 			return resp, err
 		}
 		t.Logf("%s answered UNAVAILABLE (%q); retrying in %v", rpc, st.Message(), wait)
@@ -122,6 +132,8 @@ func (s *suite) checkResponseCanary(t T, rpc string, resp proto.Message) {
 
 // requiredRPCs are the MachineService RPCs every driver implements (§3.5).
 // The identity RPCs are REQUIRED too; the preflight reports them.
+var identityRPCs = map[string]bool{"GetPluginInfo": true, "GetPluginCapabilities": true, "Probe": true}
+
 var requiredRPCs = map[string]bool{"CreateMachine": true, "DeleteMachine": true, "GetMachineStatus": true}
 
 // findCanary returns how b carries the canary secret: as is, or in one of

@@ -65,6 +65,24 @@ func testUnknownFields(s *suite, t T) {
 		_, err := s.getVolumeIDs(t, vols)
 		expectOK(t, ruleUnknownFields, "GetVolumeIDs with unknown fields", err)
 	}
+	caps := &driverv1alpha1.GetPluginCapabilitiesRequest{}
+	addUnknownField(caps)
+	_, err = call(s, t, "GetPluginCapabilities", s.cfg.Timeouts.Identity, s.identity.GetPluginCapabilities, caps)
+	expectOK(t, ruleUnknownFields, "GetPluginCapabilities with an unknown field", err)
+	if s.caps[driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE] {
+		init := s.initializeRequest(v)
+		addUnknownField(init, init.Machine, init.MachineClass)
+		_, err := s.initializeMachine(t, init)
+		expectOK(t, ruleUnknownFields, "InitializeMachine of "+v.name+" with unknown fields", err)
+	}
+	if s.caps[driverv1alpha1.Capability_TYPE_UPDATE_MACHINE] {
+		// To its own class: a driver answers applied or needs_new_vm,
+		// both OK.
+		upd := s.updateRequest(v, s.cfg.MachineClass.ProviderSpec)
+		addUnknownField(upd, upd.Machine, upd.MachineClass, upd.OldMachineClass)
+		_, err := s.updateMachine(t, upd)
+		expectOK(t, ruleUnknownFields, "UpdateMachine of "+v.name+" with unknown fields", err)
+	}
 	del := s.deleteRequest(v)
 	addUnknownField(del, del.Machine, del.MachineClass)
 	if _, err := s.deleteMachine(t, del); !expectOK(t, ruleUnknownFields, "DeleteMachine of "+v.name+" with unknown fields", err) {

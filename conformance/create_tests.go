@@ -107,12 +107,43 @@ func testCreateInvalidArguments(s *suite, t T) {
 	s.track(t, name)
 	for _, c := range invalidCreates {
 		t.Run(c.name, func(t T) {
+			if c.name == "machine_class.namespace_differs" {
+				s.checkNamespaceMismatch(t, c)
+				return
+			}
 			req := s.createRequest(name)
 			req.UserData = []byte(s.canary)
 			c.mutate(req)
 			_, err := s.createMachine(t, req)
 			expectInvalidArgument(t, "CreateMachine with "+strings.ReplaceAll(c.name, "_", " "), err, c.field)
 		})
+	}
+}
+
+// checkNamespaceMismatch sends a CreateMachine whose class is of another
+// namespace than the Machine, under a name of its own: the driver answers
+// INVALID_ARGUMENT naming machine_class.namespace and creates no VM, in
+// either namespace (§4.9).
+func (s *suite) checkNamespaceMismatch(t T, c invalidCreate) {
+	t.Helper()
+	name := s.name("invalid-namespace")
+	s.track(t, name)
+	req := s.createRequest(name)
+	req.UserData = []byte(s.canary)
+	c.mutate(req)
+	_, err := s.createMachine(t, req)
+	what := "CreateMachine with " + strings.ReplaceAll(c.name, "_", " ")
+	if expectCode(t, ruleClassNamespace, what, err, codes.InvalidArgument) {
+		if msg := status.Convert(err).Message(); !strings.Contains(msg, c.field) {
+			ruleClassNamespace.errorf(t, "%s: the message %q does not name the field %s", what, msg, c.field)
+		}
+	}
+	for _, ns := range []string{s.cfg.Namespace, req.GetMachineClass().GetNamespace()} {
+		st := s.statusRequest(name, "")
+		st.Machine.Namespace, st.MachineClass.Namespace = ns, ns
+		if _, err := s.getMachineStatus(t, st); codeOf(err) != codes.NotFound {
+			ruleClassNamespace.errorf(t, "after %s, GetMachineStatus of %s in namespace %s answered %s, want NOT_FOUND: no VM may be created", what, name, ns, describe(err))
+		}
 	}
 }
 
@@ -146,6 +177,15 @@ func testCreateIdempotent(s *suite, t T) {
 	}
 	s.checkCreateResponse(t, v.name, first)
 	s.record(v, first.GetProviderId(), first.GetNodeName(), first.GetLastKnownState())
+	// The very same request again, byte for byte: compatible whatever the
+	// driver compares (§6.1.3).
+	same, err := s.createMachine(t, proto.Clone(req).(*driverv1alpha1.CreateMachineRequest))
+	switch {
+	case err != nil:
+		ruleByteIdentical.errorf(t, "the same request for %s again, with a byte-identical provider_spec, answered %s, want OK with %s", v.name, describe(err), first.GetProviderId())
+	case same.GetProviderId() != first.GetProviderId():
+		ruleByteIdentical.errorf(t, "the same request for %s again returned provider ID %q, call #1 returned %q", v.name, same.GetProviderId(), first.GetProviderId())
+	}
 	last := first
 	for i := 2; i <= s.cfg.IdempotentCount+1; i++ {
 		again := proto.Clone(req).(*driverv1alpha1.CreateMachineRequest)

@@ -123,6 +123,25 @@ func testRecreateAfterDelete(s *suite, t T) {
 	}
 	_, err = s.getMachineStatus(t, s.statusRequest(v.name, old))
 	expectCode(t, ruleLookupDeleted, "GetMachineStatus of "+v.name+" with the deleted VM's provider_id "+old, err, codes.NotFound)
+	// A DeleteMachine the core repeats for the old VM (its Machine's
+	// finalizer ran late) must not take the new VM with it (§6.3.3).
+	_, err = s.deleteMachine(t, s.deleteRequest(&vm{name: v.name, providerID: old}))
+	if !expectOK(t, ruleDeleteOnlyID, "DeleteMachine of "+v.name+" with the deleted VM's provider_id "+old, err) {
+		return
+	}
+	if st, err := s.getMachineStatus(t, s.statusRequest(v.name, v.providerID)); err != nil || st.GetProviderId() != v.providerID {
+		ruleDeleteOnlyID.errorf(t, "after DeleteMachine of %s with the deleted VM's provider_id %s, GetMachineStatus of the new VM %s answered %s, want OK: the driver deleted the new VM", v.name, old, v.providerID, describe(err))
+	}
+}
+
+// testDeleteOtherMachinesVM deletes with the provider ID of a VM recorded
+// for another Machine: a driver that compares the name deletes nothing, one
+// that does not deletes the VM; both answer OK (§6.3.3).
+func testDeleteOtherMachinesVM(s *suite, t T) {
+	v := s.createVM(t, "delete-recorded")
+	other := s.name("delete-recorded-other")
+	_, err := s.deleteMachine(t, s.deleteRequest(&vm{name: other, providerID: v.providerID}))
+	expectOK(t, ruleDeleteRecorded, "DeleteMachine of "+other+" with the provider_id "+v.providerID+" of "+v.name+"'s VM", err)
 }
 
 // testDeleteUnknown deletes machines that never existed (§6.3.3).

@@ -85,6 +85,17 @@ type mutation struct {
 	needsInitWithoutCap    bool // GetMachineStatus says needs_initialization=true without the capability
 	volumeDuplicates       bool // GetVolumeIDs answers twice for every volume it maps
 	conflictInternal       bool // a call for a machine with another call in flight answers INTERNAL, not ABORTED
+
+	// hook is a clause mutant (mutants_clause_test.go): a function around
+	// the driver with the mutations above.
+	hook hookFunc
+	// overHTTP serves the driver through net/http, whose transport leaves
+	// deadlines to the handler (see serveRef), for hooks that ignore them.
+	overHTTP bool
+	// leavesVMs is set for mutants that make the suite's cleanup
+	// impossible (a DeleteMachine that never works, a provider ID the
+	// driver does not know): the VMs stay, which the test then allows.
+	leavesVMs bool
 }
 
 // mutationState is what the stateful mutations remember.
@@ -178,6 +189,9 @@ func hasUnknown(m protoreflect.Message) bool {
 // mutate is refDriver's interceptor: the check of the required secret keys
 // (correct behaviour), then the mutations.
 func (d *refDriver) mutate(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if h := d.mut.hook; h != nil {
+		return h(d, ctx, path.Base(info.FullMethod), req, func() (any, error) { return d.mutateCall(ctx, req, info, handler) })
+	}
 	resp, err := d.mutateCall(ctx, req, info, handler)
 	if err != nil && d.mut.secretEchoedBase64 {
 		if r, ok := req.(interface{ GetSecrets() map[string][]byte }); ok {

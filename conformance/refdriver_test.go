@@ -674,7 +674,7 @@ func serveRef(t *testing.T, d *refDriver) string {
 	driverv1alpha1.RegisterMachineServiceServer(srv, d)
 	served := make(chan struct{})
 	var stop func()
-	if d.broken.deadlineIgnored || d.mut.resetsStreams {
+	if d.broken.deadlineIgnored || d.mut.resetsStreams || d.mut.overHTTP {
 		var protocols http.Protocols
 		protocols.SetUnencryptedHTTP2(true)
 		hs := &http.Server{Handler: d.mut.wrapHTTP(srv), Protocols: &protocols, ReadHeaderTimeout: 10 * time.Second}

@@ -53,6 +53,9 @@ func RunT(t T, cfg Config) {
 			if tc.capability != driverv1alpha1.Capability_TYPE_UNSPECIFIED && !s.caps[tc.capability] {
 				t.Skipf("the driver does not advertise %s", tc.capability)
 			}
+			if !strings.HasPrefix(tc.Name, "Launcher/") {
+				s.sampleIdentity(t, tc.Name)
+			}
 			tc.run(s, t)
 		})
 	}
@@ -82,6 +85,10 @@ type suite struct {
 	// listOwnUntil).
 	listWaitSpent bool
 
+	// samples are the identity answers read before each check (see
+	// sampleIdentity).
+	samples []identitySample
+
 	fixtureOnce sync.Once
 	fixtureVM   *vm
 	fixtureErr  string
@@ -94,6 +101,7 @@ type vm struct {
 	nodeName       string
 	lastKnownState string
 	deleted        bool
+	initialized    bool // InitializeMachine answered OK for it
 }
 
 func newSuite(cfg Config) (*suite, error) {
@@ -162,7 +170,9 @@ func (s *suite) preflight(t T) {
 		}
 		if time.Now().After(deadline) {
 			if err == nil {
-				ruleProbe.fatalf(t, "the driver did not report ready within %v", s.cfg.Timeouts.Ready)
+				// Probe answered in time, with ready=false: not the
+				// 5-second rule, the readiness rule.
+				ruleNotReady.fatalf(t, "the driver did not report ready within %v", s.cfg.Timeouts.Ready)
 			}
 			ruleProbe.fatalf(t, "Probe answered %s", describe(err))
 		}

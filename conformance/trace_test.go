@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,6 +33,33 @@ func TestTraceability(t *testing.T) {
 		fmt.Sprintf("**Without a check (reason given in the matrix):** %d", unchecked),
 	} {
 		assert.Contains(t, string(doc), line, "docs/conformance.md §9 states the counts")
+	}
+
+	// A check the matrix cites for a sentence is backed by a mutant of that
+	// sentence which names that check as the one that catches it
+	// (TestSuiteCatchesBrokenDrivers proves it does), and no mutant claims
+	// a check the matrix does not cite for its sentence.
+	backed := map[string]map[string]bool{}
+	for _, mu := range allMutants() {
+		if backed[mu.id] == nil {
+			backed[mu.id] = map[string]bool{}
+		}
+		backed[mu.id][mu.test] = true
+		if !slices.Contains(m.Checks.ByID[mu.id], mu.test) {
+			t.Errorf("mutant %q claims that %s catches %s, but the matrix does not cite that check for it (checks: %v)", mu.name, mu.test, mu.id, m.Checks.ByID[mu.id])
+		}
+	}
+	for _, id := range m.Checkable() {
+		if noMutant[id] != "" {
+			continue
+		}
+		ok := false
+		for _, c := range m.Checks.ByID[id] {
+			ok = ok || backed[id][c]
+		}
+		if !ok {
+			t.Errorf("%s cites the checks %v, and no mutant of the sentence is caught by any of them: add one to the mutants (broken_test.go, mutants_clause*_test.go)", id, m.Checks.ByID[id])
+		}
 	}
 
 	files, err := trace.Generate("..")

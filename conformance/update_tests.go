@@ -3,6 +3,7 @@ package conformance
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"google.golang.org/grpc/codes"
 
@@ -57,6 +58,7 @@ func testUpdateApplies(s *suite, t T) {
 		t.Skipf("no provider spec the driver applies in place configured (Config.UpdatedProviderSpec, --updated-provider-spec)")
 	}
 	v := s.createVM(t, "update-applied")
+	s.initializeFirst(t, v)
 	for i := 1; i <= s.cfg.IdempotentCount; i++ {
 		resp, err := s.updateMachine(t, s.updateRequest(v, s.cfg.UpdatedProviderSpec))
 		r := ruleUpdateOneResult
@@ -78,11 +80,193 @@ func testUpdateApplies(s *suite, t T) {
 		}
 		s.record(v, "", "", resp.GetLastKnownState())
 	}
-	st, err := s.getMachineStatus(t, s.statusRequest(v.name, v.providerID))
-	if expectOK(t, ruleUpdateMatches, "GetMachineStatus of "+v.name+" after UpdateMachine", err) && st.GetProviderId() != v.providerID {
-		ruleUpdateMatches.errorf(t, "GetMachineStatus of %s after UpdateMachine returned provider ID %q, want %q", v.name, st.GetProviderId(), v.providerID)
-	}
+	s.checkFoundAfterUpdate(t, v, s.cfg.UpdatedProviderSpec)
 	s.sameVMAfter(t, ruleUpdateMatches, v, s.cfg.UpdatedProviderSpec, "after UpdateMachine answered applied")
+}
+
+// checkFoundAfterUpdate checks that an updated VM is still found the ways
+// the core finds it (§6.7.3): GetMachineStatus with its provider ID and by
+// name alone, with the new class, and ListMachines with its provider ID.
+func (s *suite) checkFoundAfterUpdate(t T, v *vm, spec json.RawMessage) {
+	t.Helper()
+	for _, id := range []string{v.providerID, ""} {
+		req := s.statusRequest(v.name, id)
+		req.MachineClass = s.classWith(spec)
+		how := "with its provider ID"
+		if id == "" {
+			how = "by name alone"
+		}
+		st, err := s.getMachineStatus(t, req)
+		switch {
+		case err != nil:
+			ruleUpdateFound.errorf(t, "GetMachineStatus of %s %s after UpdateMachine answered applied answered %s, want OK with %s", v.name, how, describe(err), v.providerID)
+		case st.GetProviderId() != v.providerID:
+			ruleUpdateFound.errorf(t, "GetMachineStatus of %s %s after UpdateMachine answered applied returned provider ID %q, want %q", v.name, how, st.GetProviderId(), v.providerID)
+		case v.nodeName != "" && st.GetNodeName() != v.nodeName:
+			ruleUpdateNoDisrupt.errorf(t, "GetMachineStatus of %s after UpdateMachine answered applied returned node name %q, CreateMachine returned %q", v.name, st.GetNodeName(), v.nodeName)
+		case v.initialized && st.GetNeedsInitialization():
+			ruleUpdateNoDisrupt.errorf(t, "GetMachineStatus of %s after UpdateMachine answered applied says needs_initialization=true, although InitializeMachine had completed for it", v.name)
+		}
+	}
+	if !s.caps[driverv1alpha1.Capability_TYPE_LIST_MACHINES] {
+		return
+	}
+	listing, err := s.listOwnUntil(t, func(l map[string][]string) bool { return listed(l, v) })
+	switch {
+	case err != nil:
+		ruleUpdateFound.errorf(t, "ListMachines after UpdateMachine of %s answered %s", v.name, describe(err))
+	case !listed(listing, v):
+		ruleUpdateFound.errorf(t, "ListMachines after UpdateMachine of %s answered applied does not list it with provider ID %s (listed: %v)", v.name, v.providerID, listing[v.name])
+	}
+}
+
+// initializeFirst initializes v when the driver advertises
+// InitializeMachine, as the core does before a machine can be updated, so
+// that an update that undoes the set-up shows (§6.7.3).
+func (s *suite) initializeFirst(t T, v *vm) {
+	t.Helper()
+	if !s.caps[driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE] {
+		return
+	}
+	m := s.machine(v.name)
+	m.ProviderId = v.providerID
+	_, err := s.initializeMachine(t, &driverv1alpha1.InitializeMachineRequest{Machine: m, MachineClass: s.class(), Secrets: s.secrets(), LastKnownState: v.lastKnownState})
+	if err != nil {
+		ruleInitialize.fatalf(t, "InitializeMachine of %s before the update answered %s, want OK", v.name, describe(err))
+	}
+	v.initialized = true
+}
+
+// combinedSpec is NeedsNewVMProviderSpec with the in-place change of
+// UpdatedProviderSpec added: the top-level keys where the updated spec
+// differs from the class's and the needs-new-VM spec does not. It returns
+// nil when there is no such key (the two changes touch the same keys).
+func (s *suite) combinedSpec() json.RawMessage {
+	var class, updated, needs map[string]json.RawMessage
+	if json.Unmarshal(s.cfg.MachineClass.ProviderSpec, &class) != nil ||
+		json.Unmarshal(s.cfg.UpdatedProviderSpec, &updated) != nil ||
+		json.Unmarshal(s.cfg.NeedsNewVMProviderSpec, &needs) != nil {
+		return nil
+	}
+	added := false
+	for k, u := range updated {
+		c, inClass := class[k]
+		n, inNeeds := needs[k]
+		if inClass && string(c) == string(u) {
+			continue // not part of the in-place change
+		}
+		if inNeeds != inClass || (inNeeds && string(n) != string(c)) {
+			continue // the needs-new-VM change touches this key too
+		}
+		needs[k] = u
+		added = true
+	}
+	if !added {
+		return nil
+	}
+	b, err := json.Marshal(needs)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// testUpdateNoPartialChange asks for a change with one difference the VM
+// can take in place and one it cannot: the answer is needs_new_vm and the
+// VM keeps everything it had, also the part that could have been applied
+// (§6.7.3).
+func testUpdateNoPartialChange(s *suite, t T) {
+	if len(s.cfg.UpdatedProviderSpec) == 0 {
+		t.Skipf("no provider spec the driver applies in place configured (Config.UpdatedProviderSpec, --updated-provider-spec)")
+	}
+	spec := s.combinedSpec()
+	if spec == nil {
+		t.Skipf("the updated and the needs-new-VM provider specs change the same keys; no combination of both to send")
+	}
+	v := s.createVM(t, "update-partial")
+	for i := 1; i <= 2; i++ {
+		resp, err := s.updateMachine(t, s.updateRequest(v, spec))
+		switch {
+		case codeOf(err) == codes.InvalidArgument:
+			t.Skipf("UpdateMachine with the needs-new-VM spec plus the in-place change answered %s: the driver does not take this combination", describe(err))
+		case err != nil:
+			ruleUpdateNotError.fatalf(t, "UpdateMachine #%d of %s to a spec with an in-place and a needs-new-VM difference answered %s, want OK with needs_new_vm", i, v.name, describe(err))
+		case resp.GetNeedsNewVm() == nil:
+			ruleUpdateNoPartial.fatalf(t, "UpdateMachine #%d of %s to a spec with an in-place and a needs-new-VM difference answered %s, want needs_new_vm (the needs-new-VM difference alone answers needs_new_vm)", i, v.name, resultOf(resp))
+		}
+		if n := len(resp.GetNeedsNewVm().GetReason()); n == 0 || n > maxNeedsNewVMReason {
+			ruleUpdateReasonCap.errorf(t, "UpdateMachine #%d of %s answered needs_new_vm with a reason of %d bytes", i, v.name, n)
+		}
+	}
+	// Nothing was applied: the VM still matches the old class, and not
+	// the class with the in-place change alone.
+	s.sameVMAfter(t, ruleUpdateNoPartial, v, s.cfg.MachineClass.ProviderSpec, "after UpdateMachine answered needs_new_vm for a change with a part it could apply")
+}
+
+// testUpdateDeletedVM updates a machine with the provider ID of its
+// deleted VM while a new VM of the name exists: the driver answers
+// NOT_FOUND and leaves the new VM alone; a driver that falls back on the
+// name updates the wrong VM (§6.7.3).
+func testUpdateDeletedVM(s *suite, t T) {
+	v := s.createVM(t, "update-deleted")
+	old := *v
+	if _, err := s.deleteMachine(t, s.deleteRequest(v)); err != nil {
+		ruleDeleteOK.fatalf(t, "DeleteMachine of %s answered %s, want OK", v.name, describe(err))
+	}
+	s.markDeleted(v)
+	var resp *driverv1alpha1.CreateMachineResponse
+	err := retry(s.cfg.Timeouts.Create, func() error {
+		var err error
+		resp, err = s.createMachine(t, s.createRequest(v.name))
+		return err
+	})
+	if err != nil {
+		ruleRecreate.fatalf(t, "CreateMachine of %s after its VM was deleted answered %s, want OK", v.name, describe(err))
+	}
+	s.record(v, resp.GetProviderId(), resp.GetNodeName(), resp.GetLastKnownState())
+	if v.providerID == old.providerID {
+		ruleProviderIDNew.fatalf(t, "the new VM of %s has the provider ID %s of the deleted one", v.name, old.providerID)
+	}
+	spec := s.cfg.NeedsNewVMProviderSpec
+	if len(s.cfg.UpdatedProviderSpec) > 0 {
+		spec = s.cfg.UpdatedProviderSpec
+	}
+	_, err = s.updateMachine(t, s.updateRequest(&old, spec))
+	expectCode(t, ruleUpdateOtherID, "UpdateMachine of "+v.name+" with the provider ID "+old.providerID+" of its deleted VM (the new VM is "+v.providerID+")", err, codes.NotFound)
+	s.sameVMAfter(t, ruleUpdateOtherID, v, s.cfg.MachineClass.ProviderSpec, "after UpdateMachine with the provider ID of the deleted VM")
+}
+
+// testUpdateInParallel updates Config.Concurrency (at least three)
+// machines of the class at once, as the core does up to
+// --class-update-max-concurrent: each answers as alone, never ABORTED,
+// which is for calls of the same machine only (§7.2, §9).
+func testUpdateInParallel(s *suite, t T) {
+	spec, want := s.cfg.NeedsNewVMProviderSpec, "needs_new_vm"
+	if len(s.cfg.UpdatedProviderSpec) > 0 {
+		spec, want = s.cfg.UpdatedProviderSpec, "applied"
+	}
+	n := max(s.cfg.Concurrency, 3)
+	vms := make([]*vm, n)
+	for i := range vms {
+		vms[i] = s.createVM(t, fmt.Sprintf("update-parallel-%d", i))
+	}
+	var wg sync.WaitGroup
+	for _, v := range vms {
+		wg.Go(func() {
+			resp, err := s.updateMachine(t, s.updateRequest(v, spec))
+			switch {
+			case codeOf(err) == codes.Aborted:
+				ruleUpdateParallel.errorf(t, "UpdateMachine of %s, one of %d machines of the class updated at once, answered %s: no other call for %s was in flight", v.name, n, describe(err), v.name)
+			case err != nil:
+				ruleUpdateParallel.errorf(t, "UpdateMachine of %s, one of %d machines of the class updated at once, answered %s, want OK with %s", v.name, n, describe(err), want)
+			case want == "applied" && resp.GetApplied().GetProviderId() != v.providerID:
+				ruleUpdateParallel.errorf(t, "UpdateMachine of %s, one of %d at once, answered %s, want applied with provider ID %s", v.name, n, resultOf(resp), v.providerID)
+			case want == "needs_new_vm" && resp.GetNeedsNewVm() == nil:
+				ruleUpdateParallel.errorf(t, "UpdateMachine of %s, one of %d at once, answered %s, want needs_new_vm", v.name, n, resultOf(resp))
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // testUpdateNeedsNewVM asks for a change the VM cannot take, repeatedly,
@@ -103,7 +287,11 @@ func testUpdateNeedsNewVM(s *suite, t T) {
 			r.fatalf(t, "UpdateMachine #%d of %s to a provider spec that needs a new VM answered %s, want needs_new_vm (Config.NeedsNewVMProviderSpec, --needs-new-vm-provider-spec, must differ in a field the driver cannot change on a running VM)", i, v.name, resultOf(resp))
 		}
 		if n := len(refused.GetReason()); n == 0 || n > maxNeedsNewVMReason {
-			ruleUpdateReason.errorf(t, "UpdateMachine #%d of %s answered needs_new_vm with a reason of %d bytes", i, v.name, n)
+			r := ruleUpdateReason
+			if i > 1 {
+				r = ruleUpdateReasonCap
+			}
+			r.errorf(t, "UpdateMachine #%d of %s answered needs_new_vm with a reason of %d bytes", i, v.name, n)
 		}
 		if i == 1 {
 			// Before the repeats: a VM changed by the first call would
