@@ -65,7 +65,7 @@ func TestHelpAndList(t *testing.T) {
 	stdout.Reset()
 	assert.Equal(t, exitPassed, run(context.Background(), []string{"--list", "--focus", "^DeleteMachine/", "--skip", "invalid"}, noEnv, &stdout, &stderr))
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	require.Len(t, lines, 7, stdout.String()) // header and six tests
+	require.Len(t, lines, 8, stdout.String()) // header and seven tests
 	assert.Regexp(t, `^TEST\s+SECTION\s+CAPABILITY\s+CHECKS$`, lines[0])
 	assert.Regexp(t, `^DeleteMachine/removes_vm\s+§6\.3\.3\s+REQUIRED\s+`, lines[1])
 }
