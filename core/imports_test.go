@@ -1,9 +1,13 @@
 package core_test
 
 import (
+	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // machina is the prefix of every module path of the repository.
@@ -101,4 +105,94 @@ func forbidden(path string, may []string) string {
 		}
 	}
 	return "outside the allowed edges " + strings.Join(may, ", ")
+}
+
+// kit is the controller kit inside core/internal/controller: what every
+// controller may use. docs/architecture.md lists the same packages.
+var kit = []string{"controllertest", "eventcost", "phase", "setup", "throttle"}
+
+// TestCoreGraph holds the seams inside the core (docs/architecture.md,
+// "Edges inside the core"): the API types import only API types; the
+// libraries under core/internal import API types and each other, never a
+// controller; the driver client is a leaf; a controller imports the API
+// types, the libraries and the kit, never another controller; only the
+// manager wires controllers together.
+func TestCoreGraph(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...")
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list -deps ./...")
+	const core = machina + "core/"
+	edges := 0
+	for line := range strings.Lines(string(out)) {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		from, ok := strings.CutPrefix(fields[0], core)
+		if !ok {
+			continue
+		}
+		for _, imp := range fields[1:] {
+			to, ok := strings.CutPrefix(imp, core)
+			if !ok {
+				continue
+			}
+			edges++
+			if why := coreEdgeForbidden(from, to); why != "" {
+				t.Errorf("core/%s imports core/%s: %s", from, to, why)
+			}
+		}
+	}
+	require.NotZero(t, edges, "go list listed no edges inside the core")
+}
+
+// coreLayer names the layer of a core package and, for a controller, which
+// controller it belongs to (its subpackages are its own).
+func coreLayer(pkg string) (layer, owner string) {
+	switch {
+	case pkg == "manager":
+		return "manager", ""
+	case pkg == "api" || strings.HasPrefix(pkg, "api/"):
+		return "api", ""
+	case pkg == "testenv":
+		return "testenv", ""
+	case pkg == "internal/driver":
+		return "leaf", ""
+	}
+	if rest, ok := strings.CutPrefix(pkg, "internal/controller/"); ok {
+		parts := strings.Split(rest, "/")
+		if slices.Contains(kit, parts[0]) {
+			return "kit", ""
+		}
+		if parts[0] == "safety" && len(parts) > 1 {
+			return "controller", "safety/" + parts[1]
+		}
+		return "controller", parts[0]
+	}
+	return "library", ""
+}
+
+// coreEdgeForbidden says why from may not import to, or "".
+func coreEdgeForbidden(from, to string) string {
+	fromLayer, fromOwner := coreLayer(from)
+	toLayer, toOwner := coreLayer(to)
+	allowed := map[string][]string{
+		"api":        {"api"},
+		"testenv":    {"api"},
+		"leaf":       {},
+		"library":    {"api", "library", "leaf"},
+		"kit":        {"api", "library", "leaf", "kit", "testenv"},
+		"controller": {"api", "library", "leaf", "kit"},
+		"manager":    {"api", "library", "leaf", "kit", "controller", "testenv"},
+	}[fromLayer]
+	if fromLayer == "controller" && toLayer == "controller" {
+		if fromOwner == toOwner {
+			return ""
+		}
+		return "a controller imports another controller; move what they share into a library under core/internal or into core/api"
+	}
+	if !slices.Contains(allowed, toLayer) {
+		return fmt.Sprintf("a %s package may import only %v inside the core, not a %s package", fromLayer, allowed, toLayer)
+	}
+	return ""
 }

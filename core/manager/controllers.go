@@ -14,11 +14,11 @@ import (
 	"github.com/machina-io/machina/core/internal/controller/machineset"
 	"github.com/machina-io/machina/core/internal/controller/node"
 	"github.com/machina-io/machina/core/internal/controller/safety/apiserver"
-	"github.com/machina-io/machina/core/internal/controller/safety/meltdown"
 	"github.com/machina-io/machina/core/internal/controller/safety/orphan"
 	"github.com/machina-io/machina/core/internal/controller/safety/overshoot"
 	"github.com/machina-io/machina/core/internal/controller/secret"
 	"github.com/machina-io/machina/core/internal/driver"
+	"github.com/machina-io/machina/core/internal/meltdown"
 )
 
 // setupControllers builds every controller and leader-only check of one

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/machina-io/machina/core/internal/controller/safety/meltdown"
+	"github.com/machina-io/machina/core/internal/meltdown"
 )
 
 // AddFlags registers every option as a flag on fs, with o's current values

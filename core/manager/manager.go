@@ -25,8 +25,8 @@ import (
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/catchup"
 	"github.com/machina-io/machina/core/internal/controller/safety/apiserver"
-	"github.com/machina-io/machina/core/internal/controller/safety/freeze"
 	"github.com/machina-io/machina/core/internal/driver"
+	"github.com/machina-io/machina/core/internal/freeze"
 )
 
 // syncCheckTimeout bounds the readiness check of the caches; kubelet's

@@ -15,8 +15,8 @@ import (
 	"github.com/machina-io/machina/core/internal/controller/classupdate"
 	"github.com/machina-io/machina/core/internal/controller/machine"
 	"github.com/machina-io/machina/core/internal/controller/mcrender"
-	"github.com/machina-io/machina/core/internal/controller/safety/meltdown"
 	"github.com/machina-io/machina/core/internal/driver"
+	"github.com/machina-io/machina/core/internal/meltdown"
 )
 
 // Driver endpoint: the environment variable and the default of the Driver

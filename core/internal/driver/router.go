@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/machina-io/machina/core/api/v1alpha1"
 )
 
 // Router finds the driver that serves a MachineClass: the one whose
@@ -14,11 +12,9 @@ import (
 // call the core makes for a machine, a class or an orphan scan goes to the
 // driver the Router picks. A *Set implements it.
 type Router interface {
-	// ForClass returns the driver of class.Provider, or a *NoDriverError
-	// (errors.Is(err, ErrNoDriver)) when no driver, or more than one,
-	// serves it.
-	ForClass(class *v1alpha1.MachineClass) (*Client, error)
-	// ForProvider is ForClass for a provider value.
+	// ForProvider returns the driver of a MachineClass's provider, or a
+	// *NoDriverError (errors.Is(err, ErrNoDriver)) when no driver, or more
+	// than one, serves it.
 	ForProvider(provider string) (*Client, error)
 	// Drivers lists every driver, in the order they were configured.
 	Drivers() []*Client
@@ -94,11 +90,6 @@ func NewSet(clients []*Client, catchAll bool) (*Set, error) {
 		}
 	}
 	return &Set{clients: slices.Clone(clients), catchAll: catchAll}, nil
-}
-
-// ForClass implements Router.
-func (s *Set) ForClass(class *v1alpha1.MachineClass) (*Client, error) {
-	return s.ForProvider(class.Provider)
 }
 
 // ForProvider implements Router. It reads the providers each driver listed

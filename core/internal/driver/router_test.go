@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/machina-io/machina/core/api/v1alpha1"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 )
 
@@ -33,7 +32,7 @@ func TestSetRoutesByProvider(t *testing.T) {
 	set, err := NewSet([]*Client{a, b}, false)
 	require.NoError(t, err)
 
-	got, err := set.ForClass(&v1alpha1.MachineClass{Provider: "inmemory"})
+	got, err := set.ForProvider("inmemory")
 	require.NoError(t, err)
 	assert.Same(t, a, got)
 	got, err = set.ForProvider("virtualnode")

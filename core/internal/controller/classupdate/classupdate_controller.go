@@ -18,12 +18,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
-	"github.com/machina-io/machina/core/internal/controller/machineclass"
 	"github.com/machina-io/machina/core/internal/controller/phase"
-	"github.com/machina-io/machina/core/internal/controller/safety/freeze"
 	"github.com/machina-io/machina/core/internal/controller/throttle"
 	"github.com/machina-io/machina/core/internal/driver"
 	"github.com/machina-io/machina/core/internal/driverclass"
+	"github.com/machina-io/machina/core/internal/freeze"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -168,7 +167,7 @@ const indexClass = "classupdate.machina.io/class-name"
 // classOf is the index function of indexClass.
 func classOf(obj client.Object) []string {
 	m, ok := obj.(*v1alpha1.Machine)
-	if !ok || !machineclass.RefersToClass(m.Spec.Class) {
+	if !ok || !m.Spec.Class.RefersToMachineClass() {
 		return nil
 	}
 	return []string{m.Spec.Class.Name}

@@ -33,7 +33,7 @@ func (r *Reconciler) update(ctx context.Context, s *scope) (phase.Result, error)
 		s.log.V(1).Info("API server freeze: no class updates", "reason", r.Gate.Reason())
 		return phase.Result{Stop: true}, nil
 	}
-	dc, err := r.Drivers.ForClass(s.class)
+	dc, err := r.Drivers.ForProvider(s.class.Provider)
 	if err != nil {
 		// No driver serves the class: its machines are left alone (the
 		// class's own status says why).

@@ -42,7 +42,7 @@ func (r *Reconciler) loadClass(ctx context.Context, s *scope) error {
 	if len(class.ProviderSpec.Raw) == 0 {
 		return &configError{fmt.Sprintf("MachineClass %s has no providerSpec", name)}
 	}
-	dc, err := r.Drivers.ForClass(class)
+	dc, err := r.Drivers.ForProvider(class.Provider)
 	if err != nil {
 		return err
 	}

@@ -21,10 +21,10 @@ import (
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/bootstrap"
 	"github.com/machina-io/machina/core/internal/controller/phase"
-	"github.com/machina-io/machina/core/internal/controller/safety/freeze"
-	"github.com/machina-io/machina/core/internal/controller/safety/meltdown"
 	"github.com/machina-io/machina/core/internal/drain"
 	"github.com/machina-io/machina/core/internal/driver"
+	"github.com/machina-io/machina/core/internal/freeze"
+	"github.com/machina-io/machina/core/internal/meltdown"
 )
 
 // ControllerName names the controller in logs, metrics and events.

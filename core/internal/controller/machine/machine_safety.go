@@ -7,7 +7,7 @@ import (
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
-	"github.com/machina-io/machina/core/internal/controller/safety/freeze"
+	"github.com/machina-io/machina/core/internal/freeze"
 )
 
 // Event reasons of the safety hooks.

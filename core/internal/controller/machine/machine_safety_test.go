@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
-	"github.com/machina-io/machina/core/internal/controller/safety/freeze"
-	"github.com/machina-io/machina/core/internal/controller/safety/meltdown"
+	"github.com/machina-io/machina/core/internal/freeze"
+	"github.com/machina-io/machina/core/internal/meltdown"
 	"github.com/machina-io/machina/core/testenv"
 	"github.com/machina-io/machina/drivers/inmemory"
 )

@@ -16,8 +16,8 @@ import (
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/machineset"
-	"github.com/machina-io/machina/core/internal/controller/safety/meltdown"
 	"github.com/machina-io/machina/core/internal/controller/safety/safetytest"
+	"github.com/machina-io/machina/core/internal/meltdown"
 	"github.com/machina-io/machina/core/testenv"
 	"github.com/machina-io/machina/drivers/inmemory"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"

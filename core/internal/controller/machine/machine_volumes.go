@@ -62,7 +62,7 @@ func (r *Reconciler) driverOf(s *scope) *driver.Client {
 	if err := r.Control.Get(context.Background(), client.ObjectKey{Namespace: s.machine.Namespace, Name: s.machine.Spec.Class.Name}, class); err != nil {
 		return nil
 	}
-	dc, err := r.Drivers.ForClass(class)
+	dc, err := r.Drivers.ForProvider(class.Provider)
 	if err != nil {
 		return nil
 	}

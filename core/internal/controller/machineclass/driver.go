@@ -35,7 +35,7 @@ func (r *Reconciler) reportDriver(ctx context.Context, class *v1alpha1.MachineCl
 		ObservedGeneration: class.Generation,
 	}
 	recheck := driverRecheck
-	dc, err := r.Drivers.ForClass(class)
+	dc, err := r.Drivers.ForProvider(class.Provider)
 	switch {
 	case err == nil:
 		cond.Status = metav1.ConditionTrue

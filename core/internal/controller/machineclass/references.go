@@ -17,19 +17,6 @@ import (
 // indexing the same field under its own name does not conflict.
 const classRefIndex = "machineclass.machina.io/class-name"
 
-// RefersToClass reports whether ref names a MachineClass. MCM manifests set
-// kind "MachineClass" (older ones may name provider-specific kinds, which are
-// other resources) and apiGroup "machine.sapcloud.io" or nothing.
-func RefersToClass(ref v1alpha1.ClassSpec) bool {
-	if ref.Name == "" {
-		return false
-	}
-	if ref.Kind != "" && ref.Kind != "MachineClass" {
-		return false
-	}
-	return ref.APIGroup == "" || ref.APIGroup == v1alpha1.GroupVersion.Group
-}
-
 // classRefOf returns the class reference of a Machine, or of the machine
 // template of a MachineSet or MachineDeployment; ok is false for other
 // objects. The template is what counts for a MachineSet: its machines take
@@ -50,7 +37,7 @@ func classRefOf(obj client.Object) (v1alpha1.ClassSpec, bool) {
 // refers to none.
 func classNameOf(obj client.Object) string {
 	ref, ok := classRefOf(obj)
-	if !ok || !RefersToClass(ref) {
+	if !ok || !ref.RefersToMachineClass() {
 		return ""
 	}
 	return ref.Name

@@ -4,8 +4,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-
-	"github.com/machina-io/machina/core/api/v1alpha1"
 )
 
 func TestDescribeReferrers(t *testing.T) {
@@ -17,20 +15,4 @@ func TestDescribeReferrers(t *testing.T) {
 	assert.Equal(t, "MachineSet s", describeReferrers(refs[:1]))
 	// The input order is left alone.
 	assert.Equal(t, "MachineSet", refs[0].kind)
-}
-
-func TestRefersToClass(t *testing.T) {
-	for _, tc := range []struct {
-		ref  v1alpha1.ClassSpec
-		want bool
-	}{
-		{v1alpha1.ClassSpec{Name: "c"}, true},
-		{v1alpha1.ClassSpec{Kind: "MachineClass", Name: "c"}, true},
-		{v1alpha1.ClassSpec{APIGroup: "machine.sapcloud.io", Kind: "MachineClass", Name: "c"}, true},
-		{v1alpha1.ClassSpec{Kind: "MachineClass"}, false},
-		{v1alpha1.ClassSpec{Kind: "AWSMachineClass", Name: "c"}, false},
-		{v1alpha1.ClassSpec{APIGroup: "example.com", Kind: "MachineClass", Name: "c"}, false},
-	} {
-		assert.Equal(t, tc.want, RefersToClass(tc.ref), "%+v", tc.ref)
-	}
 }

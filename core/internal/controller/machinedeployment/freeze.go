@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/machina-io/machina/core/internal/controller/phase"
-	"github.com/machina-io/machina/core/internal/controller/safety/freeze"
+	"github.com/machina-io/machina/core/internal/freeze"
 )
 
 // holdWhileFrozen is the phase that stops the sync while the API server

@@ -20,9 +20,9 @@ import (
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
-	"github.com/machina-io/machina/core/internal/controller/safety/freeze"
 	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/controller/throttle"
+	"github.com/machina-io/machina/core/internal/freeze"
 	"github.com/machina-io/machina/core/internal/inplace"
 )
 

@@ -25,7 +25,7 @@ import (
 	"github.com/machina-io/machina/core/internal/controller/machinedeployment"
 	"github.com/machina-io/machina/core/internal/controller/machineset"
 	"github.com/machina-io/machina/core/internal/controller/machineset/machinesettest"
-	"github.com/machina-io/machina/core/internal/controller/safety/freeze"
+	"github.com/machina-io/machina/core/internal/freeze"
 	"github.com/machina-io/machina/core/testenv"
 )
 

@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
-	"github.com/machina-io/machina/core/internal/controller/safety/freeze"
 	"github.com/machina-io/machina/core/internal/controller/setup"
+	"github.com/machina-io/machina/core/internal/freeze"
 )
 
 // reconcileDelete deletes the machines of a set that is being deleted and

@@ -21,7 +21,7 @@ import (
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/machineset"
 	"github.com/machina-io/machina/core/internal/controller/machineset/machinesettest"
-	"github.com/machina-io/machina/core/internal/controller/safety/freeze"
+	"github.com/machina-io/machina/core/internal/freeze"
 	"github.com/machina-io/machina/core/testenv"
 )
 

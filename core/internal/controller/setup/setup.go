@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
-	"github.com/machina-io/machina/core/internal/controller/safety/freeze"
+	"github.com/machina-io/machina/core/internal/freeze"
 )
 
 // DefaultResyncPeriod is how often every object is synced even without

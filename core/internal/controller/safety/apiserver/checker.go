@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/machina-io/machina/core/internal/controller/safety/freeze"
+	"github.com/machina-io/machina/core/internal/freeze"
 )
 
 // Name names the checker in logs and events.

@@ -19,8 +19,8 @@ import (
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/safety/apiserver"
-	"github.com/machina-io/machina/core/internal/controller/safety/freeze"
 	"github.com/machina-io/machina/core/internal/controller/safety/safetytest"
+	"github.com/machina-io/machina/core/internal/freeze"
 	"github.com/machina-io/machina/core/testenv"
 )
 

@@ -143,7 +143,7 @@ func (c *Collector) driverFor(class *v1alpha1.MachineClass) (Driver, string, err
 	if c.Drivers == nil {
 		return c.Driver, "", nil
 	}
-	d, err := c.Drivers.ForClass(class)
+	d, err := c.Drivers.ForProvider(class.Provider)
 	if err != nil {
 		return nil, "", err
 	}
