@@ -218,6 +218,47 @@ func TestMachineConfigPoolRollout(t *testing.T) {
 	assert.Equal(t, mcv1.MachineConfigStateDone, node.Annotations[mcv1.StateAnnotation])
 	assert.False(t, node.Spec.Unschedulable, "node %s is uncordoned", degraded)
 	assert.Equal(t, 1, peak.max(), "one node at a time throughout (maxUnavailable 1)")
+
+	// A failure only the node can find (a file at a path that is a
+	// directory on the node, which no render can know) wedges the first
+	// node it reaches, drained and Degraded naming the path; deleting the
+	// MachineConfig heals it: back on the pool's render, uncordoned, the
+	// pool Updated.
+	dir := &mcv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "99-e2e-dir", Labels: map[string]string{mcv1.RoleLabel: poolName}}}
+	dir.Spec.Config.Raw = []byte(`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/kubernetes","contents":{"source":"data:,x"}}]}}`)
+	require.NoError(t, s.c.Create(ctx, dir))
+	s.eventually(t, "a node drained and Degraded on the file at a directory, naming it", func(ctx context.Context) (bool, string, error) {
+		for _, name := range nodes {
+			node := &corev1.Node{}
+			if err := s.c.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+				return false, "", err
+			}
+			if node.Annotations[mcv1.StateAnnotation] == mcv1.MachineConfigStateDegraded && node.Spec.Unschedulable &&
+				strings.Contains(node.Annotations[mcv1.ReasonAnnotation], "/etc/kubernetes exists and is a directory") {
+				degraded = name
+				return true, "", nil
+			}
+		}
+		return false, "no node degraded yet", nil
+	})
+	require.NoError(t, s.c.Delete(ctx, dir))
+	s.eventually(t, "the pool Updated again after the MachineConfig is deleted", func(ctx context.Context) (bool, string, error) {
+		p := &mcv1.MachineConfigPool{}
+		if err := s.c.Get(ctx, client.ObjectKey{Name: poolName}, p); err != nil {
+			return false, "", err
+		}
+		updated := meta.IsStatusConditionTrue(p.Status.Conditions, mcv1.PoolUpdated)
+		return updated && p.Spec.Configuration.Name == target && p.Status.UpdatedMachineCount == poolReplicas &&
+			p.Status.DegradedMachineCount == 0, fmt.Sprintf("status %+v", p.Status), nil
+	})
+	require.NoError(t, s.c.Get(ctx, client.ObjectKey{Name: degraded}, node))
+	assert.Equal(t, target, node.Annotations[mcv1.CurrentConfigAnnotation], "the wedged node is back on the pool's render")
+	assert.Equal(t, mcv1.MachineConfigStateDone, node.Annotations[mcv1.StateAnnotation])
+	assert.False(t, node.Spec.Unschedulable, "node %s is uncordoned", degraded)
+	info, err := os.Stat(filepath.Join(agents[degraded].root, "etc/kubernetes"))
+	require.NoError(t, err)
+	assert.True(t, info.IsDir(), "the node's directory is untouched")
+	assert.Equal(t, 1, peak.max(), "one node at a time throughout (maxUnavailable 1)")
 }
 
 // poolAgent is one node's agent: its root (seeded with an image) and its

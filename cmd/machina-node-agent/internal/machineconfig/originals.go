@@ -63,6 +63,8 @@ func keepOriginal(root *durable.Root, stateDir string, rec *record, p string) er
 		if err := durable.Replace(keep, f, 0o600); err != nil {
 			return fmt.Errorf("keeping the original of %s: %w", p, err)
 		}
+	case info.IsDir():
+		return fmt.Errorf("%s exists and is a directory (remove it on the node, or the file from the configuration)", p)
 	default:
 		return fmt.Errorf("%s is a %s, not a file or a link: not replaced", p, info.Mode().Type())
 	}
