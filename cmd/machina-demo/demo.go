@@ -157,6 +157,8 @@ func (d *demo) startProcesses(ctx context.Context) error {
 		"--machine-health-timeout=1m",
 		"--health-probe-bind-address="+d.managerHealth,
 		"--metrics-bind-address="+d.managerMetrics,
+		// Local: plain HTTP, no token needed to look at the metrics.
+		"--metrics-secure=false",
 	)
 	if err != nil {
 		return err

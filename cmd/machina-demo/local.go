@@ -78,6 +78,8 @@ func (d *demo) runLocal(ctx context.Context) error {
 		"--leader-elect=false",
 		"--health-probe-bind-address="+d.managerHealth,
 		"--metrics-bind-address="+d.managerMetrics,
+		// Local: plain HTTP, no token needed to look at the metrics.
+		"--metrics-secure=false",
 	)
 	if err != nil {
 		return err

@@ -70,14 +70,16 @@ func startDriver(t *testing.T, driverBin, socket string, args ...string) *child 
 
 // managerFlags are the flags of a manager with leader election, working in
 // namespace against the API server of kubeconfig and the driver at
-// endpoint, serving metrics and probes on metricsAddr and healthAddr,
-// followed by more.
+// endpoint, serving metrics (plain HTTP: these tests scrape without a
+// token; TestEndpoints covers the default HTTPS) and probes on metricsAddr
+// and healthAddr, followed by more.
 func managerFlags(kubeconfig, namespace, endpoint, metricsAddr, healthAddr string, more ...string) []string {
 	return append([]string{
 		"--control-kubeconfig=" + kubeconfig,
 		"--namespace=" + namespace,
 		"--driver-endpoint=" + endpoint,
 		"--metrics-bind-address=" + metricsAddr,
+		"--metrics-secure=false",
 		"--health-probe-bind-address=" + healthAddr,
 		"--leader-elect=true",
 	}, more...)

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
 	"github.com/machina-io/machina/core/internal/driver"
 )
@@ -64,9 +68,32 @@ func (m *Manager) addDriverChecks(set *driver.Set) error {
 		if !catchAll {
 			name = "driver-" + dc.Name()
 		}
-		if err := m.base.AddReadyzCheck(name, dc.HealthChecker()); err != nil {
+		if err := m.base.AddReadyzCheck(name, boundedCheck(dc.HealthChecker(), driverCheckTimeout)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// driverCheckTimeout bounds the readiness check of one driver: a driver
+// that does not answer its Probe in time (stopped, hung, overloaded) makes
+// /readyz answer not ready in time rather than after the Probe's own
+// timeout (5s while connecting), longer than a kubelet's probe waits (1s
+// by default). The informers' check has the same bound
+// (syncCheckTimeout), so /readyz answers within a second for one driver.
+const driverCheckTimeout = 500 * time.Millisecond
+
+// boundedCheck runs check with a deadline of d on the request's context.
+func boundedCheck(check healthz.Checker, d time.Duration) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), d)
+		defer cancel()
+		if err := check(req.WithContext(ctx)); err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("no answer within %s: %w", d, err)
+			}
+			return err
+		}
+		return nil
+	}
 }

@@ -39,7 +39,12 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 		"namespace of the lease (default: --namespace)")
 
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress,
-		`address of the metrics server (/metrics; /debug/pprof/ with --profiling); "0" turns it off`)
+		`address of the metrics server (/metrics, /configz; /debug/pprof/ with --profiling); "0" turns it off`)
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure,
+		"serve the metrics server over HTTPS to requests the control cluster authenticates and authorizes "+
+			"(a bearer token allowed to get /metrics); false serves plain HTTP to anyone, for local use")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir,
+		"directory of the metrics server's tls.crt and tls.key (default: a self-signed certificate)")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,
 		`address of the health server (/healthz, /readyz); "0" turns it off`)
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "serve Go's pprof handlers under /debug/pprof/ on the metrics server")

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/core/api/v1alpha1"
@@ -97,11 +96,8 @@ func New(opts Options) (*Manager, error) {
 		},
 		// The election is machina's own (leader.go): controller-runtime's
 		// ends the process when the lease is lost.
-		LeaderElection: false,
-		Metrics: metricsserver.Options{
-			BindAddress:   opts.MetricsBindAddress,
-			ExtraHandlers: withConfigz(extraMetricsHandlers(opts.Profiling), opts),
-		},
+		LeaderElection:         false,
+		Metrics:                metricsOptions(opts),
 		HealthProbeBindAddress: opts.HealthProbeBindAddress,
 	}
 	if opts.skipNameValidation {

@@ -54,6 +54,7 @@ func TestManager(t *testing.T) {
 	opts.Namespace = ns
 	opts.DriverEndpoint = endpoint
 	opts.MetricsBindAddress = freeAddress(t)
+	opts.MetricsSecure = false // plain HTTP here; TestMetricsAuthentication covers HTTPS
 	opts.HealthProbeBindAddress = freeAddress(t)
 	opts.ConcurrentSyncs = 2
 	opts.LeaderElectLeaseDuration = 4 * time.Second
@@ -233,6 +234,7 @@ func TestManagerWithoutTargetAndProfiling(t *testing.T) {
 	opts.LeaderElect = false
 	opts.Profiling = true
 	opts.MetricsBindAddress = freeAddress(t)
+	opts.MetricsSecure = false // plain HTTP here; TestMetricsAuthentication covers HTTPS
 	opts.HealthProbeBindAddress = freeAddress(t)
 	opts.skipNameValidation = true
 	m, err := New(opts)

@@ -87,9 +87,19 @@ type Options struct {
 	// the Lease; empty means Namespace.
 	LeaderElectResourceNamespace string
 
-	// MetricsBindAddress (--metrics-bind-address) serves /metrics (and
-	// /debug/pprof with Profiling); "0" turns it off.
+	// MetricsBindAddress (--metrics-bind-address) serves /metrics and
+	// /configz (and /debug/pprof with Profiling); "0" turns it off.
 	MetricsBindAddress string
+	// MetricsSecure (--metrics-secure, on by default) serves the metrics
+	// server over HTTPS and answers only a request whose bearer token the
+	// control cluster's API server authenticates (TokenReview) and
+	// authorizes for a get of the path (SubjectAccessReview). Off, it
+	// serves plain HTTP to anyone who reaches the address: for local runs.
+	MetricsSecure bool
+	// MetricsCertDir (--metrics-cert-dir) holds the metrics server's
+	// tls.crt and tls.key, read again when they change; empty means a
+	// self-signed certificate made at start.
+	MetricsCertDir string
 	// HealthProbeBindAddress (--health-probe-bind-address) serves /healthz
 	// and /readyz; "0" turns it off.
 	HealthProbeBindAddress string
@@ -208,6 +218,7 @@ func DefaultOptions() Options {
 		LeaderElectRetryPeriod:   2 * time.Second,
 
 		MetricsBindAddress:     ":10259",
+		MetricsSecure:          true,
 		HealthProbeBindAddress: ":10258",
 
 		DriverEndpoint:      DefaultDriverEndpoint,

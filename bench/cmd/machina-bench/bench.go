@@ -172,6 +172,7 @@ func (b *bench) startProcesses(ctx context.Context) error {
 		"--leader-elect=false",
 		"--health-probe-bind-address=" + health,
 		"--metrics-bind-address=" + b.managerMetrics,
+		"--metrics-secure=false", // scraped locally over plain HTTP
 	}
 	args = append(args, b.cfg.managerArgs...)
 	if b.manager, err = startChild(managerBinary, filepath.Join(b.cfg.bin, managerBinary), filepath.Join(b.workDir, "manager.log"), args...); err != nil {

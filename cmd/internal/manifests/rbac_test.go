@@ -156,6 +156,10 @@ var commonAccess = []access{
 	{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: namespace, allowed: true},
 	{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: namespace, name: "machina-manager", allowed: true},
 	{verb: "get", group: "", resource: "namespaces", namespace: namespace, name: namespace, allowed: true},
+	// The metrics server's reviews of its callers (--metrics-secure).
+	{verb: "create", group: "authentication.k8s.io", resource: "tokenreviews", allowed: true},
+	{verb: "create", group: "authorization.k8s.io", resource: "subjectaccessreviews", allowed: true},
+	{verb: "get", group: "authentication.k8s.io", resource: "tokenreviews"},
 	// Control cluster: what users own, other namespaces, other leases.
 	{verb: "create", group: machineGroup, resource: "machineclasses", namespace: namespace},
 	{verb: "delete", group: machineGroup, resource: "machineclasses", namespace: namespace},
