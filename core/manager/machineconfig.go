@@ -12,6 +12,7 @@ import (
 	"github.com/machina-io/machina/core/internal/controller/mckubelet"
 	"github.com/machina-io/machina/core/internal/controller/mcpool"
 	"github.com/machina-io/machina/core/internal/controller/mcrender"
+	"github.com/machina-io/machina/core/internal/controller/mcruntime"
 	"github.com/machina-io/machina/core/internal/controller/mctemplate"
 )
 
@@ -46,13 +47,20 @@ func (m *Manager) setupMachineConfigRender(mgr ctrl.Manager, target cluster.Clus
 	if err := (&mckubelet.Reconciler{}).SetupWithManager(mgr, target, workers); err != nil {
 		return fmt.Errorf("kubelet config controller: %w", err)
 	}
-	// The template controller needs the ControllerConfig CRD, newer than
-	// the others: a cluster without it runs the rest.
+	// The template and ContainerRuntimeConfig controllers need CRDs newer
+	// than the others: a cluster without them runs the rest.
 	if served, err := m.serves(target, "ControllerConfig"); err != nil {
 		return err
 	} else if served {
 		if err := (&mctemplate.Reconciler{}).SetupWithManager(mgr, target, 1); err != nil {
 			return fmt.Errorf("machine config template controller: %w", err)
+		}
+	}
+	if served, err := m.serves(target, "ContainerRuntimeConfig"); err != nil {
+		return err
+	} else if served {
+		if err := (&mcruntime.Reconciler{}).SetupWithManager(mgr, target, workers); err != nil {
+			return fmt.Errorf("container runtime config controller: %w", err)
 		}
 	}
 	// The update controller rolls each pool's rendered configuration out to

@@ -166,6 +166,15 @@ const (
 	KubeletConfigFailure = "Failure"
 )
 
+// ContainerRuntimeConfig condition types (MCO's names).
+const (
+	// ContainerRuntimeConfigSuccess: the generated MachineConfigs are
+	// written.
+	ContainerRuntimeConfigSuccess = "Success"
+	// ContainerRuntimeConfigFailure: they are not; the message says why.
+	ContainerRuntimeConfigFailure = "Failure"
+)
+
 // Rendered MachineConfigs.
 const (
 	// RenderedPrefix starts the name of every rendered MachineConfig:

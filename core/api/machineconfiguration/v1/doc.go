@@ -1,5 +1,6 @@
 // Package v1 holds the machineconfiguration.openshift.io/v1 API types:
-// MachineConfig, MachineConfigPool and KubeletConfig, the subset of
+// MachineConfig, MachineConfigPool, KubeletConfig, ContainerRuntimeConfig and
+// ControllerConfig (the fields machina's templates use), the subset of
 // OpenShift's machine-config-operator (MCO) API that machina implements.
 //
 // The types are wire-compatible with that subset of

@@ -2,17 +2,10 @@ package mckubelet
 
 import (
 	"fmt"
-	"strconv"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
+	"github.com/machina-io/machina/core/internal/mcfg"
 )
-
-// maxPerPool is how many KubeletConfigs may write MachineConfigs for one
-// pool: the suffixes "" and 1 to 9, as in MCO.
-const maxPerPool = 10
 
 // generatedName is the MachineConfig a KubeletConfig with suffix writes for
 // pool.
@@ -24,48 +17,17 @@ func generatedName(pool, suffix string) string {
 	return name
 }
 
-// chooseSuffix is the lowest suffix, among "" and 1 to 9, that no other
-// KubeletConfig selecting one of pools holds. Suffixes count per pool, as
-// in MCO: the first KubeletConfig of pool infra writes
-// 99-infra-generated-kubelet whatever other pools have. A KubeletConfig
-// selecting several pools takes a suffix free in all of them.
+// chooseSuffix is the lowest suffix free in every pool of pools
+// (mcfg.ChooseSuffix: suffixes count per pool, as in MCO).
 func chooseSuffix(kc *mcfgv1.KubeletConfig, all []mcfgv1.KubeletConfig, pools []mcfgv1.MachineConfigPool) (string, error) {
-	taken := map[string]bool{}
-	for _, other := range all {
-		if other.UID == kc.UID || !selectsAny(&other, pools) {
-			continue
-		}
-		if s, ok := other.Annotations[mcfgv1.MCNameSuffixAnnotation]; ok {
-			taken[s] = true
-		}
+	claims := make([]mcfg.SuffixClaim, 0, len(all))
+	for _, o := range all {
+		s, ok := o.Annotations[mcfgv1.MCNameSuffixAnnotation]
+		claims = append(claims, mcfg.SuffixClaim{UID: o.UID, Selector: o.Spec.MachineConfigPoolSelector, Suffix: s, HasSuffix: ok})
 	}
-	for i := range maxPerPool {
-		s := ""
-		if i > 0 {
-			s = strconv.Itoa(i)
-		}
-		if !taken[s] {
-			return s, nil
-		}
-	}
-	return "", fmt.Errorf("%d KubeletConfigs select its pools already; at most %d may write MachineConfigs for a pool", len(taken), maxPerPool)
-}
-
-// selectsAny reports a KubeletConfig whose pool selector selects one of
-// pools.
-func selectsAny(kc *mcfgv1.KubeletConfig, pools []mcfgv1.MachineConfigPool) bool {
-	sel := kc.Spec.MachineConfigPoolSelector
-	if sel == nil || (len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0) {
-		return false
-	}
-	selector, err := metav1.LabelSelectorAsSelector(sel)
+	s, err := mcfg.ChooseSuffix(kc.UID, claims, pools)
 	if err != nil {
-		return false
+		return "", fmt.Errorf("KubeletConfigs: %w", err)
 	}
-	for _, p := range pools {
-		if selector.Matches(labels.Set(p.Labels)) {
-			return true
-		}
-	}
-	return false
+	return s, nil
 }
