@@ -48,6 +48,7 @@ func TestAPIOnKubeAPIServer(t *testing.T) {
 	t.Run("scale subresource", func(t *testing.T) { testScale(t, ctx, c) })
 	t.Run("printer columns", func(t *testing.T) { testPrinterColumns(t, ctx, c, env.Config) })
 	t.Run("schema rejects invalid objects", func(t *testing.T) { testSchemaRejects(t, ctx, c) })
+	t.Run("schema admits durations at the bounds", func(t *testing.T) { testDurationBounds(t, ctx, c) })
 }
 
 func testDiscovery(t *testing.T, cfg *rest.Config) {
@@ -377,6 +378,14 @@ func testSchemaRejects(t *testing.T, ctx context.Context, c client.Client) {
 			func(o map[string]any) { set(o, "", "spec", "template", "spec", "class", "name") }, false, "class.name is required"},
 		{"malformed duration", fixture("machine.yaml"),
 			func(o map[string]any) { set(o, "ten minutes", "spec", "drainTimeout") }, false, "spec.drainTimeout"},
+		// The value that stopped a namespace: the old pattern admitted it,
+		// Go cannot parse it (out of time.Duration's range).
+		{"undecodable deployment duration", fixture("machinedeployment.yaml"),
+			func(o map[string]any) { set(o, "9999999999h", "spec", "template", "spec", "drainTimeout") }, false, "spec.template.spec.drainTimeout"},
+		{"negative duration", fixture("machine.yaml"),
+			func(o map[string]any) { set(o, "-1s", "spec", "healthTimeout") }, false, "spec.healthTimeout"},
+		{"duration over the maximum", fixture("machineset.yaml"),
+			func(o map[string]any) { set(o, "87600h1s", "spec", "template", "spec", "creationTimeout") }, false, "must be a Go duration from 0s to 87600h"},
 		{"class without providerSpec", fixture("machineclass.yaml"),
 			func(o map[string]any) { unstructured.RemoveNestedField(o, "providerSpec") }, false, "providerSpec"},
 		{"nodeTemplate without zone", fixture("machineclass.yaml"),
@@ -408,6 +417,23 @@ func testSchemaRejects(t *testing.T, ctx context.Context, c client.Client) {
 			assert.Contains(t, err.Error(), tc.message)
 		})
 	}
+}
+
+// testDurationBounds checks that the bounds of the duration rule are
+// admitted, and read back into the Go type as the values they are.
+func testDurationBounds(t *testing.T, ctx context.Context, c client.Client) {
+	obj := loadFixtures(t, "machine.yaml", ns)[0]
+	obj.SetName("duration-bounds")
+	set(obj.Object, "0s", "spec", "drainTimeout")
+	set(obj.Object, "87600h", "spec", "machinePreserveTimeout")
+	set(obj.Object, "1.5µs", "spec", "healthTimeout")
+	require.NoError(t, c.Create(ctx, obj))
+	m := &v1alpha1.Machine{}
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(obj), m))
+	assert.Empty(t, m.Spec.MachineConfiguration.InvalidDurations())
+	assert.Equal(t, time.Duration(0), m.Spec.MachineDrainTimeout.Duration)
+	assert.Equal(t, v1alpha1.MaxDuration, m.Spec.MachinePreserveTimeout.Duration)
+	assert.Equal(t, 1500*time.Nanosecond, m.Spec.MachineHealthTimeout.Duration)
 }
 
 func set(obj map[string]any, value any, fields ...string) {

@@ -50,7 +50,7 @@ func loadFixtures(t *testing.T, name, namespace string) []*unstructured.Unstruct
 // map key of want must be in got with an equal value, lists must match
 // element by element. Extra keys in got (defaults, server metadata) are fine.
 // Two strings that parse as the same Go duration are equal, because
-// metav1.Duration renders "2h" back as "2h0m0s". With omitZero, a key that
+// v1alpha1.Duration (like metav1.Duration) renders "2h" back as "2h0m0s". With omitZero, a key that
 // got lacks is fine when want's value is a zero number, false or "": Go
 // fields tagged omitempty drop those.
 func containsAll(path string, want, got any, omitZero bool) []string {

@@ -27,10 +27,16 @@ func HookNames(annotations map[string]string, prefix string) []string {
 // starts to run: its deletion, as in MCM, or, when pre-drain hooks held it,
 // the moment the last one was removed (the transition of the condition
 // PreDrainDeleteHookSucceeded to True); time held by a hook is not drain
-// time.
+// time. The deletion is when the controller first saw it
+// (status.deletionObservedTime, on its own clock), not the API server's
+// deletionTimestamp, so a skew between the clocks does not move the timeout;
+// deletionTimestamp only until the controller has recorded that.
 func DrainClockStart(m *Machine) time.Time {
 	var start time.Time
-	if m.DeletionTimestamp != nil {
+	switch {
+	case m.Status.DeletionObservedTime != nil:
+		start = m.Status.DeletionObservedTime.Time
+	case m.DeletionTimestamp != nil:
 		start = m.DeletionTimestamp.Time
 	}
 	c := meta.FindStatusCondition(m.Status.MachineConditions, MachineConditionPreDrainDeleteHookSucceeded)

@@ -97,6 +97,22 @@ type MachineStatus struct {
 	// +optional
 	UnhealthySince *metav1.Time `json:"unhealthySince,omitempty"`
 
+	// CreationObservedTime is when the controller first saw the machine
+	// being created (not yet joined), on the controller's own clock. The
+	// creation timeout is measured from it, not from
+	// metadata.creationTimestamp (the API server's clock), so a skew
+	// between the two clocks neither fires nor disables the timeout.
+	// Machina addition.
+	// +optional
+	CreationObservedTime *metav1.Time `json:"creationObservedTime,omitempty"`
+
+	// DeletionObservedTime is when the controller first saw the machine's
+	// deletion, on the controller's own clock. The drain timeout is measured
+	// from it, not from metadata.deletionTimestamp (the API server's clock).
+	// Machina addition.
+	// +optional
+	DeletionObservedTime *metav1.Time `json:"deletionObservedTime,omitempty"`
+
 	// MachineConditions are machina's own conditions on the machine (for
 	// example Drained), in the standard Kubernetes condition shape. They are
 	// separate from conditions, which mirrors the Node's conditions as MCM does.

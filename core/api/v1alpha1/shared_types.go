@@ -40,43 +40,57 @@ type NodeTemplateSpec struct {
 // appear directly under spec (spec.drainTimeout, spec.healthTimeout, ...).
 // An unset field means the controller's flag value applies.
 //
-// Durations are Go duration strings ("10m", "2h30m"). The schema checks their
-// grammar, because one undecodable value would break list/watch of the whole
-// resource for every Go client.
+// Durations are Go duration strings ("10m", "2h30m"), from 0s to
+// MaxDuration (87600h), of at most 64 characters. The schema checks them
+// with CEL's duration(), which is Go's own parser, so every value it admits
+// decodes in every Go client; a value stored before the rule still decodes
+// (Duration) and is refused by the controllers with an event naming the
+// field. The rule never fails to evaluate (the regular expression admits
+// only strings whose parse cannot overflow, which within 64 characters all
+// durations up to 87600h are): a rule that fails to evaluate is not
+// ratcheted by the API server, so no update of an object stored with such a
+// value, not even of its status, would go through.
 type MachineConfiguration struct {
 	// MachineDrainTimeout is how long the node is drained gracefully before the
-	// drain is forced; measured from the machine's deletionTimestamp.
+	// drain is forced; measured from when the controller first saw the
+	// machine's deletion (status.deletionObservedTime).
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule=`self.size() <= 64 && self.matches('^[-+]?(0|((0*[0-9]{1,5}([.][0-9]*)?|[.][0-9]+)h|(0*[0-9]{1,7}([.][0-9]*)?|[.][0-9]+)m|(0*[0-9]{1,9}([.][0-9]*)?|[.][0-9]+)s|(0*[0-9]{1,12}([.][0-9]*)?|[.][0-9]+)ms|(0*[0-9]{1,15}([.][0-9]*)?|[.][0-9]+)(us|µs|μs)|(0*[0-9]{1,18}([.][0-9]*)?|[.][0-9]+)ns)+)$') && duration(self) >= duration('0s') && duration(self) <= duration('87600h')`,message="must be a Go duration from 0s to 87600h of at most 64 characters, such as 10m or 2h30m"
 	// +optional
-	MachineDrainTimeout *metav1.Duration `json:"drainTimeout,omitempty"`
+	MachineDrainTimeout *Duration `json:"drainTimeout,omitempty"`
 
 	// MachineHealthTimeout is how long a joined machine may stay unhealthy before
 	// it is declared Failed.
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule=`self.size() <= 64 && self.matches('^[-+]?(0|((0*[0-9]{1,5}([.][0-9]*)?|[.][0-9]+)h|(0*[0-9]{1,7}([.][0-9]*)?|[.][0-9]+)m|(0*[0-9]{1,9}([.][0-9]*)?|[.][0-9]+)s|(0*[0-9]{1,12}([.][0-9]*)?|[.][0-9]+)ms|(0*[0-9]{1,15}([.][0-9]*)?|[.][0-9]+)(us|µs|μs)|(0*[0-9]{1,18}([.][0-9]*)?|[.][0-9]+)ns)+)$') && duration(self) >= duration('0s') && duration(self) <= duration('87600h')`,message="must be a Go duration from 0s to 87600h of at most 64 characters, such as 10m or 2h30m"
 	// +optional
-	MachineHealthTimeout *metav1.Duration `json:"healthTimeout,omitempty"`
+	MachineHealthTimeout *Duration `json:"healthTimeout,omitempty"`
 
-	// MachineCreationTimeout is how long a machine may take from its
-	// creationTimestamp to joining the cluster before it is declared Failed.
+	// MachineCreationTimeout is how long a machine may take to join the
+	// cluster before it is declared Failed; measured from when the controller
+	// first saw it being created (status.creationObservedTime).
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule=`self.size() <= 64 && self.matches('^[-+]?(0|((0*[0-9]{1,5}([.][0-9]*)?|[.][0-9]+)h|(0*[0-9]{1,7}([.][0-9]*)?|[.][0-9]+)m|(0*[0-9]{1,9}([.][0-9]*)?|[.][0-9]+)s|(0*[0-9]{1,12}([.][0-9]*)?|[.][0-9]+)ms|(0*[0-9]{1,15}([.][0-9]*)?|[.][0-9]+)(us|µs|μs)|(0*[0-9]{1,18}([.][0-9]*)?|[.][0-9]+)ns)+)$') && duration(self) >= duration('0s') && duration(self) <= duration('87600h')`,message="must be a Go duration from 0s to 87600h of at most 64 characters, such as 10m or 2h30m"
 	// +optional
-	MachineCreationTimeout *metav1.Duration `json:"creationTimeout,omitempty"`
+	MachineCreationTimeout *Duration `json:"creationTimeout,omitempty"`
 
 	// MachineInPlaceUpdateTimeout is how long an in-place update may take before
 	// it is declared failed.
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule=`self.size() <= 64 && self.matches('^[-+]?(0|((0*[0-9]{1,5}([.][0-9]*)?|[.][0-9]+)h|(0*[0-9]{1,7}([.][0-9]*)?|[.][0-9]+)m|(0*[0-9]{1,9}([.][0-9]*)?|[.][0-9]+)s|(0*[0-9]{1,12}([.][0-9]*)?|[.][0-9]+)ms|(0*[0-9]{1,15}([.][0-9]*)?|[.][0-9]+)(us|µs|μs)|(0*[0-9]{1,18}([.][0-9]*)?|[.][0-9]+)ns)+)$') && duration(self) >= duration('0s') && duration(self) <= duration('87600h')`,message="must be a Go duration from 0s to 87600h of at most 64 characters, such as 10m or 2h30m"
 	// +optional
-	MachineInPlaceUpdateTimeout *metav1.Duration `json:"inPlaceUpdateTimeout,omitempty"`
+	MachineInPlaceUpdateTimeout *Duration `json:"inPlaceUpdateTimeout,omitempty"`
 
 	// MachinePreserveTimeout is how long a preserved machine is kept.
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule=`self.size() <= 64 && self.matches('^[-+]?(0|((0*[0-9]{1,5}([.][0-9]*)?|[.][0-9]+)h|(0*[0-9]{1,7}([.][0-9]*)?|[.][0-9]+)m|(0*[0-9]{1,9}([.][0-9]*)?|[.][0-9]+)s|(0*[0-9]{1,12}([.][0-9]*)?|[.][0-9]+)ms|(0*[0-9]{1,15}([.][0-9]*)?|[.][0-9]+)(us|µs|μs)|(0*[0-9]{1,18}([.][0-9]*)?|[.][0-9]+)ns)+)$') && duration(self) >= duration('0s') && duration(self) <= duration('87600h')`,message="must be a Go duration from 0s to 87600h of at most 64 characters, such as 10m or 2h30m"
 	// +optional
-	MachinePreserveTimeout *metav1.Duration `json:"machinePreserveTimeout,omitempty"`
+	MachinePreserveTimeout *Duration `json:"machinePreserveTimeout,omitempty"`
 
 	// DisableHealthTimeout, when true, keeps an unhealthy machine from ever being
 	// declared Failed by the health timeout.

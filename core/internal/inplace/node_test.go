@@ -68,7 +68,7 @@ func TestMarkCandidateRetarget(t *testing.T) {
 func TestTimeout(t *testing.T) {
 	m := &v1alpha1.Machine{}
 	assert.Equal(t, DefaultTimeout, Timeout(m, DefaultTimeout))
-	m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineInPlaceUpdateTimeout: &metav1.Duration{Duration: time.Minute}}
+	m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineInPlaceUpdateTimeout: &v1alpha1.Duration{Duration: time.Minute}}
 	assert.Equal(t, time.Minute, Timeout(m, DefaultTimeout), "the machine's value wins")
 
 	t0 := time.Unix(1000, 0)

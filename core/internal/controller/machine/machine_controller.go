@@ -212,10 +212,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if m == nil || err != nil {
 		return ctrl.Result{}, err
 	}
-	s := &scope{machine: m.DeepCopy(), original: m, now: time.Now(), log: log}
+	s := &scope{machine: m.DeepCopy(), original: m, now: r.clockNow(), log: log}
 
 	var res phase.Result
-	if m.DeletionTimestamp.IsZero() {
+	if r.refuseInvalidDurations(s) {
+		// timeouts.go: reported on the machine; nothing else is done with
+		// it until the field is fixed.
+	} else if observeTimeoutStarts(s); m.DeletionTimestamp.IsZero() {
 		res, err = r.reconcileNormal(ctx, s)
 	} else {
 		// A machine being deleted counts as being replaced by what the

@@ -242,7 +242,7 @@ func testCreationTimeoutDriverFailing(t *testing.T, env *testenv.Env) {
 	w.mem.SetFault(inmemory.MethodCreateMachine, inmemory.Fault{Code: codes.Unavailable})
 	w.start()
 	w.machine("m1", "small", func(m *v1alpha1.Machine) {
-		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineCreationTimeout: &metav1.Duration{Duration: 3 * time.Second}}
+		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineCreationTimeout: &v1alpha1.Duration{Duration: 3 * time.Second}}
 	})
 	m := w.waitPhase("m1", v1alpha1.MachineFailed, waitLong)
 	assert.Equal(t, "Unavailable", m.Status.LastOperation.ErrorCode)
@@ -262,7 +262,7 @@ func testCreationTimeoutNoNode(t *testing.T, env *testenv.Env) {
 	w.kubelet.holdNode("m1")
 	w.start()
 	w.machine("m1", "small", func(m *v1alpha1.Machine) {
-		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineCreationTimeout: &metav1.Duration{Duration: 3 * time.Second}}
+		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineCreationTimeout: &v1alpha1.Duration{Duration: 3 * time.Second}}
 	})
 	m := w.waitPhase("m1", v1alpha1.MachineFailed, waitLong)
 	assert.Contains(t, m.Status.LastOperation.Description, "did not join the cluster within the creation timeout of 3s")

@@ -274,8 +274,8 @@ func (r *Reconciler) forceDrainReason(s *scope, node *corev1.Node) string {
 		return fmt.Sprintf("the machine has the label %s=%s", v1alpha1.ForceDeletionLabel, v1alpha1.ForceDeletionValue)
 	}
 	if timeout, start := r.drainTimeout(s), v1alpha1.DrainClockStart(m); !s.now.Before(start.Add(timeout)) {
-		since := "the deletion"
-		if !start.Equal(m.DeletionTimestamp.Time) {
+		since := "the deletion was seen"
+		if !start.Equal(deletionStart(s)) {
 			since = "the removal of the pre-drain hooks"
 		}
 		return fmt.Sprintf("the drain timeout of %s has passed since %s at %s", timeout, since, start.UTC().Format(time.RFC3339))

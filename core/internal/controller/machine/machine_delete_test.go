@@ -124,7 +124,7 @@ func testDeleteForcedByDrainTimeout(t *testing.T, env *testenv.Env) {
 	w.class("small", nil)
 	w.start()
 	w.machine("m1", "small", func(m *v1alpha1.Machine) {
-		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineDrainTimeout: &metav1.Duration{Duration: 3 * time.Second}}
+		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineDrainTimeout: &v1alpha1.Duration{Duration: 3 * time.Second}}
 	})
 	w.machine("m2", "small", func(m *v1alpha1.Machine) {
 		m.Labels = map[string]string{v1alpha1.ForceDeletionLabel: v1alpha1.ForceDeletionValue}

@@ -168,7 +168,7 @@ func testDrainForcedWhileWaiting(t *testing.T, env *testenv.Env) {
 	w.class("small", nil)
 	w.start()
 	w.machine("m1", "small", func(m *v1alpha1.Machine) {
-		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineDrainTimeout: &metav1.Duration{Duration: 4 * time.Second}}
+		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineDrainTimeout: &v1alpha1.Duration{Duration: 4 * time.Second}}
 	})
 	w.waitPhase("m1", v1alpha1.MachineRunning, waitLong)
 	c := env.Client

@@ -115,7 +115,7 @@ func testInPlaceSuccessful(t *testing.T, env *testenv.Env) {
 	// A health timeout of 1s: were it applied in InPlaceUpdating, the
 	// node's reboot below would fail the machine.
 	w := inPlaceWorld(t, env, func(m *v1alpha1.Machine) {
-		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineHealthTimeout: &metav1.Duration{Duration: time.Second}}
+		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineHealthTimeout: &v1alpha1.Duration{Duration: time.Second}}
 	})
 	since := w.get("m1").Status.CurrentStatus.LastUpdateTime
 
@@ -173,7 +173,7 @@ func testInPlaceFailed(t *testing.T, env *testenv.Env) {
 
 func testInPlaceTimeout(t *testing.T, env *testenv.Env) {
 	w := inPlaceWorld(t, env, func(m *v1alpha1.Machine) {
-		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineInPlaceUpdateTimeout: &metav1.Duration{Duration: 2 * time.Second}}
+		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineInPlaceUpdateTimeout: &v1alpha1.Duration{Duration: 2 * time.Second}}
 	})
 	entered := w.get("m1").Status.CurrentStatus.LastUpdateTime.Time
 	m := w.waitPhase("m1", v1alpha1.MachineInPlaceUpdateFailed, waitLong)

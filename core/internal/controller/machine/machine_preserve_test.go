@@ -96,8 +96,8 @@ func testPreserveWhenFailedUntilExpiry(t *testing.T, env *testenv.Env) {
 	w.machine("m1", "small", func(m *v1alpha1.Machine) {
 		m.Annotations = map[string]string{v1alpha1.PreserveAnnotation: v1alpha1.PreserveValueWhenFailed}
 		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{
-			MachineHealthTimeout:   &metav1.Duration{Duration: time.Second},
-			MachinePreserveTimeout: &metav1.Duration{Duration: timeout},
+			MachineHealthTimeout:   &v1alpha1.Duration{Duration: time.Second},
+			MachinePreserveTimeout: &v1alpha1.Duration{Duration: timeout},
 		}
 	})
 	m := w.waitPhase("m1", v1alpha1.MachineRunning, waitLong)
@@ -209,7 +209,7 @@ func testPreserveRecovery(t *testing.T, env *testenv.Env) {
 	w.start()
 	w.machine("m1", "small", func(m *v1alpha1.Machine) {
 		m.Annotations = map[string]string{v1alpha1.PreserveAnnotation: v1alpha1.PreserveValueWhenFailed}
-		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineHealthTimeout: &metav1.Duration{Duration: time.Second}}
+		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineHealthTimeout: &v1alpha1.Duration{Duration: time.Second}}
 	})
 	w.waitPhase("m1", v1alpha1.MachineRunning, waitLong)
 	setNodeCondition(t, w.ctx, env.Client, "m1", corev1.NodeReady, corev1.ConditionFalse)

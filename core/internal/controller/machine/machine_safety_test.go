@@ -172,14 +172,14 @@ func testFrozenGate(t *testing.T, env *testenv.Env) {
 	w.configure = func(r *Reconciler, c client.Client) { r.Gate, cached = gate, c }
 	w.start()
 	w.machine("sick", "small", func(m *v1alpha1.Machine) {
-		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineHealthTimeout: &metav1.Duration{Duration: timeout}}
+		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineHealthTimeout: &v1alpha1.Duration{Duration: timeout}}
 	})
 	w.waitPhase("sick", v1alpha1.MachineRunning, waitLong)
 
 	gate.Freeze("test: API server unreachable", time.Now())
 	w.kubelet.holdNode("late")
 	w.machine("late", "small", func(m *v1alpha1.Machine) {
-		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineCreationTimeout: &metav1.Duration{Duration: timeout}}
+		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineCreationTimeout: &v1alpha1.Duration{Duration: timeout}}
 	})
 	setNodeCondition(t, w.ctx, env.Client, "sick", corev1.NodeReady, corev1.ConditionFalse)
 	m := w.waitPhase("sick", v1alpha1.MachineUnknown, waitLong)
@@ -271,7 +271,7 @@ func (w *world) guardedDeployment(n int, prefix string, limit int32) []string {
 		names = append(names, name)
 		w.machine(name, "small", func(m *v1alpha1.Machine) {
 			m.Labels = map[string]string{"pool": "md1", v1alpha1.MachineDeploymentNameLabel: "md1"}
-			m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineHealthTimeout: &metav1.Duration{Duration: time.Second}}
+			m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineHealthTimeout: &v1alpha1.Duration{Duration: time.Second}}
 		})
 	}
 	return names

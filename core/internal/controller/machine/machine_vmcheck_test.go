@@ -138,7 +138,7 @@ func testLostVMsReplacedBySet(t *testing.T, env *testenv.Env) {
 		ObjectMeta: metav1.ObjectMeta{Labels: labels},
 		Spec: v1alpha1.MachineSpec{
 			Class:                v1alpha1.ClassSpec{Kind: "MachineClass", Name: "small"},
-			MachineConfiguration: &v1alpha1.MachineConfiguration{MachineHealthTimeout: &metav1.Duration{Duration: time.Second}},
+			MachineConfiguration: &v1alpha1.MachineConfiguration{MachineHealthTimeout: &v1alpha1.Duration{Duration: time.Second}},
 		},
 	}
 	// The deployment only carries the limit; no controller runs it.
@@ -205,7 +205,7 @@ func testVMCheckTransientErrors(t *testing.T, env *testenv.Env) {
 	w := vmCheckWorld(t, env, 100*time.Millisecond)
 	w.start()
 	w.machine("t1", "small", func(m *v1alpha1.Machine) {
-		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineHealthTimeout: &metav1.Duration{Duration: 500 * time.Millisecond}}
+		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineHealthTimeout: &v1alpha1.Duration{Duration: 500 * time.Millisecond}}
 	})
 	w.waitPhase("t1", v1alpha1.MachineAvailable, waitLong)
 

@@ -3,6 +3,8 @@ package machine
 import (
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/machina-io/machina/core/internal/drain"
 	"github.com/machina-io/machina/core/internal/inplace"
 )
@@ -36,16 +38,18 @@ var DefaultNodeConditions = []string{"KernelDeadlock", "ReadonlyFilesystem", "Di
 // drainTimeout, disableHealthTimeout, nodeConditions) override the
 // corresponding option for one machine.
 type Options struct {
-	// CreationTimeout (--machine-creation-timeout) bounds the time from a
-	// Machine's creationTimestamp until its Node has joined; past it a
+	// CreationTimeout (--machine-creation-timeout) bounds the time from
+	// when the controller first saw a Machine being created
+	// (status.creationObservedTime) until its Node has joined; past it a
 	// machine still being created becomes Failed.
 	CreationTimeout time.Duration
 	// HealthTimeout (--machine-health-timeout) is how long a joined machine
 	// may stay unhealthy (phase Unknown) before it becomes Failed.
 	HealthTimeout time.Duration
-	// DrainTimeout (--machine-drain-timeout) is how long, from the Machine's
-	// deletionTimestamp, the Node is drained gracefully before the drain is
-	// forced.
+	// DrainTimeout (--machine-drain-timeout) is how long, from when the
+	// controller first saw the Machine's deletion
+	// (status.deletionObservedTime), the Node is drained gracefully before
+	// the drain is forced.
 	DrainTimeout time.Duration
 	// InPlaceUpdateTimeout (--machine-inplace-update-timeout) is how long,
 	// from entering InPlaceUpdating, a node's agent may take to report the
@@ -109,6 +113,11 @@ type Options struct {
 
 	// MaxConcurrentReconciles (--concurrent-syncs) is the number of workers.
 	MaxConcurrentReconciles int
+
+	// Clock is the controller's clock, the one its timeouts are measured
+	// on (timeouts.go); the system clock when nil. Tests set one skewed
+	// against the API server's.
+	Clock clock.PassiveClock
 }
 
 // withDefaults returns o with every zero field set to its default.

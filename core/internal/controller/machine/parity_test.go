@@ -85,7 +85,7 @@ func testMCMDurations(t *testing.T, env *testenv.Env) {
 	// The annotation effective-creation-timeout wins over spec.creationTimeout.
 	w.machine("pd-late", "small", labels, func(m *v1alpha1.Machine) {
 		m.Annotations = map[string]string{v1alpha1.EffectiveCreationTimeoutAnnotation: "2s"}
-		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineCreationTimeout: &metav1.Duration{Duration: 10 * time.Minute}}
+		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineCreationTimeout: &v1alpha1.Duration{Duration: 10 * time.Minute}}
 	})
 	w.waitPhase("pd-ok", v1alpha1.MachineRunning, waitLong)
 	all := map[string]string{"namespace": w.ns, "machine_deployment": "workers", "instance_type": "m-large", "zone": "zone-a"}
@@ -115,7 +115,7 @@ func testInvalidEffectiveCreationTimeout(t *testing.T, env *testenv.Env) {
 	w.start()
 	w.machine("pe-bad", "small", func(m *v1alpha1.Machine) {
 		m.Annotations = map[string]string{v1alpha1.EffectiveCreationTimeoutAnnotation: "soon"}
-		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineCreationTimeout: &metav1.Duration{Duration: 2 * time.Second}}
+		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineCreationTimeout: &v1alpha1.Duration{Duration: 2 * time.Second}}
 	})
 	ev := w.waitEvent("pe-bad", corev1.EventTypeWarning, reasonInvalidAnnotation)
 	assert.Contains(t, ev, `node.machine.sapcloud.io/effective-creation-timeout="soon" is no positive duration`)
@@ -146,7 +146,7 @@ func testTerminatingCondition(t *testing.T, env *testenv.Env) {
 	w.start()
 	w.machine("pt-down", "small")
 	w.machine("pt-sick", "small", func(m *v1alpha1.Machine) {
-		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineHealthTimeout: &metav1.Duration{Duration: time.Second}}
+		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineHealthTimeout: &v1alpha1.Duration{Duration: time.Second}}
 	})
 	w.waitPhase("pt-down", v1alpha1.MachineRunning, waitLong)
 	w.waitPhase("pt-sick", v1alpha1.MachineRunning, waitLong)

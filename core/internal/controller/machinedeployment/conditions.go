@@ -25,6 +25,10 @@ const (
 	// cannot be acted on (an unsupported type, or maxSurge or maxUnavailable
 	// out of range); the message says which value and why.
 	ReasonInvalidStrategy = "InvalidStrategy"
+	// ReasonInvalidDuration (Progressing, False) is machina's: a duration of
+	// the template cannot be used (not a Go duration, negative, or longer
+	// than v1alpha1.MaxDuration); the message names the field.
+	ReasonInvalidDuration = "InvalidDuration"
 )
 
 // newCondition returns a condition stamped with now.

@@ -8,9 +8,10 @@
 // (scope.go) and goes through these phases, in order, each in the file of its
 // name. A phase that settles the sync stops the ones after it.
 //
-//  1. validate (validate.go): a selector that selects the template and a
-//     strategy the controller can act on; otherwise an event (and the
-//     Progressing condition InvalidStrategy), and stop.
+//  1. validate (validate.go): a selector that selects the template, a
+//     strategy the controller can act on and template durations it can use;
+//     otherwise an event (and the Progressing condition InvalidStrategy or
+//     InvalidDuration), and stop.
 //  2. loadSets (machinesets.go): claim the machine sets (adopt orphans,
 //     release sets that no longer match), split them into the new one and the
 //     old ones, group their machines.

@@ -229,7 +229,7 @@ func TestTemplateHash(t *testing.T) {
 	inPlace := base.DeepCopy()
 	inPlace.Spec.NodeTemplateSpec.Labels = map[string]string{"x": "y"}
 	inPlace.Spec.NodeTemplateSpec.Spec.Taints = []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}
-	drain := metav1.Duration{Duration: time.Hour}
+	drain := v1alpha1.Duration{Duration: time.Hour}
 	inPlace.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineDrainTimeout: &drain}
 	inPlace.Spec.Class.Kind = "OtherKind"
 	assert.Equal(t, h, templateHash(inPlace, nil))

@@ -8,7 +8,9 @@
 // ones after it.
 //
 //  1. validate (validate.go): a selector that is not empty and selects the
-//     template; otherwise an InvalidSelector event, and stop.
+//     template; otherwise an InvalidSelector event, and stop. A template
+//     duration that cannot be used (stored before the schema refused it):
+//     an InvalidDuration event naming the field, and stop.
 //  2. claimMachines (adoption.go): adopt orphans the selector matches,
 //     release machines that no longer match.
 //  3. syncTemplate (template_sync.go): the node template, the machine

@@ -271,7 +271,7 @@ func (s *suite) testTemplatePropagation(t *testing.T) {
 
 	s.get(t, ms)
 	orig := ms.DeepCopy()
-	drain := metav1.Duration{Duration: 42 * time.Minute}
+	drain := v1alpha1.Duration{Duration: 42 * time.Minute}
 	ms.Spec.Template.Spec.NodeTemplateSpec.Labels = map[string]string{"role": "worker"}
 	ms.Spec.Template.Spec.NodeTemplateSpec.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}}
 	ms.Spec.Template.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineDrainTimeout: &drain}

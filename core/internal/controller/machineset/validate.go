@@ -3,6 +3,7 @@ package machineset
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,12 +15,25 @@ import (
 )
 
 // validate is the first phase: a set without a usable selector
-// (validSelector) is not synced; its status only moves on to the generation.
+// (validSelector), or whose template holds a duration that cannot be used
+// (v1alpha1.Duration), is not synced; its status only moves on to the generation.
 // A spec change syncs it again, so it needs no resync. A valid set leaves
 // its parsed selector in the scope.
 func (r *Reconciler) validate(ctx context.Context, s *scope) (phase.Result, error) {
 	selector, ok := r.validSelector(ctx, s.ms)
 	if !ok {
+		st := observedOnly(s.ms)
+		s.status = &st
+		return phase.Result{Stop: true, NoResync: true}, nil
+	}
+	if bad := s.ms.Spec.Template.Spec.MachineConfiguration.InvalidDurations(); len(bad) > 0 {
+		// Stored before the schema refused such values (or past it): the
+		// set decodes and is refused alone, never its namespace. Its
+		// machines are neither created nor deleted until the value is
+		// fixed.
+		problem := "The template cannot be acted on: spec.template.spec." + strings.Join(bad, "; spec.template.spec.")
+		ctrl.LoggerFrom(ctx).Info("Not syncing machine set", "reason", problem)
+		r.Recorder.Event(s.ms, corev1.EventTypeWarning, "InvalidDuration", problem)
 		st := observedOnly(s.ms)
 		s.status = &st
 		return phase.Result{Stop: true, NoResync: true}, nil
