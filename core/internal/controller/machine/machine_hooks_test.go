@@ -30,7 +30,7 @@ func testDeleteHeldByHooks(t *testing.T, env *testenv.Env) {
 	preDrain := v1alpha1.PreDrainDeleteHookAnnotationPrefix + "/etcd-member"
 	preTerminate := v1alpha1.PreTerminateDeleteHookAnnotationPrefix + "/storage"
 	w.machine("m1", "small", func(m *v1alpha1.Machine) {
-		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineDrainTimeout: &metav1.Duration{Duration: drainTimeout}}
+		m.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineDrainTimeout: &v1alpha1.Duration{Duration: drainTimeout}}
 		m.Annotations = map[string]string{preDrain: "etcd-operator", preTerminate: "storage-operator"}
 	})
 	w.waitPhase("m1", v1alpha1.MachineRunning, waitLong)
