@@ -85,8 +85,20 @@ func rolloutStatus(d *v1alpha1.MachineDeployment) (string, bool, error) {
 		return "Waiting for machinedeployment spec update to be observed...\n", false, nil
 	}
 	for _, c := range d.Status.Conditions {
-		if c.Type == v1alpha1.MachineDeploymentProgressing && c.Reason == "ProgressDeadlineExceeded" {
+		if c.Type != v1alpha1.MachineDeploymentProgressing {
+			continue
+		}
+		switch {
+		case c.Reason == "ProgressDeadlineExceeded":
 			return "", false, fmt.Errorf("machinedeployment %q exceeded its progress deadline", d.Name)
+		case c.Reason == "InPlaceUpdateFailed" && c.Status == v1alpha1.ConditionFalse:
+			// In Auto the manager replaces the failed machines and the
+			// rollout goes on: say so and keep waiting. In Manual they wait
+			// for the user: stop, as for a missed deadline.
+			if ip := d.Spec.Strategy.InPlaceUpdate; ip != nil && ip.OrchestrationType == v1alpha1.OrchestrationTypeManual {
+				return "", false, fmt.Errorf("machinedeployment %q: in-place update failed: %s", d.Name, c.Message)
+			}
+			return fmt.Sprintf("Waiting for machinedeployment %q rollout to finish: in-place update failed: %s\n", d.Name, c.Message), false, nil
 		}
 	}
 	want := d.Spec.Replicas

@@ -1,6 +1,7 @@
 package inplace
 
 import (
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -164,4 +165,24 @@ func SetCondition(n *corev1.Node, reason, message string, now time.Time) bool {
 	}
 	c.Status, c.Reason, c.Message, c.LastHeartbeatTime = status, reason, message, t
 	return true
+}
+
+// FailedMessage is the UpdateFailed message of a node whose agent reported
+// failed with why (its update-failed-reason): the node stays cordoned, and
+// the condition says why and until when.
+func FailedMessage(why string) string {
+	if why == "" {
+		why = "the node's agent gave no reason"
+	}
+	return fmt.Sprintf("In-place update of the node failed: %s. The node stays cordoned until its machine is replaced "+
+		"(orchestrationType Auto: at once) or, with Manual, its agent reports success or the machine is deleted", why)
+}
+
+// TimedOutMessage is the ReadyForUpdate message of a node whose agent did
+// not answer within timeout: the go signal stays (a late answer counts),
+// and the condition says why the node is still cordoned.
+func TimedOutMessage(timeout time.Duration) string {
+	return fmt.Sprintf("%s; its agent did not answer within the in-place timeout of %s, so the update failed. The node stays cordoned "+
+		"until its machine is replaced (orchestrationType Auto: at once) or, with Manual, its agent answers or the machine is deleted",
+		messages[v1alpha1.ReadyForUpdate], timeout)
 }

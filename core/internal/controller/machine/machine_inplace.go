@@ -59,13 +59,17 @@ func (r *Reconciler) reconcileInPlace(ctx context.Context, s *scope) (phase.Resu
 	}
 	if node == nil {
 		if current == v1alpha1.MachineInPlaceUpdating {
-			return r.inPlaceTimeout(s), nil
+			return r.inPlaceTimeout(ctx, s)
 		}
 		return phase.Result{}, nil
 	}
 
 	if next := inplace.NextReason(node); next != "" {
-		if err := r.setInPlaceCondition(ctx, s, next, ""); err != nil {
+		msg := ""
+		if next == v1alpha1.UpdateFailed {
+			msg = inplace.FailedMessage(node.Annotations[v1alpha1.AnnotationKeyMachineUpdateFailedReason])
+		}
+		if err := r.setInPlaceCondition(ctx, s, next, msg); err != nil {
 			return phase.Result{}, err
 		}
 		switch next {
@@ -115,7 +119,7 @@ func (r *Reconciler) reconcileInPlace(ctx context.Context, s *scope) (phase.Resu
 		r.warning(s, reasonInPlaceFailed, actionInPlaceUpdate, "%s", desc)
 		return phase.Result{}, nil
 	case current == v1alpha1.MachineInPlaceUpdating:
-		return r.inPlaceTimeout(s), nil
+		return r.inPlaceTimeout(ctx, s)
 	case current == v1alpha1.MachineInPlaceUpdateSuccessful && inplace.Result(node) == "":
 		// The rollout moved the machine and cleaned the Node up; health
 		// checks take over (reconcileHealth runs next).
@@ -208,7 +212,7 @@ func (r *Reconciler) drainForInPlace(ctx context.Context, s *scope) (phase.Resul
 	copyNodeConditions(s, s.node)
 	r.enterInPlaceUpdating(s)
 	r.normal(s, reasonInPlaceReady, actionInPlaceUpdate, "Node %s drained; ready for the in-place update", node.Name)
-	return r.inPlaceTimeout(s), nil
+	return r.inPlaceTimeout(ctx, s)
 }
 
 // enterInPlaceUpdating moves the machine to InPlaceUpdating; the in-place
@@ -222,18 +226,27 @@ func (r *Reconciler) enterInPlaceUpdating(s *scope) {
 // inPlaceTimeout fails an InPlaceUpdating machine whose agent did not
 // answer within the in-place timeout, counted from entering the phase;
 // before that it asks to come back at the deadline.
-func (r *Reconciler) inPlaceTimeout(s *scope) phase.Result {
+//
+// The Node keeps the go signal (a late answer still counts), with a message
+// that says the update timed out: a cordoned node always says why.
+func (r *Reconciler) inPlaceTimeout(ctx context.Context, s *scope) (phase.Result, error) {
 	m := s.machine
 	timeout := inplace.Timeout(m, r.Options.InPlaceUpdateTimeout)
 	expired, left := inplace.Expired(inplace.PhaseSince(m), timeout, s.now)
 	if !expired {
-		return phase.Result{RequeueAfter: left}
+		return phase.Result{RequeueAfter: left}, nil
+	}
+	if s.node != nil && inplace.Reason(s.node) == v1alpha1.ReadyForUpdate {
+		if err := r.setInPlaceCondition(ctx, s, v1alpha1.ReadyForUpdate, inplace.TimedOutMessage(timeout)); err != nil {
+			return phase.Result{}, err
+		}
+		copyNodeConditions(s, s.node)
 	}
 	desc := fmt.Sprintf("In-place update of node %s timed out after %s", s.nodeName(), timeout)
 	setPhase(s, v1alpha1.MachineInPlaceUpdateFailed, false)
 	setLastOperation(s, v1alpha1.MachineOperationInPlaceUpdate, v1alpha1.MachineStateFailed, "", desc)
 	r.warning(s, reasonInPlaceFailed, actionInPlaceUpdate, "%s", desc)
-	return phase.Result{}
+	return phase.Result{}, nil
 }
 
 // setInPlaceCondition writes the Node's InPlaceUpdate condition (a

@@ -22,6 +22,10 @@ const (
 	// ReasonInPlaceUpdateUnsupported (Progressing, False): the manager runs
 	// without a target cluster, so there are no nodes to update in place.
 	ReasonInPlaceUpdateUnsupported = "InPlaceUpdateUnsupported"
+	// ReasonInPlaceUpdateFailed (Progressing, False): the in-place update of
+	// machines of the rollout failed; the message names them, why, and what
+	// happens to them (replaced in Auto, left for the user in Manual).
+	ReasonInPlaceUpdateFailed = "InPlaceUpdateFailed"
 	// reasonInPlaceReplacing is the Warning event of a machine replaced
 	// because its in-place update failed for good.
 	reasonInPlaceReplacing = "ReplacingFailedInPlaceUpdate"
@@ -64,14 +68,40 @@ func (inPlaceUpdate) rollout(ctx context.Context, r *Reconciler, s *scope) error
 }
 
 // afterStatus runs after the rollout's status is computed: it reports a
-// missing target cluster, and the in-place counts and failures in the
-// Progressing message.
+// missing target cluster, failed in-place updates, and the in-place counts
+// in the Progressing message.
+//
+// While failed machines remain (or, in Auto, after some were replaced and
+// until the rollout to the same set completes) Progressing is False with
+// reason InPlaceUpdateFailed, naming them: like Kubernetes'
+// ProgressDeadlineExceeded, a client such as `rollout status` learns at
+// once that the rollout did not go as planned. A running rollout never
+// keeps the NewMachineSetAvailable of the rollout before it (a rollback to
+// a set that had completed would otherwise say it "successfully
+// progressed").
 func (inPlaceUpdate) afterStatus(_ *Reconciler, s *scope) {
 	st := &s.d.Status
-	if s.inPlace != nil && s.inPlace.unsupported {
+	ip := s.inPlace
+	if ip != nil && ip.unsupported {
 		setCondition(st, newCondition(v1alpha1.MachineDeploymentProgressing, v1alpha1.ConditionFalse, ReasonInPlaceUpdateUnsupported,
 			"In-place updates need the nodes of the target cluster, and the manager runs with --target-kubeconfig=none: nothing is rolled out", s.now))
 		return
+	}
+	if ip != nil && ip.running && s.new != nil {
+		prefix := fmt.Sprintf("In-place rollout to machine set %q: ", s.new.Name)
+		switch prev := ip.prevProgressing; {
+		case len(ip.failures) > 0:
+			setProgressing(st, v1alpha1.ConditionFalse, ReasonInPlaceUpdateFailed, prefix+strings.Join(ip.failures, " "), s.now)
+		case ip.auto && prev != nil && prev.Reason == ReasonInPlaceUpdateFailed && strings.HasPrefix(prev.Message, prefix):
+			// The failed machines were replaced; the condition keeps saying so
+			// until this rollout completes.
+			base, _, _ := strings.Cut(prev.Message, inPlaceMessagePrefix)
+			setProgressing(st, v1alpha1.ConditionFalse, ReasonInPlaceUpdateFailed, base, s.now)
+		default:
+			if c := getCondition(st, v1alpha1.MachineDeploymentProgressing); c == nil || c.Reason == ReasonNewMachineSetAvailable || c.Reason == ReasonInPlaceUpdateFailed {
+				setProgressing(st, v1alpha1.ConditionTrue, ReasonMachineSetUpdated, fmt.Sprintf("Machine set %q is progressing.", s.new.Name), s.now)
+			}
+		}
 	}
 	c := getCondition(st, v1alpha1.MachineDeploymentProgressing)
 	if c == nil {
@@ -79,13 +109,29 @@ func (inPlaceUpdate) afterStatus(_ *Reconciler, s *scope) {
 	}
 	base, _, _ := strings.Cut(c.Message, inPlaceMessagePrefix)
 	msg := base
-	if s.inPlace != nil && s.inPlace.running {
-		msg += inPlaceMessagePrefix + s.inPlace.summary()
+	if ip != nil && ip.running {
+		msg += inPlaceMessagePrefix + ip.summary()
 	}
 	if msg != c.Message {
 		c.Message = msg
 		c.LastUpdateTime = metav1.NewTime(s.now)
 	}
+}
+
+// setProgressing sets the Progressing condition; unlike setCondition it
+// also takes a new message for the same status and reason (the in-place
+// message names machines that change from sync to sync). The transition
+// time moves only with the status.
+func setProgressing(st *v1alpha1.MachineDeploymentStatus, status v1alpha1.ConditionStatus, reason, message string, now time.Time) {
+	c := getCondition(st, v1alpha1.MachineDeploymentProgressing)
+	if c != nil && c.Status == status && c.Reason == reason {
+		if base, _, _ := strings.Cut(c.Message, inPlaceMessagePrefix); base != message {
+			c.Message = message
+			c.LastUpdateTime = metav1.NewTime(now)
+		}
+		return
+	}
+	setCondition(st, newCondition(v1alpha1.MachineDeploymentProgressing, status, reason, message, now))
 }
 
 // inPlaceState is what a sync of an in-place rollout found, for the status.
@@ -94,21 +140,19 @@ type inPlaceState struct {
 	// target cluster.
 	unsupported bool
 	running     bool
-	counts      inplace.Counts
-	// notes name failed machines: replaced ones, or in Manual the ones left
-	// for the user.
-	notes []string
-	// recheck is when a failed machine's replacement falls due.
-	recheck time.Duration
+	// auto is orchestrationType Auto.
+	auto   bool
+	counts inplace.Counts
+	// failures name the failed machines of this sync, why, and what happens
+	// to them: replaced (Auto), or left for the user (Manual).
+	failures []string
+	// prevProgressing is the Progressing condition before this sync.
+	prevProgressing *v1alpha1.MachineDeploymentCondition
 }
 
 func (st *inPlaceState) summary() string {
 	c := st.counts
-	out := fmt.Sprintf("%d candidates, %d selected, %d updated, %d failed.", c.Candidates, c.Selected, c.Updated, c.Failed)
-	if len(st.notes) > 0 {
-		out += " " + strings.Join(st.notes, " ")
-	}
-	return out
+	return fmt.Sprintf("%d candidates, %d selected, %d updated, %d failed.", c.Candidates, c.Selected, c.Updated, c.Failed)
 }
 
 // machineNode is a machine of a rollout's set with its node (nil when it has
@@ -126,10 +170,11 @@ type machineNode struct {
 //  2. old sets shrink to the machines they still have, the new set grows to
 //     the machines it has and by the engine's NewReplicas (the surge, or
 //     machines missing altogether);
-//  3. updated machines move to the new set (one merge patch each), their
+//  3. machines whose update failed are named in the Progressing
+//     condition, and in Auto replaced at once;
+//  4. updated machines move to the new set (one merge patch each), their
 //     nodes are uncordoned, old sets shrink and the new one grows by as
 //     many;
-//  4. in Auto a machine whose update failed for good is replaced;
 //  5. once the new set is full the old sets go to zero, else in Auto more
 //     nodes are selected within the budget.
 func (r *Reconciler) rolloutInPlace(ctx context.Context, s *scope) error {
@@ -153,7 +198,10 @@ func (r *Reconciler) rolloutInPlace(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	state := &inPlaceState{running: s.oldMachinesLeft()}
+	state := &inPlaceState{running: s.oldMachinesLeft(), auto: s.d.Spec.Strategy.InPlaceUpdate.OrchestrationType == v1alpha1.OrchestrationTypeAuto}
+	if c := getCondition(&s.d.Status, v1alpha1.MachineDeploymentProgressing); c != nil {
+		state.prevProgressing = c.DeepCopy()
+	}
 	s.inPlace = state
 	old, err := r.loadMachines(ctx, s, s.old)
 	if err != nil {
@@ -191,6 +239,11 @@ func (r *Reconciler) rolloutInPlace(ctx context.Context, s *scope) error {
 	if err := r.markCandidates(ctx, s, old, newMS.Name); err != nil {
 		return err
 	}
+	// Before the moves: a sync that moves machines must still name the
+	// failed ones in the condition.
+	if err := r.replaceFailedInPlace(ctx, s, append(slices.Clone(old), current...)); err != nil {
+		return err
+	}
 	moved, err := r.moveUpdatedMachines(ctx, s, old)
 	if err != nil {
 		return err
@@ -198,9 +251,6 @@ func (r *Reconciler) rolloutInPlace(ctx context.Context, s *scope) error {
 	if moved > 0 {
 		// The next sync sees the sets as they are now.
 		return nil
-	}
-	if err := r.replaceFailedInPlace(ctx, s, append(slices.Clone(old), current...)); err != nil {
-		return err
 	}
 	d := s.d
 	candidates := append(slices.Clone(old), stale...)
@@ -562,46 +612,35 @@ func (r *Reconciler) moveMachine(ctx context.Context, om machineNode, newMS *v1a
 	return r.Client.Patch(ctx, updated, client.MergeFromWithOptions(om.m, client.MergeFromWithOptimisticLock{}))
 }
 
-// replaceFailedInPlace handles machines whose update failed and that have
-// stayed InPlaceUpdateFailed for the in-place timeout (counted from
-// entering the phase). In Auto they are deleted through the normal
-// deletion flow; their old set shrinks on the next sync and the new set
-// grows by one, so a fresh machine of the new template takes the place. In
-// Manual they are left for the user. Either way the Progressing message
-// names them.
-func (r *Reconciler) replaceFailedInPlace(ctx context.Context, s *scope, old []machineNode) error {
-	auto := s.d.Spec.Strategy.InPlaceUpdate.OrchestrationType == v1alpha1.OrchestrationTypeAuto
+// replaceFailedInPlace handles machines whose in-place update failed
+// (phase InPlaceUpdateFailed: the node's agent reported failed, or did not
+// answer within the in-place timeout). In Auto each is deleted at once,
+// through the normal deletion flow: its node is already drained, its VM
+// goes, its old set shrinks on the next sync and the new set grows by one,
+// so a fresh machine of the new template takes its place. An agent that
+// reported failed does not try again on its own (docs/in-place-updates.md),
+// so waiting would only keep the node cordoned. In Manual it is left for
+// the user, who chose the node. Either way the Progressing condition names
+// it (afterStatus).
+func (r *Reconciler) replaceFailedInPlace(ctx context.Context, s *scope, machines []machineNode) error {
 	st := s.inPlace
-	for _, om := range old {
+	for _, om := range machines {
 		m := om.m
 		if m.Status.CurrentStatus.Phase != v1alpha1.MachineInPlaceUpdateFailed {
 			continue
 		}
 		why := m.Status.LastOperation.Description
-		if !auto {
-			st.notes = append(st.notes, fmt.Sprintf("Machine %s failed its in-place update (%s); with orchestrationType Manual it is left for the user.", m.Name, why))
-			continue
-		}
-		def := r.Options.InPlaceUpdateTimeout
-		if def <= 0 {
-			def = inplace.DefaultTimeout
-		}
-		timeout := inplace.Timeout(m, def)
-		expired, left := inplace.Expired(inplace.PhaseSince(m), timeout, s.now)
-		if !expired {
-			if st.recheck == 0 || left < st.recheck {
-				st.recheck = left
-			}
-			st.notes = append(st.notes, fmt.Sprintf("Machine %s failed its in-place update (%s); it is replaced if it does not recover within %s.", m.Name, why, timeout))
+		if !st.auto {
+			st.failures = append(st.failures, fmt.Sprintf("machine %s failed its in-place update (%s); with orchestrationType Manual it is left for the user: its node stays cordoned until its agent reports success or the machine is deleted (a fresh machine of the new template takes its place).", m.Name, why))
 			continue
 		}
 		err := r.Client.Delete(ctx, m, client.Preconditions{UID: &m.UID})
 		if client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting machine %s whose in-place update failed: %w", m.Name, err)
 		}
-		msg := fmt.Sprintf("Replacing machine %s: its in-place update failed (%s) and it did not recover within %s.", m.Name, why, timeout)
-		st.notes = append(st.notes, msg)
-		r.Recorder.Event(s.d, corev1.EventTypeWarning, reasonInPlaceReplacing, msg)
+		msg := fmt.Sprintf("machine %s failed its in-place update (%s) and is replaced by a fresh machine of the new template.", m.Name, why)
+		st.failures = append(st.failures, msg)
+		r.Recorder.Event(s.d, corev1.EventTypeWarning, reasonInPlaceReplacing, "Replacing "+msg)
 		s.log.Info("Replacing a machine whose in-place update failed", "machine", m.Name, "reason", why)
 	}
 	return nil

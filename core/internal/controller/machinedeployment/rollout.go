@@ -32,8 +32,5 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (phase.Result, error
 	if s.retryNodes {
 		res = res.Merge(phase.Result{RequeueAfter: nodeConflictRetry})
 	}
-	if s.inPlace != nil && s.inPlace.recheck > 0 {
-		res = res.Merge(phase.Result{RequeueAfter: s.inPlace.recheck})
-	}
 	return res, err
 }
