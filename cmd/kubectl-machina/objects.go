@@ -154,3 +154,38 @@ func nodeReady(n *corev1.Node) corev1.ConditionStatus {
 	}
 	return corev1.ConditionUnknown
 }
+
+// namespaceInventory is the part of an inventory in one namespace.
+type namespaceInventory struct {
+	namespace string
+	in        *inventory
+}
+
+// byNamespace splits the inventory by namespace, namespaces by name.
+func (in *inventory) byNamespace() []namespaceInventory {
+	parts := map[string]*inventory{}
+	part := func(ns string) *inventory {
+		if parts[ns] == nil {
+			parts[ns] = &inventory{}
+		}
+		return parts[ns]
+	}
+	for _, d := range in.deployments {
+		p := part(d.Namespace)
+		p.deployments = append(p.deployments, d)
+	}
+	for _, ms := range in.sets {
+		p := part(ms.Namespace)
+		p.sets = append(p.sets, ms)
+	}
+	for _, m := range in.machines {
+		p := part(m.Namespace)
+		p.machines = append(p.machines, m)
+	}
+	var out []namespaceInventory
+	for ns, p := range parts {
+		out = append(out, namespaceInventory{namespace: ns, in: p})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].namespace < out[j].namespace })
+	return out
+}

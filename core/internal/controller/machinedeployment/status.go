@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/countpatch"
 )
 
 // writeStatus is the one write at the end of a sync: the revision annotation
@@ -56,7 +57,16 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope, st v1alpha1.Mach
 	base.Status = s.origStatus
 	updated := base.DeepCopy()
 	updated.Status = st
-	if err := r.Client.Status().Patch(ctx, updated, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	// The counts always go in the patch: a count of 0 is stored, and
+	// kubectl get shows 0 rather than a blank.
+	patch, err := countpatch.Status(base, updated, map[string]int32{
+		"replicas": st.Replicas, "updatedReplicas": st.UpdatedReplicas, "readyReplicas": st.ReadyReplicas,
+		"availableReplicas": st.AvailableReplicas, "unavailableReplicas": st.UnavailableReplicas,
+	})
+	if err != nil {
+		return err
+	}
+	if err := r.Client.Status().Patch(ctx, updated, patch); err != nil {
 		return fmt.Errorf("updating status of machine deployment %s: %w", s.d.Name, err)
 	}
 	return nil

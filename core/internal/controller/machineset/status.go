@@ -9,10 +9,10 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
+	"github.com/machina-io/machina/core/internal/countpatch"
 )
 
 // computeStatus is the last phase: the status from the machines the set
@@ -180,7 +180,16 @@ func (r *Reconciler) patchStatus(ctx context.Context, ms *v1alpha1.MachineSet, s
 	}
 	patched := ms.DeepCopy()
 	patched.Status = st
-	if err := r.Client.Status().Patch(ctx, patched, client.MergeFromWithOptions(ms, client.MergeFromWithOptimisticLock{})); err != nil {
+	// The counts always go in the patch: a count of 0 is stored, and
+	// kubectl get shows 0 rather than a blank.
+	patch, err := countpatch.Status(ms, patched, map[string]int32{
+		"replicas": st.Replicas, "fullyLabeledReplicas": st.FullyLabeledReplicas,
+		"readyReplicas": st.ReadyReplicas, "availableReplicas": st.AvailableReplicas,
+	})
+	if err != nil {
+		return err
+	}
+	if err := r.Client.Status().Patch(ctx, patched, patch); err != nil {
 		return fmt.Errorf("updating status of machine set %s: %w", ms.Name, err)
 	}
 	ms.Status = patched.Status
