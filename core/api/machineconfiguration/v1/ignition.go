@@ -618,13 +618,12 @@ func (w *wrapErrors) Read(p []byte) (int, error) {
 // checkedReader passes at most left bytes, then fails naming the file, and
 // checks the data's hash at its end.
 type checkedReader struct {
-	r         io.Reader
-	path      string
-	left      int64
-	hash      hash.Hash
-	algo      string
-	want      string
-	exhausted bool
+	r    io.Reader
+	path string
+	left int64
+	hash hash.Hash
+	algo string
+	want string
 }
 
 func (c *checkedReader) Read(p []byte) (int, error) {
