@@ -18,9 +18,11 @@ func newDrainCommand(o *options) *cobra.Command {
 		Use:   "drain --dry-run NODE",
 		Short: "Show which pods a drain of a Node would evict, in which order, and what blocks them",
 		Long: `drain --dry-run shows what machina's drain would do to a Node if its Machine were
-deleted now: the pods it evicts, in the core's order (every pod without a
-PersistentVolumeClaim in the first step, then the pods with claims one at a time,
-highest priority first, each waiting for its volumes to detach), the
+deleted now: the pods it evicts, in the core's order (the pods that are not
+critical first, then those of the system-cluster-critical and system-node-critical
+priority classes; in each group every pod without a PersistentVolumeClaim in one
+step, then the pods with claims one at a time, highest priority first, each
+waiting for its volumes to detach), the
 PodDisruptionBudgets that would refuse an eviction now, the VolumeAttachments it
 would wait for, and the pods it leaves on the Node. It changes nothing.
 
@@ -68,9 +70,10 @@ func runDrainDryRun(ctx context.Context, c *clients, nodeName string, out io.Wri
 			return err
 		}
 		fmt.Fprintln(out)
-		fmt.Fprintln(out, "Step 1 evicts every pod without a PersistentVolumeClaim at once. Each later step evicts one")
-		fmt.Fprintln(out, "pod with claims and waits until its volumes have detached from the node (at most the")
-		fmt.Fprintln(out, "manager's --machine-pv-detach-timeout, 2m by default) before the next one.")
+		fmt.Fprintln(out, "A step evicts every pod without a PersistentVolumeClaim of its group at once, or one pod with")
+		fmt.Fprintln(out, "claims and waits until its volumes have detached from the node (at most the manager's")
+		fmt.Fprintln(out, "--machine-pv-detach-timeout, 2m by default) before the next one. Critical pods")
+		fmt.Fprintln(out, "(system-cluster-critical, system-node-critical) come after every other pod is gone.")
 	}
 	if blocked := blockers(p); len(blocked) > 0 {
 		fmt.Fprintln(out)

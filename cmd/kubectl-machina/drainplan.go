@@ -70,17 +70,9 @@ func planDrain(ctx context.Context, c *clients, nodeName string) (*drainPlan, er
 		return nil, fmt.Errorf("listing the pods of node %s: %w", nodeName, errors.Join(errs...))
 	}
 	removed := map[string]bool{}
-	var first, serial []corev1.Pod
 	for _, pod := range list.Pods() {
 		removed[podKey(&pod)] = true
-		if drainorder.Serial(&pod) {
-			serial = append(serial, pod)
-		} else {
-			first = append(first, pod)
-		}
 	}
-	sort.SliceStable(first, func(i, j int) bool { return podKey(&first[i]) < podKey(&first[j]) })
-	drainorder.SortSerial(serial)
 
 	pdbs, err := c.disruptionBudgets(ctx)
 	if err != nil {
@@ -90,25 +82,40 @@ func planDrain(ctx context.Context, c *clients, nodeName string) (*drainPlan, er
 	if err != nil {
 		return nil, err
 	}
-	for _, pod := range first {
-		p.evict = append(p.evict, plannedPod{pod: pod, step: 1})
-	}
-	step := 1
-	if len(first) == 0 {
-		step = 0
-	}
-	for _, pod := range serial {
-		step++
-		pp := plannedPod{pod: pod, step: step}
-		if pp.volumes, err = c.podVolumes(ctx, &pod); err != nil {
-			return nil, err
-		}
-		for _, va := range attachments {
-			if pv := va.Spec.Source.PersistentVolumeName; pv != nil && slices.Contains(pp.volumes, *pv) {
-				pp.attached = append(pp.attached, va.Name)
+	// The drain's order (drainorder.Groups): the pods that are not critical,
+	// then the critical ones; in each group the pods without claims in one
+	// step, then those with claims one step each.
+	step := 0
+	for _, group := range drainorder.Groups(list.Pods()) {
+		var first, serial []corev1.Pod
+		for _, pod := range group {
+			if drainorder.Serial(&pod) {
+				serial = append(serial, pod)
+			} else {
+				first = append(first, pod)
 			}
 		}
-		p.evict = append(p.evict, pp)
+		sort.SliceStable(first, func(i, j int) bool { return podKey(&first[i]) < podKey(&first[j]) })
+		drainorder.SortSerial(serial)
+		if len(first) > 0 {
+			step++
+		}
+		for _, pod := range first {
+			p.evict = append(p.evict, plannedPod{pod: pod, step: step})
+		}
+		for _, pod := range serial {
+			step++
+			pp := plannedPod{pod: pod, step: step}
+			if pp.volumes, err = c.podVolumes(ctx, &pod); err != nil {
+				return nil, err
+			}
+			for _, va := range attachments {
+				if pv := va.Spec.Source.PersistentVolumeName; pv != nil && slices.Contains(pp.volumes, *pv) {
+					pp.attached = append(pp.attached, va.Name)
+				}
+			}
+			p.evict = append(p.evict, pp)
+		}
 	}
 	for i := range p.evict {
 		pp := &p.evict[i]
@@ -139,6 +146,9 @@ func skipReason(p *corev1.Pod) string {
 	}
 	if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "DaemonSet" {
 		return "DaemonSet " + ref.Name + " (its controller would put it back)"
+	}
+	if p.Labels[drainorder.DrainLabel] == drainorder.DrainSkip {
+		return "labelled " + drainorder.DrainLabel + "=" + drainorder.DrainSkip
 	}
 	return "kept by the drain's pod filters"
 }

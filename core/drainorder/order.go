@@ -31,7 +31,57 @@ func Filters(ctx context.Context, client kubernetes.Interface) *kubedrain.Helper
 		ChunkSize:          500,
 		Out:                io.Discard,
 		ErrOut:             io.Discard,
+		AdditionalFilters:  []kubedrain.PodFilter{skipLabelled},
 	}
+}
+
+// DrainLabel is Cluster API's label on a pod: the value "skip" leaves the
+// pod on the Node during a drain (it goes with the machine).
+const DrainLabel = "cluster.x-k8s.io/drain"
+
+// DrainSkip is the DrainLabel value that leaves a pod alone.
+const DrainSkip = "skip"
+
+// skipLabelled leaves the pods labelled cluster.x-k8s.io/drain=skip alone.
+func skipLabelled(p corev1.Pod) kubedrain.PodDeleteStatus {
+	if p.Labels[DrainLabel] == DrainSkip {
+		return kubedrain.MakePodDeleteStatusSkip()
+	}
+	return kubedrain.MakePodDeleteStatusOkay()
+}
+
+// Critical tells whether the pod runs at one of Kubernetes' two system
+// priority classes. Critical pods leave the Node last, after every other
+// pod is gone (Karpenter's order): the cluster's DNS or a CNI's controller
+// keeps serving the pods that are still moving.
+func Critical(p *corev1.Pod) bool {
+	switch p.Spec.PriorityClassName {
+	case "system-cluster-critical", "system-node-critical":
+		return true
+	}
+	return false
+}
+
+// Groups splits the pods a drain removes into the groups it removes one
+// after the other: the pods that are not critical, then the critical ones.
+// Within a group the pods without PersistentVolumeClaims go together and
+// the others one at a time (Serial).
+func Groups(pods []corev1.Pod) [][]corev1.Pod {
+	var others, critical []corev1.Pod
+	for _, p := range pods {
+		if Critical(&p) {
+			critical = append(critical, p)
+		} else {
+			others = append(others, p)
+		}
+	}
+	var groups [][]corev1.Pod
+	for _, g := range [][]corev1.Pod{others, critical} {
+		if len(g) > 0 {
+			groups = append(groups, g)
+		}
+	}
+	return groups
 }
 
 // Serial tells whether the pod mounts a PersistentVolumeClaim: such pods are

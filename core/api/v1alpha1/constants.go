@@ -255,3 +255,8 @@ const (
 	PreDrainDeleteHookAnnotationPrefix     = "pre-drain.delete.hook.machine.cluster.x-k8s.io"
 	PreTerminateDeleteHookAnnotationPrefix = "pre-terminate.delete.hook.machine.cluster.x-k8s.io"
 )
+
+// ExcludeNodeDrainingAnnotation (Cluster API's) on a Machine skips the drain
+// of its Node when the Machine is deleted: the Node is neither cordoned nor
+// drained, and its pods go with the VM.
+const ExcludeNodeDrainingAnnotation = "machine.cluster.x-k8s.io/exclude-node-draining"

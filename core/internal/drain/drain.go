@@ -88,6 +88,9 @@ type Result struct {
 	// Terminating is the number of remaining pods that were already being
 	// deleted when the pass listed them.
 	Terminating int
+	// Held is the number of remaining pods not evicted yet because they
+	// leave after the others (critical pods, drainorder.Groups).
+	Held int
 	// Blocked lists the pods ("namespace/name") whose eviction a
 	// PodDisruptionBudget refused in this pass; they are retried next pass.
 	Blocked []string
@@ -144,6 +147,9 @@ func (r Result) Summary() string {
 	}
 	if r.Evicted > 0 {
 		parts = append(parts, fmt.Sprintf("%d evicted in this pass", r.Evicted))
+	}
+	if r.Held > 0 {
+		parts = append(parts, fmt.Sprintf("%d critical pods wait for the others to go", r.Held))
 	}
 	if len(r.Blocked) > 0 {
 		parts = append(parts, fmt.Sprintf("%d blocked by a PodDisruptionBudget (%s)", len(r.Blocked), abbreviate(r.Blocked, 5)))
@@ -208,8 +214,42 @@ func (d *Drainer) Pass(ctx context.Context, nodeName string, opts Options) (Resu
 		return res, fmt.Errorf("listing pods of node %s: %w", nodeName, errors.Join(errs...))
 	}
 
+	pods := list.Pods()
+	if opts.Force {
+		// A forced drain deletes everything at once: there is no one left
+		// to serve the order for.
+		return res, d.removeGroup(ctx, helper, node, pods, opts, &res)
+	}
+	groups := drainorder.Groups(pods)
+	if len(groups) == 0 {
+		// No pod left, but the wait for the last one's volumes may be.
+		groups = [][]corev1.Pod{nil}
+	}
+	for i, group := range groups {
+		if err := d.removeGroup(ctx, helper, node, group, opts, &res); err != nil {
+			return res, err
+		}
+		// The stored volume wait is the first group's to continue.
+		opts.Wait = nil
+		if res.Remaining > 0 || res.Waiting != nil {
+			// The later groups (the critical pods) wait until this one
+			// is gone.
+			for _, later := range groups[i+1:] {
+				res.Remaining += len(later)
+				res.Held += len(later)
+			}
+			break
+		}
+	}
+	return res, nil
+}
+
+// removeGroup evicts (deletes, when forced) the pods of one group: those
+// without PersistentVolumeClaims at once, those with claims one at a time
+// (drainVolumePods). It adds what it did and what is left to res.
+func (d *Drainer) removeGroup(ctx context.Context, helper *kubedrain.Helper, node *corev1.Node, pods []corev1.Pod, opts Options, res *Result) error {
 	var withVolumes []corev1.Pod
-	for _, pod := range list.Pods() {
+	for _, pod := range pods {
 		if !opts.Force && hasPersistentVolume(&pod) {
 			withVolumes = append(withVolumes, pod)
 			continue
@@ -237,8 +277,8 @@ func (d *Drainer) Pass(ctx context.Context, nodeName string, opts Options) (Resu
 			// 429 is how the Eviction API says a PodDisruptionBudget does
 			// not allow the disruption now; the next pass asks again.
 			res.Remaining++
-			if err := d.blocked(ctx, &pod, &res); err != nil {
-				return res, err
+			if err := d.blocked(ctx, &pod, res); err != nil {
+				return err
 			}
 		default:
 			res.Remaining++
@@ -248,10 +288,10 @@ func (d *Drainer) Pass(ctx context.Context, nodeName string, opts Options) (Resu
 			res.Failed[key] = err.Error()
 		}
 	}
-	if err := d.drainVolumePods(ctx, node, withVolumes, opts, &res); err != nil {
-		return res, fmt.Errorf("draining the pods with volumes of node %s: %w", nodeName, err)
+	if err := d.drainVolumePods(ctx, node, withVolumes, opts, res); err != nil {
+		return fmt.Errorf("draining the pods with volumes of node %s: %w", node.Name, err)
 	}
-	return res, nil
+	return nil
 }
 
 // blocked records a pod whose eviction a PodDisruptionBudget refused, and

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/machina-io/machina/core/drainorder"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -57,6 +59,10 @@ func ownedBy(kind, name string) podOpt {
 
 func labelled(k, v string) podOpt {
 	return func(p *corev1.Pod) { p.Labels = map[string]string{k: v} }
+}
+
+func priorityClass(name string) podOpt {
+	return func(p *corev1.Pod) { p.Spec.PriorityClassName = name }
 }
 
 func mirror() podOpt {
@@ -250,6 +256,47 @@ func TestDrain(t *testing.T) {
 		res, err = d.Pass(c.ctx(), node, Options{Force: true})
 		require.NoError(t, err)
 		assert.True(t, res.Drained())
+	})
+
+	t.Run("critical pods after the others; drain=skip pods stay", func(t *testing.T) {
+		c.t = t
+		const ns, node = "order", "node-order"
+		c.namespace(ns)
+		c.node(node)
+		c.pod(ns, "web-1", node, ownedBy("ReplicaSet", "web"), labelled("app", "web"))
+		c.pod(ns, "dns-1", node, ownedBy("ReplicaSet", "dns"), labelled("app", "dns"), priorityClass("system-cluster-critical"))
+		c.pod(ns, "log-shipper", node, ownedBy("ReplicaSet", "log"), labelled(drainorder.DrainLabel, drainorder.DrainSkip))
+
+		// First the pods that are not critical; the critical one waits.
+		res, err := d.Pass(c.ctx(), node, Options{})
+		require.NoError(t, err)
+		assert.Equal(t, 1, res.Evicted, res.Summary())
+		assert.Equal(t, 1, res.Held, res.Summary())
+		assert.Equal(t, 2, res.Remaining, res.Summary())
+		assert.Contains(t, res.Summary(), "1 critical pods wait for the others to go")
+		assert.Equal(t, "terminating", c.podState(ns, "web-1"))
+		assert.Equal(t, "running", c.podState(ns, "dns-1"))
+
+		// Still terminating: the critical pod still waits.
+		res, err = d.Pass(c.ctx(), node, Options{})
+		require.NoError(t, err)
+		assert.Zero(t, res.Evicted, res.Summary())
+		assert.Equal(t, "running", c.podState(ns, "dns-1"))
+
+		// The others are gone: now the critical pod goes.
+		c.finalizeTerminating(ns)
+		res, err = d.Pass(c.ctx(), node, Options{})
+		require.NoError(t, err)
+		assert.Equal(t, 1, res.Evicted, res.Summary())
+		assert.Zero(t, res.Held)
+		assert.Equal(t, "terminating", c.podState(ns, "dns-1"))
+
+		c.finalizeTerminating(ns)
+		res, err = d.Pass(c.ctx(), node, Options{})
+		require.NoError(t, err)
+		assert.True(t, res.Drained(), res.Summary())
+		// The pod labelled drain=skip was never touched.
+		assert.Equal(t, "running", c.podState(ns, "log-shipper"))
 	})
 
 	t.Run("NoCordon evicts and leaves the node schedulable", func(t *testing.T) {

@@ -206,6 +206,12 @@ func setNodeLabel(s *scope, name string) {
 // been unreachable for Options.UnreachableThreshold, or when the Machine
 // carries the label force-deletion=True.
 func (r *Reconciler) stepDrain(ctx context.Context, s *scope) (v1alpha1.DeletionStep, phase.Result, error) {
+	if _, excluded := s.machine.Annotations[v1alpha1.ExcludeNodeDrainingAnnotation]; excluded {
+		desc := fmt.Sprintf("The drain is skipped: the machine has the annotation %s; deleting the VM", v1alpha1.ExcludeNodeDrainingAnnotation)
+		setDrainedCondition(s, metav1.ConditionTrue, "DrainExcluded", desc)
+		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "", desc)
+		return v1alpha1.DeletionStepPreTerminateHook, phase.Result{}, nil
+	}
 	node, err := r.loadNode(ctx, s)
 	if err != nil {
 		return v1alpha1.DeletionStepDrain, phase.Result{}, err

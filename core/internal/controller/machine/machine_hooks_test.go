@@ -92,3 +92,49 @@ func testDeleteHeldByHooks(t *testing.T, env *testenv.Env) {
 	assert.Equal(t, 1, w.mem.Calls(inmemory.MethodDeleteMachine))
 	assert.Empty(t, w.mem.VMs())
 }
+
+// A machine annotated exclude-node-draining (Cluster API's) is deleted
+// without a drain: its Node is not cordoned and a pod a budget protects is
+// not evicted; the Drained condition says why (seen while a pre-terminate
+// hook holds the machine after the skipped drain).
+func testDeleteExcludedFromDraining(t *testing.T, env *testenv.Env) {
+	w := newWorld(t, env, env, inmemory.Options{})
+	w.class("small", nil)
+	w.start()
+	preTerminate := v1alpha1.PreTerminateDeleteHookAnnotationPrefix + "/look"
+	w.machine("m1", "small", func(m *v1alpha1.Machine) {
+		m.Annotations = map[string]string{v1alpha1.ExcludeNodeDrainingAnnotation: "", preTerminate: "test"}
+	})
+	w.waitPhase("m1", v1alpha1.MachineRunning, waitLong)
+	runningPod(t, w.ctx, env.Client, w.ns, "web-1", "m1", map[string]string{"app": "web"})
+	pdb(t, w, env.Client, "web", map[string]string{"app": "web"})
+
+	w.delete("m1")
+	m := w.eventually("m1", waitLong, "the deletion past its skipped drain", func(m *v1alpha1.Machine) bool {
+		return m.Status.DeletionStep == v1alpha1.DeletionStepPreTerminateHook
+	})
+	d := drainedCondition(m)
+	require.NotNil(t, d)
+	assert.Equal(t, "DrainExcluded", d.Reason)
+	node := &corev1.Node{}
+	require.NoError(t, env.Client.Get(w.ctx, client.ObjectKey{Name: "m1"}, node))
+	assert.False(t, node.Spec.Unschedulable, "the node was cordoned although the drain was excluded")
+	assert.Equal(t, "running", podPhase(t, w, env.Client, "web-1"))
+
+	w.annotateMachine("m1", preTerminate, nil)
+	w.waitGone("m1", waitLong)
+	assert.Equal(t, 1, w.mem.Calls(inmemory.MethodDeleteMachine))
+}
+
+// podPhase is "gone", "terminating" or "running".
+func podPhase(t *testing.T, w *world, c client.Client, name string) string {
+	t.Helper()
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: name}}
+	if gone(t, w, c, p) {
+		return "gone"
+	}
+	if p.DeletionTimestamp != nil {
+		return "terminating"
+	}
+	return "running"
+}

@@ -460,6 +460,7 @@ func TestMachineController(t *testing.T) {
 		{"delete with PDB", testDeleteWithPDB},
 		{"delete forced by drain timeout", testDeleteForcedByDrainTimeout},
 		{"delete held by hooks", testDeleteHeldByHooks},
+		{"delete excluded from draining", testDeleteExcludedFromDraining},
 		{"delete VM error", testDeleteVMError},
 		{"restart mid deletion", testRestartMidDeletion},
 		{"driver restart", testDriverRestart},
