@@ -142,7 +142,7 @@ func (s *suite) checkNamespaceMismatch(t T, c invalidCreate) {
 		st := s.statusRequest(name, "")
 		st.Machine.Namespace, st.MachineClass.Namespace = ns, ns
 		if _, err := s.getMachineStatus(t, st); codeOf(err) != codes.NotFound {
-			ruleClassNamespace.errorf(t, "after %s, GetMachineStatus of %s in namespace %s answered %s, want NOT_FOUND: no VM may be created", what, name, ns, describe(err))
+			ruleClassNamespaceNoVM.errorf(t, "after %s, GetMachineStatus of %s in namespace %s answered %s, want NOT_FOUND: no VM may be created", what, name, ns, describe(err))
 		}
 	}
 }

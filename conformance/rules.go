@@ -69,6 +69,21 @@ var warningRules = map[rule]string{
 	// A provider may be down for a whole timeout; the check that made the
 	// call fails by its own rule, this names the code's rule besides.
 	ruleThrottled: warnNewCheck,
+
+	// New checks of existing sentences (the clause-level audit, issue 31):
+	// a driver the suite passed before may break them, so they warn for
+	// one minor version (§3.7 says until when).
+	ruleClassNamespaceNoVM: warnNewCheck,
+	ruleDeleteRecorded:     warnNewCheck,
+	ruleUpdateNoPartial:    warnNewCheck,
+	ruleUpdateNoDisrupt:    warnNewCheck,
+	ruleUpdateFound:        warnNewCheck,
+	ruleUpdateParallel:     warnNewCheck,
+	ruleUpdateDeletedID:    warnNewCheck,
+	ruleUpdateReasonCap:    warnNewCheck,
+	ruleStableAtEnd:        warnNewCheck,
+	ruleStableCapsEnd:      warnNewCheck,
+	ruleFixtureStable:      warnNewCheck,
 }
 
 // warner is implemented by a T that records warnings (the Runner's).
@@ -208,6 +223,7 @@ var (
 	ruleUpdateNotError   = rule{"R-6.7.3-needs-new-vm-not-error", "a change the VM cannot take is answered OK with needs_new_vm, not with an error code"}
 	ruleUpdateIdempotent = rule{"R-6.7.3-idempotent", "a repeated UpdateMachine answers as the first and changes nothing more"}
 	ruleUpdateOtherID    = rule{"R-6.7.3-only-that-provider-id", "UpdateMachine with a provider ID the machine's VM does not have updates nothing and answers NOT_FOUND"}
+	ruleUpdateDeletedID  = rule{"R-6.7.3-only-that-provider-id", "UpdateMachine with the provider ID of a deleted VM, while a new VM of the name exists, answers NOT_FOUND and leaves the new VM alone"}
 )
 
 // describe renders a call's error for a failure message: the code name and
@@ -298,18 +314,19 @@ func invalidArgumentRule(field string) rule {
 // restating another, and clauses of UpdateMachine, stability and the
 // answers' codes that the checks above did not reach.
 var (
-	ruleClassNamespace  = rule{"R-4.9-createmachine-request-two", "a CreateMachine whose machine_class.namespace differs from machine.namespace answers INVALID_ARGUMENT naming machine_class.namespace and creates no VM"}
-	ruleAbortedSame     = rule{"R-7.2-aborted", "ABORTED is answered only while another operation for the same machine is in flight"}
-	ruleThrottled       = rule{"R-7.2-unavailable", "UNAVAILABLE is transient: a provider that throttles lets a call through within its timeout"}
-	ruleByteIdentical   = rule{"R-6.1.3-byte-identical-compatible", "a repeated CreateMachine with a byte-identical provider_spec is compatible"}
-	ruleDeleteRecorded  = rule{"R-6.3.3-compares-finds-vm-recorded", "DeleteMachine with the provider ID of another Machine's VM answers OK"}
-	ruleNotReady        = rule{"R-5.3.2-ready-when-serving", "a driver reports ready (ready=true or unset) once it serves MachineService calls"}
-	ruleUpdateNoPartial = rule{"R-6.7.3-no-partial-change", "an update that needs a new VM for one of its differences applies none of them"}
-	ruleUpdateNoDisrupt = rule{"R-6.7.3-no-disruption", "an applied update keeps the VM as it was set up: an initialized VM needs no initialization afterwards"}
-	ruleUpdateFound     = rule{"R-6.7.3-applied-matches-new-class", "after an applied update GetMachineStatus by name and ListMachines still find the VM with its provider ID"}
-	ruleUpdateParallel  = rule{"R-7.2-aborted", "UpdateMachine calls for distinct machines of one class succeed at once; ABORTED is for the same machine only"}
-	ruleUpdateReasonCap = rule{"R-6.7.2-reason-set", "needs_new_vm carries a reason of 1 to 1024 bytes on every answer, the repeated ones too"}
-	ruleStableAtEnd     = rule{"R-2.7-stable-identity", "GetPluginInfo (name, vendor_version, manifest, providers) answers the same whenever the suite samples it and at the end of the run"}
-	ruleStableCapsEnd   = rule{"R-3.4-stable-capabilities", "GetPluginCapabilities answers the same set whenever the suite samples it and at the end of the run"}
-	ruleFixtureStable   = rule{"R-4.8-node-name-stable", "the shared VM keeps its provider ID and node name to the end of the run"}
+	ruleClassNamespace     = rule{"R-4.9-createmachine-request-two", "a CreateMachine whose machine_class.namespace differs from machine.namespace answers INVALID_ARGUMENT naming machine_class.namespace and creates no VM"}
+	ruleClassNamespaceNoVM = rule{"R-4.9-createmachine-request-two", "a CreateMachine refused for a namespace mismatch creates no VM"}
+	ruleAbortedSame        = rule{"R-7.2-aborted", "ABORTED is answered only while another operation for the same machine is in flight"}
+	ruleThrottled          = rule{"R-7.2-unavailable", "UNAVAILABLE is transient: a provider that throttles lets a call through within its timeout"}
+	ruleByteIdentical      = rule{"R-6.1.3-byte-identical-compatible", "a repeated CreateMachine with a byte-identical provider_spec is compatible"}
+	ruleDeleteRecorded     = rule{"R-6.3.3-compares-finds-vm-recorded", "DeleteMachine with the provider ID of another Machine's VM answers OK"}
+	ruleNotReady           = rule{"R-5.3.2-ready-when-serving", "a driver reports ready (ready=true or unset) once it serves MachineService calls"}
+	ruleUpdateNoPartial    = rule{"R-6.7.3-no-partial-change", "an update that needs a new VM for one of its differences applies none of them"}
+	ruleUpdateNoDisrupt    = rule{"R-6.7.3-no-disruption", "an applied update keeps the VM as it was set up: an initialized VM needs no initialization afterwards"}
+	ruleUpdateFound        = rule{"R-6.7.3-applied-matches-new-class", "after an applied update GetMachineStatus by name and ListMachines still find the VM with its provider ID"}
+	ruleUpdateParallel     = rule{"R-7.2-aborted", "UpdateMachine calls for distinct machines of one class succeed at once; ABORTED is for the same machine only"}
+	ruleUpdateReasonCap    = rule{"R-6.7.2-reason-set", "needs_new_vm carries a reason of 1 to 1024 bytes on every answer, the repeated ones too"}
+	ruleStableAtEnd        = rule{"R-2.7-stable-identity", "GetPluginInfo (name, vendor_version, manifest, providers) answers the same whenever the suite samples it and at the end of the run"}
+	ruleStableCapsEnd      = rule{"R-3.4-stable-capabilities", "GetPluginCapabilities answers the same set whenever the suite samples it and at the end of the run"}
+	ruleFixtureStable      = rule{"R-4.8-node-name-stable", "the shared VM keeps its provider ID and node name to the end of the run"}
 )

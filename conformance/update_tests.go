@@ -232,8 +232,8 @@ func testUpdateDeletedVM(s *suite, t T) {
 		spec = s.cfg.UpdatedProviderSpec
 	}
 	_, err = s.updateMachine(t, s.updateRequest(&old, spec))
-	expectCode(t, ruleUpdateOtherID, "UpdateMachine of "+v.name+" with the provider ID "+old.providerID+" of its deleted VM (the new VM is "+v.providerID+")", err, codes.NotFound)
-	s.sameVMAfter(t, ruleUpdateOtherID, v, s.cfg.MachineClass.ProviderSpec, "after UpdateMachine with the provider ID of the deleted VM")
+	expectCode(t, ruleUpdateDeletedID, "UpdateMachine of "+v.name+" with the provider ID "+old.providerID+" of its deleted VM (the new VM is "+v.providerID+")", err, codes.NotFound)
+	s.sameVMAfter(t, ruleUpdateDeletedID, v, s.cfg.MachineClass.ProviderSpec, "after UpdateMachine with the provider ID of the deleted VM")
 }
 
 // testUpdateInParallel updates Config.Concurrency (at least three)
