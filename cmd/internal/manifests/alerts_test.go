@@ -45,7 +45,7 @@ func TestAlertRules(t *testing.T) {
 	}
 	assert.ElementsMatch(t, []string{
 		"MachinaManagerDown", "MachinaDriverNotReady", "MachinaAPIServerFreeze", "MachinaMachineSetFrozen",
-		"MachinaMachineDeletionStuck", "MachinaMeltdown", "MachinaRolloutStalled",
+		"MachinaMachineDeletionStuck", "MachinaMeltdown", "MachinaRolloutStalled", "MachinaMachineConfigPoolDegraded",
 	}, alerts)
 
 	dir := t.TempDir()

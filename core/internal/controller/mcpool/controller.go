@@ -92,6 +92,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, 
 	if r.Now == nil {
 		r.Now = time.Now
 	}
+	servePoolMetrics(target.GetClient())
 	allPools := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		return r.allPools(ctx)
 	})

@@ -3,6 +3,8 @@ package mcpool_test
 import (
 	"testing"
 
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -70,6 +72,9 @@ func TestRevertHeals(t *testing.T) {
 		return conditionIs(p, mcv1.PoolNodeDegraded, metav1.ConditionTrue)
 	})
 	assert.Equal(t, 1, countOn(t, c, names, a), "a degraded node stops the rollout")
+	require.Eventually(t, func() bool { return poolMetric(t, "machina_machineconfigpool_degraded", "heal", "") == 1 },
+		controllertest.WaitFor, controllertest.Tick, "the pool's degraded metric never said 1")
+	assert.Equal(t, 1.0, poolMetric(t, "machina_machineconfigpool_machines", "heal", "degraded"))
 
 	// The user fixes the MachineConfig: rendering B becomes the target.
 	fixed := &mcv1.MachineConfig{}
@@ -108,6 +113,31 @@ func TestRevertHeals(t *testing.T) {
 	assert.True(t, conditionIs(got, mcv1.PoolDegraded, metav1.ConditionFalse))
 	assert.Equal(t, int32(3), got.Status.UpdatedMachineCount)
 	assert.Equal(t, 1, peak.peak(), "never more than maxUnavailable (1) nodes not done, the degraded one included")
+	assert.Zero(t, poolMetric(t, "machina_machineconfigpool_degraded", "heal", ""))
+	assert.Equal(t, 3.0, poolMetric(t, "machina_machineconfigpool_machines", "heal", "updated"))
+}
+
+// poolMetric reads a pool metric (with the label state when given) from
+// the registry the manager serves; -1 when it has no such series.
+func poolMetric(t *testing.T, name, pool, state string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["pool"] == pool && labels["state"] == state {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return -1
 }
 
 // healFragment is a MachineConfig of the heal pool writing one file.
