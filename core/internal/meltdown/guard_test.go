@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
-	"github.com/machina-io/machina/core/internal/meltdown"
 	"github.com/machina-io/machina/core/internal/controller/safety/safetytest"
+	"github.com/machina-io/machina/core/internal/meltdown"
 	"github.com/machina-io/machina/core/testenv"
 )
 
