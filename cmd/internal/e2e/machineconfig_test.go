@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/cmd/internal/manifests"
@@ -126,8 +127,14 @@ func TestMachineConfigPoolRollout(t *testing.T) {
 	mc.Spec.Config.Raw = raw
 	mc.Spec.KernelArguments = []string{"nosmt"}
 	require.NoError(t, s.c.Create(ctx, mc))
+	// A ContainerRuntimeConfig for the pool, rendered into it by the
+	// manager and written by the agents as a CRI-O drop-in.
+	crc := &mcv1.ContainerRuntimeConfig{ObjectMeta: metav1.ObjectMeta{Name: "e2e-pids"}}
+	crc.Spec.MachineConfigPoolSelector = &metav1.LabelSelector{MatchLabels: map[string]string{poolSelector: poolName}}
+	crc.Spec.ContainerRuntimeConfig = &mcv1.ContainerRuntimeConfiguration{PidsLimit: ptr.To[int64](2048)}
+	require.NoError(t, s.c.Create(ctx, crc))
 	one := intstr.FromInt32(1)
-	pool := &mcv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: poolName}}
+	pool := &mcv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: poolName, Labels: map[string]string{poolSelector: poolName}}}
 	pool.Spec.MachineConfigSelector = &metav1.LabelSelector{MatchLabels: map[string]string{mcv1.RoleLabel: poolName}}
 	pool.Spec.MachineOwnerRef = &mcv1.MachineOwnerReference{Kind: "MachineDeployment", Namespace: namespace, Name: poolDeployment}
 	pool.Spec.MaxUnavailable = &one
@@ -172,6 +179,9 @@ func TestMachineConfigPoolRollout(t *testing.T) {
 		info, err := os.Stat(filepath.Join(r, poolFile))
 		require.NoError(t, err)
 		assert.Equal(t, os.FileMode(0o640), info.Mode().Perm())
+		dropin, err := os.ReadFile(filepath.Join(r, "etc/crio/crio.conf.d/01-ctrcfg-pidsLimit"))
+		require.NoError(t, err, "node %s: the ContainerRuntimeConfig's CRI-O drop-in", name)
+		assert.Equal(t, "[crio.runtime]\npids_limit = 2048\n", string(dropin))
 		unit, err := os.ReadFile(filepath.Join(r, "etc/systemd/system", poolUnit))
 		require.NoError(t, err, "node %s: the unit in the agent's root", name)
 		assert.Contains(t, string(unit), "Description=machina e2e")
