@@ -128,9 +128,14 @@ func (f *filler) scalar(fd protoreflect.FieldDescriptor, secret bool) protorefle
 			return protoreflect.ValueOfBytes([]byte(canary))
 		}
 		// A JSON object, so that fields like provider_spec hold realistic
-		// content; protojson shows bytes base64-encoded.
+		// content; protojson shows bytes base64-encoded, String shows a
+		// JSON field as the object.
 		v := `{"visible":"` + string(fd.FullName()) + `"}`
-		f.visible = append(f.visible, base64.StdEncoding.EncodeToString([]byte(v)))
+		if jsonFields[fd.FullName()] {
+			f.visible = append(f.visible, v)
+		} else {
+			f.visible = append(f.visible, base64.StdEncoding.EncodeToString([]byte(v)))
+		}
 		return protoreflect.ValueOfBytes([]byte(v))
 	case protoreflect.BoolKind:
 		return protoreflect.ValueOfBool(true)

@@ -47,13 +47,15 @@ func Message(m proto.Message) proto.Message {
 		// A typed nil pointer: there is nothing to strip.
 		return out
 	}
-	stripMessage(r, false, 0)
+	stripMessage(r, false, 0, nil)
 	return out
 }
 
 // stripMessage sanitizes m in place. When all is true, every field of m is
-// treated as secret (m is the value of a secret field).
-func stripMessage(m protoreflect.Message, all bool, depth int) {
+// treated as secret (m is the value of a secret field). When j is not nil
+// (String), the value of each non-secret JSON field is replaced by a
+// placeholder for its rendering.
+func stripMessage(m protoreflect.Message, all bool, depth int, j *jsonRenderings) {
 	if depth > maxDepth {
 		clearMessage(m)
 		return
@@ -62,7 +64,7 @@ func stripMessage(m protoreflect.Message, all bool, depth int) {
 		m.SetUnknown(nil)
 	}
 	if m.Descriptor().FullName() == anyFullName {
-		stripAny(m, all, depth)
+		stripAny(m, all, depth, j)
 		return
 	}
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
@@ -76,7 +78,7 @@ func stripMessage(m protoreflect.Message, all bool, depth int) {
 			list := v.List()
 			for i := 0; i < list.Len(); i++ {
 				if fd.Message() != nil {
-					stripMessage(list.Get(i).Message(), secret, depth+1)
+					stripMessage(list.Get(i).Message(), secret, depth+1, j)
 				} else if secret {
 					list.Set(i, redacted(fd.Kind()))
 				}
@@ -86,7 +88,7 @@ func stripMessage(m protoreflect.Message, all bool, depth int) {
 			valueFD := fd.MapValue()
 			if valueFD.Message() != nil {
 				mp.Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
-					stripMessage(mv.Message(), secret, depth+1)
+					stripMessage(mv.Message(), secret, depth+1, j)
 					return true
 				})
 			} else if secret {
@@ -106,13 +108,15 @@ func stripMessage(m protoreflect.Message, all bool, depth int) {
 				}
 			}
 		case fd.Message() != nil:
-			stripMessage(v.Message(), secret, depth+1)
+			stripMessage(v.Message(), secret, depth+1, j)
 		case secret:
 			if redactable(fd.Kind()) {
 				m.Set(fd, redacted(fd.Kind()))
 			} else {
 				m.Clear(fd)
 			}
+		case j != nil && fd.Kind() == protoreflect.BytesKind && jsonFields[fd.FullName()]:
+			m.Set(fd, protoreflect.ValueOfBytes(j.hold(v.Bytes())))
 		}
 		return true
 	})
@@ -124,7 +128,7 @@ var anyFullName = (&anypb.Any{}).ProtoReflect().Descriptor().FullName()
 
 // stripAny sanitizes the message packed in a google.protobuf.Any. A payload
 // of a type this process does not know cannot be inspected and is dropped.
-func stripAny(m protoreflect.Message, all bool, depth int) {
+func stripAny(m protoreflect.Message, all bool, depth int, j *jsonRenderings) {
 	fields := m.Descriptor().Fields()
 	typeURLField, valueField := fields.ByName("type_url"), fields.ByName("value")
 	if typeURLField == nil || valueField == nil || !m.Has(valueField) {
@@ -141,7 +145,7 @@ func stripAny(m protoreflect.Message, all bool, depth int) {
 		m.Clear(valueField)
 		return
 	}
-	stripMessage(inner, all, depth+1)
+	stripMessage(inner, all, depth+1, j)
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(inner.Interface())
 	if err != nil {
 		m.Clear(valueField)

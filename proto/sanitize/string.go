@@ -12,7 +12,10 @@ import (
 
 // String renders v for a log line or an error message. A proto.Message is
 // rendered as compact protojson of Message(v), so no secret is in the
-// result. A slice or array of proto messages is rendered element by element
+// result, except that a bytes field holding JSON (MachineClass.provider_spec)
+// shows the JSON object rather than base64, with the value of every
+// secret-looking key (password, token, secret, accessKey, ...) replaced by
+// Redacted; when its bytes are not valid JSON, only their length is shown. A slice or array of proto messages is rendered element by element
 // the same way. Any other value is formatted with fmt's %v.
 //
 // Generated messages also have a String method, but it prints secrets; pass
@@ -41,15 +44,17 @@ func messageString(m proto.Message) string {
 	if !m.ProtoReflect().IsValid() {
 		return "<nil>"
 	}
-	clean := Message(m)
+	clean := proto.Clone(m)
+	var j jsonRenderings
+	stripMessage(clean.ProtoReflect(), false, 0, &j)
 	b, err := jsonOptions.Marshal(clean)
 	if err == nil {
-		return string(b)
+		return j.fill(string(b), true)
 	}
 	// protojson fails on an Any whose type is unknown here; the text format
 	// renders it. Both render the sanitized copy, never the input.
 	if b, err := textOptions.Marshal(clean); err == nil {
-		return string(b)
+		return j.fill(string(b), false)
 	}
 	return fmt.Sprintf("<unprintable %s>", m.ProtoReflect().Descriptor().FullName())
 }

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -178,4 +181,27 @@ func TestSIGTERMStopsGracefully(t *testing.T) {
 	p := start(t, nil)
 	p.Signal(syscall.SIGTERM)
 	assert.Equal(t, 0, p.exitCode(t), "output: %s", p.output.String())
+}
+
+// TestLogShowsProviderSpecAsJSON: the SDK's call log shows the provider spec
+// as the JSON object it is, with a secret-looking key's value stripped, and
+// neither its base64 form (protojson's rendering of bytes) nor the secret.
+func TestLogShowsProviderSpecAsJSON(t *testing.T) {
+	p := start(t, nil)
+	const secret = "hunter2-in-the-provider-spec"
+	spec := `{"capacity":{"cpu":"2"},"password":"` + secret + `"}`
+	req := request("m-spec")
+	req.MachineClass.ProviderSpec = []byte(spec)
+	_, err := driverv1alpha1.NewMachineServiceClient(p.conn).CreateMachine(context.Background(), req)
+	require.NoError(t, err)
+
+	shown := `"providerSpec":{"capacity":{"cpu":"2"},"password":"***stripped***"}`
+	require.Eventually(t, func() bool {
+		return strings.Contains(p.output.String(), "CreateMachine")
+	}, time.Minute, 20*time.Millisecond, "the call was not logged: %s", p.output.String())
+	out := p.output.String()
+	// The text handler quotes the JSON of the request.
+	assert.Contains(t, out, strconv.Quote(shown)[1:len(strconv.Quote(shown))-1])
+	assert.NotContains(t, out, base64.StdEncoding.EncodeToString([]byte(spec)))
+	assert.NotContains(t, out, secret)
 }
