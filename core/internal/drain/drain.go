@@ -218,7 +218,8 @@ func (d *Drainer) Pass(ctx context.Context, nodeName string, opts Options) (Resu
 	if opts.Force {
 		// A forced drain deletes everything at once: there is no one left
 		// to serve the order for.
-		return res, d.removeGroup(ctx, helper, node, pods, opts, &res)
+		err := d.removeGroup(ctx, helper, node, pods, opts, &res)
+		return res, err
 	}
 	groups := drainorder.Groups(pods)
 	if len(groups) == 0 {
