@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
@@ -99,6 +100,27 @@ func (p *plugin) testRollout(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "machinedeployment.machine.sapcloud.io/web rolled back\n", out)
 		require.Equal(t, &v1alpha1.RollbackConfig{Revision: 1}, p.getDeployment(t, d).Spec.RollbackTo)
+	})
+
+	t.Run("restart", func(t *testing.T) {
+		require.Nil(t, p.getDeployment(t, d).Spec.RolloutAfter)
+		out, err := p.run(t, now, ns, "rollout", "restart", "machinedeployment/web")
+		require.NoError(t, err)
+		require.Equal(t, "machinedeployment.machine.sapcloud.io/web restarted\n", out)
+		got := p.getDeployment(t, d).Spec.RolloutAfter
+		require.NotNil(t, got)
+		require.True(t, got.Equal(&metav1.Time{Time: now.Truncate(time.Second)}), "rolloutAfter %v, want %v", got, now)
+
+		// A later restart moves the time on; a bare name works too.
+		later := now.Add(time.Hour)
+		_, err = p.run(t, later, ns, "rollout", "restart", "web")
+		require.NoError(t, err)
+		require.True(t, p.getDeployment(t, d).Spec.RolloutAfter.Equal(&metav1.Time{Time: later.Truncate(time.Second)}))
+
+		_, err = p.run(t, now, ns, "rollout", "restart", "machineset/web")
+		require.EqualError(t, err, `"machineset/web" is not a MachineDeployment: give NAME or machinedeployment/NAME`)
+		_, err = p.run(t, now, ns, "rollout", "restart", "nothere")
+		require.ErrorContains(t, err, "not found")
 	})
 }
 

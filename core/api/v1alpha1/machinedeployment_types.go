@@ -84,6 +84,14 @@ type MachineDeploymentSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	AutoPreserveFailedMachineMax *int32 `json:"autoPreserveFailedMachineMax,omitempty"`
+
+	// RolloutAfter asks for a rollout without a template change (Cluster API's
+	// spec.rollout.after): once this time has passed, every machine created
+	// from a machine set older than it is replaced (or, with InPlaceUpdate,
+	// updated in place) by the deployment's strategy. `kubectl machina rollout
+	// restart` sets it to the current time. Machina addition.
+	// +optional
+	RolloutAfter *metav1.Time `json:"rolloutAfter,omitempty"`
 }
 
 // MachineDeploymentStrategy is how a MachineDeployment replaces machines.

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"hash/fnv"
 	"strconv"
+	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -35,7 +37,12 @@ func rollingPart(t *v1alpha1.MachineTemplateSpec) *v1alpha1.MachineTemplateSpec 
 // writes). JSON is stable across Go versions and does not change when a new
 // optional field is added and left unset, so machine sets keep their hash
 // across upgrades.
-func templateHash(t *v1alpha1.MachineTemplateSpec, collisionCount *int32) string {
+//
+// rolloutAfter is the deployment's spec.rolloutAfter once it has passed (nil
+// before, and without one): it goes into the hash, as in Cluster API, so that
+// the set a restart creates gets a name of its own next to the set of the
+// same template it replaces. A deployment without it keeps its hash.
+func templateHash(t *v1alpha1.MachineTemplateSpec, collisionCount *int32, rolloutAfter *metav1.Time) string {
 	h := fnv.New32a()
 	data, err := json.Marshal(rollingPart(t))
 	if err != nil {
@@ -47,6 +54,9 @@ func templateHash(t *v1alpha1.MachineTemplateSpec, collisionCount *int32) string
 		var b [4]byte
 		binary.LittleEndian.PutUint32(b[:], uint32(*collisionCount))
 		_, _ = h.Write(b[:])
+	}
+	if rolloutAfter != nil {
+		_, _ = h.Write([]byte(rolloutAfter.UTC().Format(time.RFC3339)))
 	}
 	return strconv.FormatUint(uint64(h.Sum32()), 10)
 }

@@ -215,36 +215,40 @@ func template(labels map[string]string) v1alpha1.MachineTemplateSpec {
 
 func TestTemplateHash(t *testing.T) {
 	base := template(map[string]string{"pool": "a"})
-	h := templateHash(&base, nil)
+	h := templateHash(&base, nil, nil)
 
 	// Stable: the same template always gives the same value, across runs and
 	// versions (the value is part of machine set names and labels).
-	assert.Equal(t, h, templateHash(base.DeepCopy(), nil))
+	assert.Equal(t, h, templateHash(base.DeepCopy(), nil, nil))
 	assert.Equal(t, "2259581492", h, "hash of a fixed template changed: existing machine sets would roll")
 
 	// The hash label and in-place fields do not count.
 	withHash := base.DeepCopy()
 	withHash.Labels[v1alpha1.DefaultMachineDeploymentUniqueLabelKey] = "123"
-	assert.Equal(t, h, templateHash(withHash, nil))
+	assert.Equal(t, h, templateHash(withHash, nil, nil))
 	inPlace := base.DeepCopy()
 	inPlace.Spec.NodeTemplateSpec.Labels = map[string]string{"x": "y"}
 	inPlace.Spec.NodeTemplateSpec.Spec.Taints = []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}
 	drain := v1alpha1.Duration{Duration: time.Hour}
 	inPlace.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineDrainTimeout: &drain}
 	inPlace.Spec.Class.Kind = "OtherKind"
-	assert.Equal(t, h, templateHash(inPlace, nil))
+	assert.Equal(t, h, templateHash(inPlace, nil, nil))
 	assert.True(t, sameRollingTemplate(&base, inPlace))
 
 	// Rolling changes do.
 	renamed := base.DeepCopy()
 	renamed.Spec.Class.Name = "large"
-	assert.NotEqual(t, h, templateHash(renamed, nil))
+	assert.NotEqual(t, h, templateHash(renamed, nil, nil))
 	assert.False(t, sameRollingTemplate(&base, renamed))
 	annotated := base.DeepCopy()
 	annotated.Annotations["a"] = "c"
-	assert.NotEqual(t, h, templateHash(annotated, nil))
+	assert.NotEqual(t, h, templateHash(annotated, nil, nil))
 	one := int32(1)
-	assert.NotEqual(t, h, templateHash(&base, &one), "collision count changes the hash")
+	assert.NotEqual(t, h, templateHash(&base, &one, nil), "collision count changes the hash")
+	ra := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	assert.NotEqual(t, h, templateHash(&base, nil, &ra), "a passed rolloutAfter changes the hash")
+	later := metav1.NewTime(ra.Add(time.Hour))
+	assert.NotEqual(t, templateHash(&base, nil, &ra), templateHash(&base, nil, &later), "each restart has a hash of its own")
 }
 
 func TestMachineSetName(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -43,6 +44,7 @@ var annotationsNotCopied = map[string]bool{
 	v1alpha1.TriggerDeletionByMCMAnnotation:          true,
 	v1alpha1.LastReplicaChangeByScalerTimeAnnotation: true,
 	"deprecated.deployment.rollback.to":              true,
+	AnnotationRolloutAfter:                           true,
 }
 
 // maxRevisionHistoryChars bounds the revision-history annotation, as
@@ -61,7 +63,9 @@ func (r *Reconciler) loadSets(ctx context.Context, s *scope) (phase.Result, erro
 		s.skipStatus = true
 		return phase.Result{}, err
 	}
-	return phase.Result{}, nil
+	// A future spec.rolloutAfter starts a rollout when it passes, with no
+	// event of its own to wake the deployment.
+	return phase.Result{RequeueAfter: untilRolloutAfter(s.d, s.now)}, nil
 }
 
 func (r *Reconciler) loadSetsAndMachines(ctx context.Context, s *scope) error {
@@ -70,7 +74,7 @@ func (r *Reconciler) loadSetsAndMachines(ctx context.Context, s *scope) error {
 		return err
 	}
 	s.sets = sets
-	s.new, s.old = splitNewOld(s.d, sets)
+	s.new, s.old = splitNewOld(s.d, sets, s.now)
 	s.machines = map[types.UID][]*v1alpha1.Machine{}
 	for _, ms := range sets {
 		machines := &v1alpha1.MachineList{}
@@ -176,15 +180,16 @@ func olderThan(a, b *v1alpha1.MachineSet) bool {
 }
 
 // splitNewOld returns the machine set of the deployment's current template
-// (nil if there is none yet) and all others. If several sets have the current
-// template, the oldest is the new one (kubernetes#40415).
-func splitNewOld(d *v1alpha1.MachineDeployment, sets []*v1alpha1.MachineSet) (*v1alpha1.MachineSet, []*v1alpha1.MachineSet) {
+// (nil if there is none yet; isCurrentSet says which are, spec.rolloutAfter
+// included) and all others. If several sets are current, the oldest is the
+// new one (kubernetes#40415).
+func splitNewOld(d *v1alpha1.MachineDeployment, sets []*v1alpha1.MachineSet, now time.Time) (*v1alpha1.MachineSet, []*v1alpha1.MachineSet) {
 	sorted := append([]*v1alpha1.MachineSet(nil), sets...)
 	sortByCreation(sorted)
 	var newMS *v1alpha1.MachineSet
 	var old []*v1alpha1.MachineSet
 	for _, ms := range sorted {
-		if newMS == nil && sameRollingTemplate(&ms.Spec.Template, &d.Spec.Template) {
+		if newMS == nil && isCurrentSet(d, ms, now) {
 			newMS = ms
 			continue
 		}
@@ -367,7 +372,7 @@ func (r *Reconciler) getNewMachineSet(ctx context.Context, s *scope, create bool
 		return nil, nil
 	}
 
-	ms := r.buildNewMachineSet(d)
+	ms := r.buildNewMachineSet(d, s.now)
 	ms.Spec.Replicas = newMachineSetReplicas(d, append(append([]*v1alpha1.MachineSet(nil), s.old...), ms), ms)
 	setNewMachineSetAnnotations(d, ms, newRevision, false)
 	err := r.Client.Create(ctx, ms)
@@ -380,7 +385,7 @@ func (r *Reconciler) getNewMachineSet(ctx context.Context, s *scope, create bool
 		if gerr := r.APIReader.Get(ctx, client.ObjectKeyFromObject(ms), existing); gerr != nil {
 			return nil, fmt.Errorf("reading existing machine set %s: %w", ms.Name, gerr)
 		}
-		if ref := metav1.GetControllerOf(existing); ref != nil && ref.UID == d.UID && sameRollingTemplate(&existing.Spec.Template, &d.Spec.Template) {
+		if ref := metav1.GetControllerOf(existing); ref != nil && ref.UID == d.UID && isCurrentSet(d, existing, s.now) {
 			ms, alreadyExisted = existing, true
 			break
 		}
@@ -415,9 +420,11 @@ func (r *Reconciler) getNewMachineSet(ctx context.Context, s *scope, create bool
 
 // buildNewMachineSet returns the machine set for the deployment's current
 // template: named and labelled by the template hash, which also narrows its
-// selector so that sibling sets never select each other's machines.
-func (r *Reconciler) buildNewMachineSet(d *v1alpha1.MachineDeployment) *v1alpha1.MachineSet {
-	hash := templateHash(&d.Spec.Template, d.Status.CollisionCount)
+// selector so that sibling sets never select each other's machines. A set
+// made for a passed spec.rolloutAfter hashes that time too and records it.
+func (r *Reconciler) buildNewMachineSet(d *v1alpha1.MachineDeployment, now time.Time) *v1alpha1.MachineSet {
+	rolloutAfter := passedRolloutAfter(d, now)
+	hash := templateHash(&d.Spec.Template, d.Status.CollisionCount, rolloutAfter)
 	tmpl := d.Spec.Template.DeepCopy()
 	tmpl.Labels = maps.Clone(tmpl.Labels)
 	if tmpl.Labels == nil {
@@ -442,6 +449,9 @@ func (r *Reconciler) buildNewMachineSet(d *v1alpha1.MachineDeployment) *v1alpha1
 			Template:                     *tmpl,
 			MachineClass:                 *d.Spec.Template.Spec.Class.DeepCopy(),
 		},
+	}
+	if rolloutAfter != nil {
+		ms.Annotations = map[string]string{AnnotationRolloutAfter: rolloutAfter.UTC().Format(time.RFC3339)}
 	}
 	// The deployment's controller reference; the scheme knows the type, so
 	// this cannot fail.
