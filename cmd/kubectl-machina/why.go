@@ -22,6 +22,7 @@ const maxEvents = 10
 
 func newWhyCommand(o *options) *cobra.Command {
 	t := &timeoutFlags{}
+	mf := &managerFlags{}
 	cmd := &cobra.Command{
 		Use:   "why MACHINE",
 		Short: "Explain a machine's state: last operation, conditions, events and what the manager waits for",
@@ -30,9 +31,12 @@ last operation, what the manager is waiting for (derived from the phase, the
 deletion step, the last operation, the Node and the timeouts), the Node's and the
 machine's conditions, and its latest events.
 
-Deadlines are computed with the manager's default timeouts unless the Machine sets
-its own; pass the manager's values (--machine-creation-timeout, ...) when it runs
-with others.`,
+Deadlines are computed with the manager's timeouts, read from its /configz through
+the API server's service proxy (--manager-metrics-service), unless the Machine sets
+its own. When /configz cannot be read (no such Service, forbidden, no answer within
+2s, or a manager serving it with --metrics-secure, which refuses proxied requests)
+the defaults are used and a line says so. Timeout flags given on the command line
+(--machine-creation-timeout, ...) always win.`,
 		Example: `  kubectl machina why web-5d8f-abcde`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -40,10 +44,16 @@ with others.`,
 			if err != nil {
 				return err
 			}
-			return runWhy(cmd.Context(), c, t, o.now(), args[0], o.streams.Out)
+			cfg, err := o.config.ToRESTConfig()
+			if err != nil {
+				return err
+			}
+			source := resolveTimeouts(cmd.Context(), cmd.Flags(), t, mf, cfg)
+			return runWhy(cmd.Context(), c, t, source, o.now(), args[0], o.streams.Out)
 		},
 	}
 	t.addFlags(cmd.Flags())
+	mf.addFlags(cmd.Flags())
 	return cmd
 }
 
@@ -56,7 +66,9 @@ type machineFacts struct {
 	events []corev1.Event
 }
 
-func runWhy(ctx context.Context, c *clients, t *timeoutFlags, now time.Time, name string, out io.Writer) error {
+// runWhy prints the explanation; timeoutSource is the line that says where
+// t's timeouts come from (resolveTimeouts).
+func runWhy(ctx context.Context, c *clients, t *timeoutFlags, timeoutSource string, now time.Time, name string, out io.Writer) error {
 	m, err := c.machine(ctx, name)
 	if err != nil {
 		return err
@@ -100,6 +112,7 @@ func runWhy(ctx context.Context, c *clients, t *timeoutFlags, now time.Time, nam
 	for _, line := range waits {
 		fmt.Fprintf(out, "  %s\n", line)
 	}
+	fmt.Fprintf(out, "  %s\n", timeoutSource)
 
 	if f.node != nil && len(f.node.Status.Conditions) > 0 {
 		fmt.Fprintf(out, "\nNode conditions (%s):\n", f.node.Name)

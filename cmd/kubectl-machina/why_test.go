@@ -1,12 +1,18 @@
 package main
 
 import (
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -14,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/manager"
 )
 
 func (p *plugin) testWhy(t *testing.T) {
@@ -141,6 +148,8 @@ func (p *plugin) testWhy(t *testing.T) {
 
 	_, err := p.run(t, time.Now(), ns, "why", "nope")
 	require.EqualError(t, err, `machines.machine.sapcloud.io "nope" not found`)
+
+	t.Run("timeouts from the manager's /configz", p.testWhyConfigz)
 }
 
 // event records an event about the machine at the time, as the manager's
@@ -172,4 +181,160 @@ func (p *plugin) budget(t *testing.T, ns, name string, selector map[string]strin
 	p.create(t, pdb, func() {
 		pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, DisruptionsAllowed: allowed, CurrentHealthy: 2, DesiredHealthy: 2 - allowed, ExpectedPods: 2}
 	})
+}
+
+// testWhyConfigz runs "why" against a stand-in for the manager's metrics
+// server: an HTTPS server on this host behind a Service without selector
+// and hand-made Endpoints, which the API server's service proxy reaches as
+// it would reach the manager's pod (envtest runs no kubelet, so there is no
+// pod; the API server refuses to proxy to loopback addresses, hence a
+// non-loopback address of this host).
+func (p *plugin) testWhyConfigz(t *testing.T) {
+	ip := nonLoopbackIPv4(t)
+	const ns = "why-configz"
+	p.namespace(t, ns)
+	d := p.deployment(t, ns, "web", 1, v1alpha1.MachineDeploymentStatus{Replicas: 1})
+	ms := p.machineSet(t, d, "web-1", "1", 1, v1alpha1.MachineSetStatus{Replicas: 1}, nil)
+	m := p.machine(t, ns, "web-1-pending", ms, "why-configz-node", nil, nil)
+	m.Status.CurrentStatus = v1alpha1.CurrentStatus{Phase: v1alpha1.MachinePending, LastUpdateTime: m.CreationTimestamp}
+	require.NoError(t, p.c.Status().Update(t.Context(), m))
+	at := m.CreationTimestamp.Add(6*time.Minute + 30*time.Second)
+
+	o := manager.DefaultOptions()
+	o.MachineCreationTimeout = 35 * time.Minute
+	doc := managerConfigz(t, o)
+	var mode atomic.Value // "open", "secure" (401 without a bearer token) or "hang"
+	var sawAuthorization atomic.Bool
+	release := make(chan struct{})
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			sawAuthorization.Store(true)
+		}
+		switch mode.Load() {
+		case "secure":
+			if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
+				http.Error(w, "Unauthorized", http.StatusUnauthorized)
+				return
+			}
+		case "hang":
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		if r.URL.Path != "/configz" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(doc)
+	}))
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	require.NoError(t, err)
+	srv.Listener = ln
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	port := int32(ln.Addr().(*net.TCPAddr).Port)
+
+	require.NoError(t, p.c.Create(t.Context(), &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "manager-metrics"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{
+			Name: "metrics", Port: 10259, TargetPort: intstr.FromInt32(port), Protocol: corev1.ProtocolTCP,
+		}}},
+	}))
+	// The API server's service proxy takes the address from the Service's
+	// EndpointSlices and proxies only to an address whose target is a Pod
+	// with that IP, so both stand in for what the kubelet and the
+	// EndpointSlice controller would make.
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "manager"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "machina-manager"}}},
+	}
+	require.NoError(t, p.c.Create(t.Context(), pod))
+	pod.Status.PodIP = ip
+	pod.Status.PodIPs = []corev1.PodIP{{IP: ip}}
+	require.NoError(t, p.c.Status().Update(t.Context(), pod))
+	require.NoError(t, p.c.Create(t.Context(), &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "manager-metrics-1",
+			Labels: map[string]string{discoveryv1.LabelServiceName: "manager-metrics"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{
+			Addresses:  []string{ip},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: pod.Name},
+		}},
+		Ports: []discoveryv1.EndpointPort{{Name: ptr.To("metrics"), Port: ptr.To(port), Protocol: ptr.To(corev1.ProtocolTCP)}},
+	}))
+	service := "--manager-metrics-service=" + ns + "/manager-metrics:metrics"
+	// The API server reads EndpointSlices from its informer: wait until it
+	// knows this one.
+	mode.Store("open")
+	cfg := p.env.Config
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		_, err := readConfigz(t.Context(), cfg, ns+"/manager-metrics:metrics")
+		assert.NoError(c, err)
+	}, 20*time.Second, 50*time.Millisecond, "the service proxy never reached the stand-in")
+
+	t.Run("the manager's timeouts", func(t *testing.T) {
+		mode.Store("open")
+		out, err := p.run(t, at, ns, "why", m.Name, service)
+		require.NoError(t, err)
+		require.Contains(t, out, "creation timeout in 29m", "35m from /configz, not the default 20m")
+		require.Contains(t, out, "Timeouts: the manager's, from /configz of Service why-configz/manager-metrics:metrics\n")
+	})
+
+	t.Run("an explicit flag wins", func(t *testing.T) {
+		mode.Store("open")
+		out, err := p.run(t, at, ns, "why", m.Name, service, "--machine-creation-timeout=60m")
+		require.NoError(t, err)
+		require.Contains(t, out, "creation timeout in 54m")
+		require.Contains(t, out, "Timeouts: the manager's, from /configz of Service why-configz/manager-metrics:metrics; --machine-creation-timeout from the command line\n")
+	})
+
+	t.Run("a secure manager refuses the proxied request", func(t *testing.T) {
+		mode.Store("secure")
+		out, err := p.run(t, at, ns, "why", m.Name, service)
+		require.NoError(t, err)
+		require.Contains(t, out, "creation timeout in 14m", "the defaults")
+		require.Contains(t, out, "Timeouts: the manager's defaults, as its /configz could not be read (the manager refused the proxied request: 401 Unauthorized")
+		// Why a secure manager cannot answer: the API server authenticates
+		// the caller and does not pass the credentials on.
+		require.False(t, sawAuthorization.Load(), "the service proxy forwarded an Authorization header")
+	})
+
+	t.Run("no answer within 2s", func(t *testing.T) {
+		mode.Store("hang")
+		start := time.Now()
+		out, err := p.run(t, at, ns, "why", m.Name, service)
+		require.NoError(t, err)
+		require.Less(t, time.Since(start), 30*time.Second)
+		require.Contains(t, out, "creation timeout in 14m", "the defaults")
+		require.Contains(t, out, "(no answer from Service why-configz/manager-metrics:metrics within 2s)")
+	})
+
+	t.Run("no such Service", func(t *testing.T) {
+		out, err := p.run(t, at, ns, "why", m.Name, "--manager-metrics-service="+ns+"/nope:metrics")
+		require.NoError(t, err)
+		require.Contains(t, out, "creation timeout in 14m", "the defaults")
+		require.Contains(t, out, `(service why-configz/nope:metrics: no endpoints available for service "nope")`)
+	})
+}
+
+// nonLoopbackIPv4 returns an IPv4 address of this host that is not a
+// loopback or link-local one, which the API server refuses to proxy to.
+func nonLoopbackIPv4(t *testing.T) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	require.NoError(t, err)
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip := n.IP.To4(); ip != nil && !ip.IsLoopback() && !ip.IsLinkLocalUnicast() {
+				return ip.String()
+			}
+		}
+	}
+	t.Skip("this host has no non-loopback IPv4 address for the API server's service proxy to reach")
+	return ""
 }
