@@ -81,7 +81,17 @@ func readConfigz(ctx context.Context, cfg *rest.Config, service string) (map[str
 	}
 	ctx, cancel := context.WithTimeout(ctx, configzTimeout)
 	defer cancel()
-	body, err := cs.CoreV1().Services(ns).ProxyGet("https", name, port, "configz", nil).DoRaw(ctx)
+	get := func(scheme string) ([]byte, error) {
+		return cs.CoreV1().Services(ns).ProxyGet(scheme, name, port, "configz", nil).DoRaw(ctx)
+	}
+	body, err := get("https")
+	if err != nil && ctx.Err() == nil && retryPlain(err, body) {
+		// A manager with --metrics-secure=false serves plain HTTP, which
+		// the proxy's TLS handshake fails on.
+		if plain, perr := get("http"); perr == nil {
+			body, err = plain, nil
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("no answer from Service %s within %s", service, configzTimeout)
@@ -89,6 +99,17 @@ func readConfigz(ctx context.Context, cfg *rest.Config, service string) (map[str
 		return nil, configzError(err, service, body)
 	}
 	return parseConfigz(body)
+}
+
+// retryPlain reports whether an HTTPS attempt failed in a way plain HTTP
+// could fix: not refused by authentication or authorization, and not for
+// want of endpoints.
+func retryPlain(err error, body []byte) bool {
+	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+		return false
+	}
+	var st metav1.Status
+	return json.Unmarshal(body, &st) != nil || !strings.Contains(st.Message, "no endpoints available")
 }
 
 // configzError says in a few words why the proxy gave no /configz.

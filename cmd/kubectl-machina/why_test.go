@@ -238,12 +238,6 @@ func (p *plugin) testWhyConfigz(t *testing.T) {
 	t.Cleanup(func() { close(release) })
 	port := int32(ln.Addr().(*net.TCPAddr).Port)
 
-	require.NoError(t, p.c.Create(t.Context(), &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "manager-metrics"},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{
-			Name: "metrics", Port: 10259, TargetPort: intstr.FromInt32(port), Protocol: corev1.ProtocolTCP,
-		}}},
-	}))
 	// The API server's service proxy takes the address from the Service's
 	// EndpointSlices and proxies only to an address whose target is a Pod
 	// with that IP, so both stand in for what the kubelet and the
@@ -256,17 +250,7 @@ func (p *plugin) testWhyConfigz(t *testing.T) {
 	pod.Status.PodIP = ip
 	pod.Status.PodIPs = []corev1.PodIP{{IP: ip}}
 	require.NoError(t, p.c.Status().Update(t.Context(), pod))
-	require.NoError(t, p.c.Create(t.Context(), &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "manager-metrics-1",
-			Labels: map[string]string{discoveryv1.LabelServiceName: "manager-metrics"}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints: []discoveryv1.Endpoint{{
-			Addresses:  []string{ip},
-			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
-			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: pod.Name},
-		}},
-		Ports: []discoveryv1.EndpointPort{{Name: ptr.To("metrics"), Port: ptr.To(port), Protocol: ptr.To(corev1.ProtocolTCP)}},
-	}))
+	p.proxiedService(t, ns, "manager-metrics", pod.Name, ip, port)
 	service := "--manager-metrics-service=" + ns + "/manager-metrics:metrics"
 	// The API server reads EndpointSlices from its informer: wait until it
 	// knows this one.
@@ -276,6 +260,29 @@ func (p *plugin) testWhyConfigz(t *testing.T) {
 		_, err := readConfigz(t.Context(), cfg, ns+"/manager-metrics:metrics")
 		assert.NoError(c, err)
 	}, 20*time.Second, 50*time.Millisecond, "the service proxy never reached the stand-in")
+
+	// A manager with --metrics-secure=false serves plain HTTP: the same
+	// stand-in, without TLS, behind a Service of its own.
+	plain := httptest.NewUnstartedServer(srv.Config.Handler)
+	plainLn, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	require.NoError(t, err)
+	plain.Listener = plainLn
+	plain.Start()
+	t.Cleanup(plain.Close)
+	p.proxiedService(t, ns, "manager-metrics-plain", pod.Name, ip, int32(plainLn.Addr().(*net.TCPAddr).Port))
+
+	t.Run("a manager serving plain HTTP", func(t *testing.T) {
+		mode.Store("open")
+		var out string
+		// The API server learns of the new EndpointSlice from a watch.
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			var err error
+			out, err = p.run(t, at, ns, "why", m.Name, "--manager-metrics-service="+ns+"/manager-metrics-plain:metrics")
+			assert.NoError(c, err)
+			assert.Contains(c, out, "creation timeout in 29m")
+		}, 20*time.Second, 50*time.Millisecond)
+		require.Contains(t, out, "Timeouts: the manager's, from /configz of Service why-configz/manager-metrics-plain:metrics\n")
+	})
 
 	t.Run("the manager's timeouts", func(t *testing.T) {
 		mode.Store("open")
@@ -320,6 +327,29 @@ func (p *plugin) testWhyConfigz(t *testing.T) {
 		require.Contains(t, out, "creation timeout in 14m", "the defaults")
 		require.Contains(t, out, `(service why-configz/nope:metrics: no endpoints available for service "nope")`)
 	})
+}
+
+// proxiedService makes a Service without selector whose port "metrics"
+// leads to ip:port, as the EndpointSlice controller would for the Pod pod.
+func (p *plugin) proxiedService(t *testing.T, ns, name, pod, ip string, port int32) {
+	t.Helper()
+	require.NoError(t, p.c.Create(t.Context(), &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{
+			Name: "metrics", Port: 10259, TargetPort: intstr.FromInt32(port), Protocol: corev1.ProtocolTCP,
+		}}},
+	}))
+	require.NoError(t, p.c.Create(t.Context(), &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-1",
+			Labels: map[string]string{discoveryv1.LabelServiceName: name}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{
+			Addresses:  []string{ip},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: pod},
+		}},
+		Ports: []discoveryv1.EndpointPort{{Name: ptr.To("metrics"), Port: ptr.To(port), Protocol: ptr.To(corev1.ProtocolTCP)}},
+	}))
 }
 
 // nonLoopbackIPv4 returns an IPv4 address of this host that is not a
