@@ -148,6 +148,7 @@ func (c *MachineConfiguration) InvalidDurations() []string {
 		{"creationTimeout", c.MachineCreationTimeout},
 		{"inPlaceUpdateTimeout", c.MachineInPlaceUpdateTimeout},
 		{"machinePreserveTimeout", c.MachinePreserveTimeout},
+		{"expireAfter", c.MachineExpireAfter},
 	} {
 		if err := f.d.Err(); err != nil {
 			out = append(out, f.name+": "+err.Error())

@@ -92,6 +92,18 @@ type MachineConfiguration struct {
 	// +optional
 	MachinePreserveTimeout *Duration `json:"machinePreserveTimeout,omitempty"`
 
+	// MachineExpireAfter is the most a machine of a MachineDeployment may
+	// live (Karpenter's expireAfter), counted from when the machine
+	// controller first saw it: an older machine is deleted and replaced by
+	// its set, one at a time and only while the deployment's maxUnavailable
+	// allows one more unavailable machine. Unset or 0: machines never
+	// expire. Machina addition.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule=`self.size() <= 64 && self.matches('^[-+]?(0|((0*[0-9]{1,5}([.][0-9]*)?|[.][0-9]+)h|(0*[0-9]{1,7}([.][0-9]*)?|[.][0-9]+)m|(0*[0-9]{1,9}([.][0-9]*)?|[.][0-9]+)s|(0*[0-9]{1,12}([.][0-9]*)?|[.][0-9]+)ms|(0*[0-9]{1,15}([.][0-9]*)?|[.][0-9]+)(us|µs|μs)|(0*[0-9]{1,18}([.][0-9]*)?|[.][0-9]+)ns)+)$') && duration(self) >= duration('0s') && duration(self) <= duration('87600h')`,message="must be a Go duration from 0s to 87600h of at most 64 characters, such as 10m or 2h30m"
+	// +optional
+	MachineExpireAfter *Duration `json:"expireAfter,omitempty"`
+
 	// DisableHealthTimeout, when true, keeps an unhealthy machine from ever being
 	// declared Failed by the health timeout.
 	// +optional

@@ -248,6 +248,11 @@ func (in *MachineConfiguration) DeepCopyInto(out *MachineConfiguration) {
 		*out = new(Duration)
 		**out = **in
 	}
+	if in.MachineExpireAfter != nil {
+		in, out := &in.MachineExpireAfter, &out.MachineExpireAfter
+		*out = new(Duration)
+		**out = **in
+	}
 	if in.DisableHealthTimeout != nil {
 		in, out := &in.DisableHealthTimeout, &out.DisableHealthTimeout
 		*out = new(bool)

@@ -258,5 +258,6 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (phase.Resul
 		r.rollback,        // rollback.go: spec.rollbackTo: the old template in one spec write, and stop
 		r.scale,           // scale.go: a scaling event: proportional scaling, and stop
 		r.rollout,         // rollout.go: one step of the strategy's rollout (strategy.go), then its status
+		r.expire,          // expiry.go: once rolled out, replace one machine older than expireAfter
 	)
 }

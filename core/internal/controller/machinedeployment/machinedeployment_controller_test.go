@@ -71,6 +71,7 @@ func TestMachineDeploymentController(t *testing.T) {
 	t.Run("scaling during a rollout is proportional", s.testProportionalScaling)
 	t.Run("rollbackTo returns to an earlier template", s.testRollback)
 	t.Run("rolloutAfter replaces every machine once it passes, and only then", s.testRolloutAfter)
+	t.Run("machines older than expireAfter are replaced within maxUnavailable", s.testExpireAfter)
 	t.Run("the API server freeze stops scaling and rollouts until it ends", s.testAPIServerFreeze)
 	t.Run("an out-of-range maxSurge or maxUnavailable is refused with a condition", s.testOutOfRangeStrategy)
 	t.Run("deleting the deployment deletes machine sets and machines", s.testDelete)

@@ -58,6 +58,7 @@ func TestMachineSetController(t *testing.T) {
 	t.Run("scales through the scale subresource", s.testScaleSubresource)
 	t.Run("deleting the set deletes its machines", s.testDelete)
 	t.Run("MCM parity: effective-creation-timeout, stale machines counted", s.testMCMParity)
+	t.Run("a set of no deployment says it ignores expireAfter", s.testExpireAfterIgnored)
 }
 
 func (s *suite) namespace(t *testing.T) string {

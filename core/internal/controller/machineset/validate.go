@@ -38,8 +38,20 @@ func (r *Reconciler) validate(ctx context.Context, s *scope) (phase.Result, erro
 		s.status = &st
 		return phase.Result{Stop: true, NoResync: true}, nil
 	}
+	if ea := s.ms.Spec.Template.Spec.MachineConfiguration; ea != nil && ea.MachineExpireAfter != nil && ea.MachineExpireAfter.Duration > 0 && !ownedByDeployment(s.ms) {
+		// Expiry is the MachineDeployment's (its maxUnavailable bounds it):
+		// a set of its own says that it does not act on the field.
+		r.Recorder.Event(s.ms, corev1.EventTypeWarning, "ExpireAfterIgnored",
+			"spec.template.spec.expireAfter is acted on only for machine sets of a MachineDeployment; this set's machines do not expire")
+	}
 	s.selector = selector
 	return phase.Result{}, nil
+}
+
+// ownedByDeployment reports whether a MachineDeployment controls the set.
+func ownedByDeployment(ms *v1alpha1.MachineSet) bool {
+	ref := metav1.GetControllerOf(ms)
+	return ref != nil && ref.Kind == "MachineDeployment"
 }
 
 // validSelector parses the selector and checks that it is not empty and
