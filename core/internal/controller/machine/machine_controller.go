@@ -219,6 +219,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// timeouts.go: reported on the machine; nothing else is done with
 		// it until the field is fixed.
 	} else if observeTimeoutStarts(s); m.DeletionTimestamp.IsZero() {
+		r.reportIgnoredExpiry(s)
 		res, err = r.reconcileNormal(ctx, s)
 	} else {
 		// A machine being deleted counts as being replaced by what the
