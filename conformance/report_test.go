@@ -115,7 +115,8 @@ func TestRunnerFocusOnSuite(t *testing.T) {
 		"Identity/plugin_name", "Identity/vendor_version", "Identity/manifest", "Identity/providers", "Identity/known_capabilities",
 		"Identity/probe", "Identity/stable_answers",
 		"DeleteMachine/removes_vm", "DeleteMachine/idempotent", "DeleteMachine/by_name_only",
-		"DeleteMachine/other_provider_id_kept", "DeleteMachine/recreate_after_delete", "DeleteMachine/unknown_machine",
+		"DeleteMachine/other_provider_id_kept", "DeleteMachine/recreate_after_delete", "DeleteMachine/provider_id_of_another_machine",
+		"DeleteMachine/unknown_machine", "Identity/stable_to_the_end",
 	}, names)
 	assert.Equal(t, len(conformance.Tests())-len(names), rep.Filtered)
 	assert.Empty(t, d.liveVMs())

@@ -50,6 +50,12 @@ func TestMachineConfigControllers(t *testing.T) {
 		},
 	}
 	require.NoError(t, c.Create(t.Context(), pool))
+	// The template controller's base configuration: a KubeletConfig merges
+	// over its kubelet.conf (without one it is refused).
+	require.NoError(t, c.Create(t.Context(), &mcfgv1.ControllerConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: mcfgv1.ControllerConfigName},
+		Spec:       mcfgv1.ControllerConfigSpec{ClusterDNSIP: "10.96.0.10"},
+	}))
 	require.NoError(t, c.Create(t.Context(), &mcfgv1.MachineConfig{
 		ObjectMeta: metav1.ObjectMeta{Name: "50-infra-motd", Labels: map[string]string{mcfgv1.RoleLabel: "infra"}},
 		Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: []byte(
@@ -63,7 +69,7 @@ func TestMachineConfigControllers(t *testing.T) {
 		},
 	}))
 
-	want := []string{"50-infra-motd", "99-infra-generated-kubelet"}
+	want := []string{"01-infra-kubelet", "50-infra-motd", "99-infra-generated-kubelet"}
 	require.Eventually(t, func() bool {
 		got := &mcfgv1.MachineConfigPool{}
 		if c.Get(t.Context(), client.ObjectKeyFromObject(pool), got) != nil || len(got.Spec.Configuration.Source) != len(want) {
