@@ -81,7 +81,7 @@ func TestNothingParsedAndIgnored(t *testing.T) {
 // MCM") that says so.
 var surfaceAllowList = map[string]string{
 	"MachineSetStatus.LastOperation": "kept so that a value MCM stored round-trips; machina records operations on each Machine's status.lastOperation and a set's in its conditions and events",
-	"Duration.Raw": "not a wire field (json:\"-\"): a stored value Go cannot parse, kept by UnmarshalJSON so the object decodes and is written back unchanged; read through Duration.Err, which the controllers call (InvalidDurations) to refuse the object with its field named",
+	"Duration.Raw":                   "not a wire field (json:\"-\"): a stored value Go cannot parse, kept by UnmarshalJSON so the object decodes and is written back unchanged; read through Duration.Err, which the controllers call (InvalidDurations) to refuse the object with its field named",
 }
 
 // use is one use of a field: the file (relative to core, or to cmd's
