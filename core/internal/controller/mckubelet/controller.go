@@ -118,7 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	log := logr.FromContextOrDiscard(ctx).WithValues("kubeletConfig", kc.Name)
 	if !kc.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.release(ctx, kc, log)
+		return ctrl.Result{}, mcfg.Release(ctx, r.Client, kc, mcfgv1.KubeletConfigFinalizer, "kubelet", log)
 	}
 	if !controllerutil.ContainsFinalizer(kc, mcfgv1.KubeletConfigFinalizer) {
 		patch := client.MergeFromWithOptions(kc.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -174,7 +174,7 @@ func (r *Reconciler) apply(ctx context.Context, kc *mcfgv1.KubeletConfig, log lo
 		}
 		written = append(written, name)
 	}
-	return written, "", r.deleteOwned(ctx, kc, written, log)
+	return written, "", mcfg.DeleteOwned(ctx, r.Client, kc, written, "kubelet", log)
 }
 
 // selectedPools are the pools the KubeletConfig's selector selects; an
@@ -283,43 +283,6 @@ func (r *Reconciler) write(ctx context.Context, kc *mcfgv1.KubeletConfig, want *
 	}
 	log.Info("Updated generated kubelet MachineConfig", "machineConfig", want.Name)
 	return "", nil
-}
-
-// deleteOwned deletes the KubeletConfig's MachineConfigs not in keep.
-func (r *Reconciler) deleteOwned(ctx context.Context, kc *mcfgv1.KubeletConfig, keep []string, log logr.Logger) error {
-	list := &mcfgv1.MachineConfigList{}
-	if err := r.Client.List(ctx, list); err != nil {
-		return fmt.Errorf("listing MachineConfigs: %w", err)
-	}
-	for i := range list.Items {
-		mc := &list.Items[i]
-		ref := metav1.GetControllerOf(mc)
-		if ref == nil || ref.UID != kc.UID || slices.Contains(keep, mc.Name) {
-			continue
-		}
-		if err := r.Client.Delete(ctx, mc); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting %s: %w", mc.Name, err)
-		}
-		log.Info("Deleted generated kubelet MachineConfig", "machineConfig", mc.Name)
-	}
-	return nil
-}
-
-// release deletes every MachineConfig of a deleted KubeletConfig, then
-// lets it go.
-func (r *Reconciler) release(ctx context.Context, kc *mcfgv1.KubeletConfig, log logr.Logger) error {
-	if !controllerutil.ContainsFinalizer(kc, mcfgv1.KubeletConfigFinalizer) {
-		return nil
-	}
-	if err := r.deleteOwned(ctx, kc, nil, log); err != nil {
-		return err
-	}
-	patch := client.MergeFromWithOptions(kc.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(kc, mcfgv1.KubeletConfigFinalizer)
-	if err := r.Client.Patch(ctx, kc, patch); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("removing the finalizer: %w", err)
-	}
-	return nil
 }
 
 // writeStatus sets Success and Failure, and the observed generation.

@@ -112,7 +112,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	log := logr.FromContextOrDiscard(ctx).WithValues("containerRuntimeConfig", crc.Name)
 	if !crc.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.release(ctx, crc, log)
+		return ctrl.Result{}, mcfg.Release(ctx, r.Client, crc, mcfgv1.ContainerRuntimeConfigFinalizer, "container runtime", log)
 	}
 	if !controllerutil.ContainsFinalizer(crc, mcfgv1.ContainerRuntimeConfigFinalizer) {
 		patch := client.MergeFromWithOptions(crc.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -159,7 +159,7 @@ func (r *Reconciler) apply(ctx context.Context, crc *mcfgv1.ContainerRuntimeConf
 		}
 		written = append(written, mc.Name)
 	}
-	return written, "", r.deleteOwned(ctx, crc, written, log)
+	return written, "", mcfg.DeleteOwned(ctx, r.Client, crc, written, "container runtime", log)
 }
 
 // selectedPools are the pools the selector selects; an empty or missing
@@ -212,44 +212,6 @@ func (r *Reconciler) suffix(ctx context.Context, crc *mcfgv1.ContainerRuntimeCon
 		return "", "", fmt.Errorf("recording the name suffix: %w", err)
 	}
 	return s, "", nil
-}
-
-// deleteOwned deletes the ContainerRuntimeConfig's MachineConfigs not in
-// keep.
-func (r *Reconciler) deleteOwned(ctx context.Context, crc *mcfgv1.ContainerRuntimeConfig, keep []string, log logr.Logger) error {
-	list := &mcfgv1.MachineConfigList{}
-	if err := r.Client.List(ctx, list); err != nil {
-		return fmt.Errorf("listing MachineConfigs: %w", err)
-	}
-	for i := range list.Items {
-		mc := &list.Items[i]
-		ref := metav1.GetControllerOf(mc)
-		if ref == nil || ref.UID != crc.UID || slices.Contains(keep, mc.Name) {
-			continue
-		}
-		if err := r.Client.Delete(ctx, mc); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting %s: %w", mc.Name, err)
-		}
-		log.Info("Deleted generated container runtime MachineConfig", "machineConfig", mc.Name)
-	}
-	return nil
-}
-
-// release deletes every MachineConfig of a deleted ContainerRuntimeConfig,
-// then lets it go.
-func (r *Reconciler) release(ctx context.Context, crc *mcfgv1.ContainerRuntimeConfig, log logr.Logger) error {
-	if !controllerutil.ContainsFinalizer(crc, mcfgv1.ContainerRuntimeConfigFinalizer) {
-		return nil
-	}
-	if err := r.deleteOwned(ctx, crc, nil, log); err != nil {
-		return err
-	}
-	patch := client.MergeFromWithOptions(crc.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(crc, mcfgv1.ContainerRuntimeConfigFinalizer)
-	if err := r.Client.Patch(ctx, crc, patch); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("removing the finalizer: %w", err)
-	}
-	return nil
 }
 
 // writeStatus sets Success and Failure, and the observed generation.
