@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	machinaiov1alpha1 "github.com/machina-io/machina/core/api/machina/v1alpha1"
 	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/catchup"
@@ -324,8 +325,8 @@ func (m *Manager) informersSynced(req *http.Request) error {
 	return nil
 }
 
-// newScheme knows the built-in types, machine.sapcloud.io/v1alpha1 and
-// machineconfiguration.openshift.io/v1.
+// newScheme knows the built-in types, machine.sapcloud.io/v1alpha1,
+// machineconfiguration.openshift.io/v1 and machina.io/v1alpha1.
 func newScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -335,6 +336,9 @@ func newScheme() (*runtime.Scheme, error) {
 		return nil, err
 	}
 	if err := mcfgv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := machinaiov1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	return scheme, nil

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	machinaiov1alpha1 "github.com/machina-io/machina/core/api/machina/v1alpha1"
 	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	machinav1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 )
@@ -201,7 +202,8 @@ func (e *Env) StartAPIServer() error {
 }
 
 // NewScheme returns a scheme with the client-go built-in types,
-// machine.sapcloud.io/v1alpha1 and machineconfiguration.openshift.io/v1.
+// machine.sapcloud.io/v1alpha1, machineconfiguration.openshift.io/v1 and
+// machina.io/v1alpha1.
 func NewScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -211,6 +213,9 @@ func NewScheme() (*runtime.Scheme, error) {
 		return nil, err
 	}
 	if err := mcfgv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := machinaiov1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	return scheme, nil
