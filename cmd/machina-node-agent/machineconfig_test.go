@@ -186,6 +186,8 @@ func TestMachineConfigRefusals(t *testing.T) {
 		{"kernel type", nil, mcv1.MachineConfigSpec{KernelType: "realtime"}, mcoStateDegraded,
 			"kernelType: not applied: this node agent has no --os-update-command"},
 		{"extensions", nil, mcv1.MachineConfigSpec{Extensions: []string{"usbguard"}}, mcoStateDegraded, "extensions: not applied"},
+		{"os images", nil, mcv1.MachineConfigSpec{OSImageURL: "quay.io/example/os@sha256:1", BaseOSExtensionsContainerImage: "quay.io/example/ext@sha256:2"},
+			mcoStateDegraded, "osImageURL, baseOSExtensionsContainerImage: not applied: this node agent has no --os-update-command"},
 		{"enabled without a unit file", map[string]any{"systemd": map[string]any{"units": []any{map[string]any{"name": "nowhere.service", "enabled": true}}}},
 			mcv1.MachineConfigSpec{}, mcoStateDegraded, "systemd.units (nowhere.service).enabled: the unit has no contents and no unit file"},
 		{"no owner", map[string]any{"storage": map[string]any{"files": []any{map[string]any{"path": "/etc/x", "user": map[string]any{"name": "nobody-here"}}}}},
@@ -210,13 +212,15 @@ func TestMachineConfigRefusals(t *testing.T) {
 	}
 }
 
-// TestMachineConfigOSUpdateCommand: the kernel type, extensions and OS
-// image go through the operator's command, then the node reboots.
+// TestMachineConfigOSUpdateCommand: the kernel type, extensions, OS
+// image and extensions image go through the operator's command, then the
+// node reboots.
 func TestMachineConfigOSUpdateCommand(t *testing.T) {
 	env := testenv.Start(t)
 	n := newMCNode(t, env, "mc-rt")
 	seen := filepath.Join(t.TempDir(), "os-update.env")
-	createRendered(t, env, "rendered-rt", mcv1.MachineConfigSpec{KernelType: "realtime", Extensions: []string{"usbguard"}},
+	createRendered(t, env, "rendered-rt", mcv1.MachineConfigSpec{KernelType: "realtime", Extensions: []string{"usbguard", "kerberos"},
+		OSImageURL: "quay.io/example/os@sha256:1", BaseOSExtensionsContainerImage: "quay.io/example/ext@sha256:2"},
 		map[string]any{"ignition": map[string]any{"version": "3.5.0"}})
 	createNode(t, env, n.name, "", nil, map[string]string{mcoDesiredConfig: "rendered-rt"})
 	n.start(t, env, "--os-update-command=env | grep ^MACHINA_ | sort > "+seen)
@@ -226,7 +230,9 @@ func TestMachineConfigOSUpdateCommand(t *testing.T) {
 	got, err := os.ReadFile(seen)
 	require.NoError(t, err)
 	assert.Contains(t, string(got), "MACHINA_KERNEL_TYPE=realtime\n")
-	assert.Contains(t, string(got), "MACHINA_EXTENSIONS=usbguard\n")
+	assert.Contains(t, string(got), "MACHINA_EXTENSIONS=usbguard kerberos\n")
+	assert.Contains(t, string(got), "MACHINA_OS_IMAGE_URL=quay.io/example/os@sha256:1\n")
+	assert.Contains(t, string(got), "MACHINA_BASE_OS_EXTENSIONS_IMAGE=quay.io/example/ext@sha256:2\n")
 	assert.Contains(t, string(got), "MACHINA_ROOT="+n.root+"\n")
 	assert.Equal(t, []string{"reboot"}, n.calls(t))
 }

@@ -19,6 +19,7 @@ const (
 	testRefusals  = "TestMachineConfigRefusals"
 	testOS        = "TestMachineConfigOSUpdateCommand"
 	testIgnition  = "TestParseIgnitionRefusals"
+	testParse     = "TestParseIgnition"
 	testUnits     = "TestUnitWrites"
 	testVerifies  = "TestFileVerification"
 	testFiles     = "TestFileWrites"
@@ -31,7 +32,7 @@ const (
 // in spec.config.
 var Fields = []Field{
 	{"spec.osImageURL", true, "run through --os-update-command ($MACHINA_OS_IMAGE_URL), then a reboot; without the command the node is Degraded naming the field", testRefusals + ", " + testOS},
-	{"spec.baseOSExtensionsContainerImage", true, "run through --os-update-command ($MACHINA_BASE_OS_EXTENSIONS_IMAGE), then a reboot; without the command the node is Degraded naming the field", testOS},
+	{"spec.baseOSExtensionsContainerImage", true, "run through --os-update-command ($MACHINA_BASE_OS_EXTENSIONS_IMAGE), then a reboot; without the command the node is Degraded naming the field", testRefusals + ", " + testOS},
 	{"spec.kernelArguments", true, "appended to the options line of every boot loader entry in /boot/loader/entries, computed from the image's entry so that removal restores it; a reboot; a node without entries is Degraded", testApply},
 	{"spec.extensions", true, "run through --os-update-command ($MACHINA_EXTENSIONS), then a reboot; without the command the node is Degraded naming the field; unknown extensions are refused at render", testRefusals + ", " + testOS},
 	{"spec.fips", false, "FIPS mode is chosen at installation: a value that differs from the node's (/proc/sys/crypto/fips_enabled) makes the node Unreconcilable; a day-2 change is refused at render", testRefusals},
@@ -61,7 +62,7 @@ var Fields = []Field{
 	{"spec.config.storage.files[].mode", true, "set with chmod (setuid, setgid and sticky included); 0644 when unset", testApply},
 	{"spec.config.storage.files[].overwrite", true, "false with another file already on the node makes the node Degraded; rendered configurations set true where unset", testFiles},
 	{"spec.config.storage.files[].contents.source", true, "data: URLs decoded; any other scheme is " + refusedRender, testApply},
-	{"spec.config.storage.files[].contents.compression", true, "gzip decompressed", testIgnition},
+	{"spec.config.storage.files[].contents.compression", true, "gzip decompressed", testParse},
 	{"spec.config.storage.files[].contents.verification.hash", true, "sha256 or sha512 of the decoded data checked; a mismatch is " + refusedRender, testVerifies},
 	{"spec.config.storage.files[].contents.httpHeaders", false, "only data: URLs are read; " + refusedRender, testIgnition},
 	{"spec.config.storage.files[].user.id", true, "the file's owner (chown before the rename)", testFiles},

@@ -1,6 +1,7 @@
 package machineconfig
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -62,6 +63,10 @@ func TestFieldTableIsComplete(t *testing.T) {
 		lower := strings.ToLower(f.How)
 		assert.False(t, strings.Contains(lower, "carried") || strings.Contains(lower, "not applied") && f.Applied,
 			"%s: a row never says carried or not applied without a refusal", f.Path)
+		if !f.Applied {
+			assert.True(t, strings.Contains(f.How, "refused") || strings.Contains(f.How, "Unreconcilable"),
+				"%s: a refused row says where it is refused", f.Path)
+		}
 	}
 	for _, p := range want {
 		assert.Contains(t, have, p, "the field %s has no row in Fields", p)
@@ -130,4 +135,105 @@ func TestFieldTableInDocs(t *testing.T) {
 		return
 	}
 	assert.Equal(t, want, doc, "docs/machine-config.md's field table is stale: go test ./cmd/machina-node-agent/internal/machineconfig -run TestFieldTableInDocs -update")
+}
+
+// TestRefusedRowsAreRefused: every row of the Ignition config that the
+// table calls refused is refused at runtime: a config that sets only that
+// field (to a value that is not empty) fails ParseIgnition, which both the
+// render controller and the agent (Unreconcilable) run, and the error
+// names the field. A row marked refused whose field were silently
+// accepted fails here.
+func TestRefusedRowsAreRefused(t *testing.T) {
+	const prefix = "spec.config."
+	checked := 0
+	for _, f := range Fields {
+		if f.Applied || !strings.HasPrefix(f.Path, prefix) {
+			continue
+		}
+		config, want := configSetting(t, strings.TrimPrefix(f.Path, prefix))
+		raw, err := json.Marshal(config)
+		require.NoError(t, err)
+		_, err = mcv1.ParseIgnition(raw)
+		assert.ErrorContains(t, err, want+" (", "%s: %s", f.Path, raw)
+		checked++
+	}
+	assert.Greater(t, checked, 20, "the refused rows of the Ignition config")
+}
+
+// configSetting returns an Ignition 3.5.0 config that sets the field at
+// path (as in Fields, without "spec.config.") and nothing else but what
+// makes its list element valid (a user's name core, a file's path), and
+// the field as ParseIgnition names it ("passwd.users[0].gecos").
+func configSetting(t *testing.T, path string) (map[string]any, string) {
+	t.Helper()
+	config := map[string]any{"ignition": map[string]any{"version": "3.5.0"}}
+	obj, typ := config, reflect.TypeFor[mcv1.Ignition]()
+	segments := strings.Split(path, ".")
+	var named []string
+	for i, seg := range segments {
+		name, list := strings.CutSuffix(seg, "[]")
+		field, ok := jsonField(typ, name)
+		require.True(t, ok, "%s: no field %s in %s", path, name, typ)
+		typ = field
+		if list {
+			named = append(named, name+"[0]")
+		} else {
+			named = append(named, name)
+		}
+		if i == len(segments)-1 {
+			obj[name] = nonEmpty(t, typ)
+			break
+		}
+		if list {
+			elem := map[string]any{}
+			switch name {
+			case "users":
+				elem["name"] = mcv1.CoreUser
+			case "files":
+				elem["path"] = "/etc/refused"
+			}
+			obj[name] = []any{elem}
+			obj, typ = elem, typ.Elem()
+			continue
+		}
+		next, ok := obj[name].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			obj[name] = next
+		}
+		obj = next
+	}
+	return config, strings.Join(named, ".")
+}
+
+// jsonField is the type of t's field whose JSON name is name.
+func jsonField(t reflect.Type, name string) (reflect.Type, bool) {
+	for f := range t.Fields() {
+		if n, _, _ := strings.Cut(f.Tag.Get("json"), ","); n == name {
+			return f.Type, true
+		}
+	}
+	return nil, false
+}
+
+// nonEmpty is a value of type t that says something: raw JSON sections
+// get a list holding an object, pointers their element's value.
+func nonEmpty(t *testing.T, typ reflect.Type) any {
+	t.Helper()
+	if typ == reflect.TypeFor[json.RawMessage]() {
+		return []any{map[string]any{"name": "x"}}
+	}
+	for typ.Kind() == reflect.Pointer {
+		typ = typ.Elem()
+	}
+	switch typ.Kind() {
+	case reflect.String:
+		return "x"
+	case reflect.Int:
+		return 1000
+	case reflect.Bool:
+		return true
+	}
+	t.Fatalf("no value for a field of type %s", typ)
+	return nil
 }
