@@ -20,11 +20,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/cachetrim"
 	"github.com/machina-io/machina/core/internal/controller/classupdate"
 	"github.com/machina-io/machina/core/internal/controller/machine"
 	"github.com/machina-io/machina/core/internal/controller/machineset"
@@ -56,7 +58,8 @@ func init() { ctrl.SetLogger(logr.Discard()) }
 
 // TestPerEventCostDoesNotGrowWithTheFleet measures one reconcile of a
 // Running Machine, of a MachineSet of 3 machines and of one Node, in the steady state (nothing
-// to do but look), beside a fleet of 50 and then of 400 machines with
+// to do but look), and the Node path: a heartbeat of the probe's Node
+// through the cache (watch event, decoding, the manager's transform), beside a fleet of 50 and then of 400 machines with
 // their Nodes, owned by another MachineSet, in the same cache. The
 // controllers are registered with a manager whose cache alone runs: no
 // controller reconciles in the background, so the process's allocations
@@ -74,6 +77,8 @@ func TestPerEventCostDoesNotGrowWithTheFleet(t *testing.T) {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		// The manager's cache transform (core/manager).
+		Cache: cache.Options{DefaultTransform: cachetrim.Transform()},
 	})
 	require.NoError(t, err)
 	machines := &machine.Reconciler{Driver: startDriver(t)}
@@ -112,7 +117,8 @@ func TestPerEventCostDoesNotGrowWithTheFleet(t *testing.T) {
 	nodeReq := ctrl.Request{NamespacedName: types.NamespacedName{Name: nodeName(probe.Name, 0)}}
 	machineReq := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: nodeName(probe.Name, 0)}}
 	classReq := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "probe-class"}}
-	measure := func(n int) (machineCost, setCost, nodeCost, classCost, overshootCost cost) {
+	heartbeat := heartbeatPath(t, mgr.GetCache(), startKubelet(t, env.Kubeconfig), nodeReq.Name)
+	measure := func(n int) (machineCost, setCost, nodeCost, classCost, overshootCost, heartbeatCost cost) {
 		waitCached(t, mgr.GetCache(), 2*probeMachines+n)
 		machineCost = measureCost(t, func() {
 			_, err := machines.Reconcile(ctx, machineReq)
@@ -134,6 +140,7 @@ func TestPerEventCostDoesNotGrowWithTheFleet(t *testing.T) {
 			_, err := overshoots.Reconcile(ctx, setReq)
 			require.NoError(t, err)
 		})
+		heartbeatCost = measureCost(t, heartbeat)
 		// The measured calls did the work: the set counts its machines as
 		// ready and the Node carries the finalizer of its live machine.
 		got := &v1alpha1.MachineSet{}
@@ -152,27 +159,31 @@ func TestPerEventCostDoesNotGrowWithTheFleet(t *testing.T) {
 		require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: nodeName(classProbe.Name, 0)}, c0))
 		require.NotEmpty(t, c0.Annotations[v1alpha1.ClassHashAnnotation], "the class probe machine's class record")
 		require.NotEqual(t, v1alpha1.FreezeValue, got.Labels[v1alpha1.FreezeLabel], "the probe set is frozen")
-		t.Logf("fleet %d: Machine reconcile %s; MachineSet reconcile %s; Node reconcile %s; class update reconcile %s; overshoot reconcile %s",
-			n, machineCost, setCost, nodeCost, classCost, overshootCost)
-		return machineCost, setCost, nodeCost, classCost, overshootCost
+		t.Logf("fleet %d: Machine reconcile %s; MachineSet reconcile %s; Node reconcile %s; class update reconcile %s; overshoot reconcile %s; Node heartbeat through the cache %s",
+			n, machineCost, setCost, nodeCost, classCost, overshootCost, heartbeatCost)
+		return machineCost, setCost, nodeCost, classCost, overshootCost, heartbeatCost
 	}
 
 	createMachines(t, c, fleet, 0, small)
-	machineSmall, setSmall, nodeSmall, classSmall, overshootSmall := measure(small)
+	machineSmall, setSmall, nodeSmall, classSmall, overshootSmall, heartbeatSmall := measure(small)
 	createMachines(t, c, fleet, small, large)
-	machineLarge, setLarge, nodeLarge, classLarge, overshootLarge := measure(large)
+	machineLarge, setLarge, nodeLarge, classLarge, overshootLarge, heartbeatLarge := measure(large)
 
 	machineSmall.requireFlat(t, "Machine", machineLarge)
 	setSmall.requireFlat(t, "MachineSet", setLarge)
 	nodeSmall.requireFlat(t, "Node", nodeLarge)
 	classSmall.requireFlat(t, "class update", classLarge)
 	overshootSmall.requireFlat(t, "overshoot", overshootLarge)
+	heartbeatSmall.requireFlat(t, "Node heartbeat", heartbeatLarge)
 }
 
-// cost is what one call allocated, on average.
-type cost struct{ allocs, bytes float64 }
+// cost is what one call allocated, on average, and the time it took (logged
+// only: a time depends on the machine's load).
+type cost struct{ allocs, bytes, micros float64 }
 
-func (c cost) String() string { return fmt.Sprintf("%.0f allocations, %.0f bytes", c.allocs, c.bytes) }
+func (c cost) String() string {
+	return fmt.Sprintf("%.0f allocations, %.0f bytes, %.0f µs", c.allocs, c.bytes, c.micros)
+}
 
 func (c cost) requireFlat(t *testing.T, what string, atLarge cost) {
 	t.Helper()
@@ -192,13 +203,16 @@ func measureCost(t *testing.T, f func()) cost {
 	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
+	start := time.Now()
 	for range runs {
 		f()
 	}
+	took := time.Since(start)
 	runtime.ReadMemStats(&after)
 	return cost{
 		allocs: float64(after.Mallocs-before.Mallocs) / runs,
 		bytes:  float64(after.TotalAlloc-before.TotalAlloc) / runs,
+		micros: float64(took.Microseconds()) / runs,
 	}
 }
 
@@ -248,8 +262,9 @@ func createMachine(t *testing.T, c client.Client, set *v1alpha1.MachineSet, i in
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{v1alpha1.NodeFinalizer}}}
 	n.Spec.ProviderID = m.Spec.ProviderID
 	require.NoError(t, c.Create(ctx, n))
-	// Ready, as its kubelet reports it; only the probe's Nodes are read
-	// (the fleet's machines are not reconciled).
+	// Ready, with the rest of a kubelet's status; only the probe's Nodes
+	// are read (the fleet's machines are not reconciled).
+	n.Status = kubeletStatus(name)
 	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
 	require.NoError(t, c.Status().Update(ctx, n))
 }
