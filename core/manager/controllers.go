@@ -8,6 +8,7 @@ import (
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/classupdate"
+	"github.com/machina-io/machina/core/internal/controller/healthcheck"
 	"github.com/machina-io/machina/core/internal/controller/machine"
 	"github.com/machina-io/machina/core/internal/controller/machineclass"
 	"github.com/machina-io/machina/core/internal/controller/machinedeployment"
@@ -110,6 +111,13 @@ func (m *Manager) setupControllers(drivers *driver.Set, mgr *term) error {
 		nodes := &node.Reconciler{UnmanagedAfter: m.opts.MachineCreationTimeout}
 		if err := nodes.SetupWithManager(mgr, target, workers); err != nil {
 			return fmt.Errorf("node controller: %w", err)
+		}
+		// MachineHealthChecks remediate the machines they select whose
+		// Node is unhealthy, within their short-circuit; they stand still
+		// with the health timeout while the API servers are unreachable.
+		checks := &healthcheck.Reconciler{Gate: m.gate}
+		if err := checks.SetupWithManager(mgr, target, workers); err != nil {
+			return fmt.Errorf("machinehealthcheck controller: %w", err)
 		}
 	}
 	// Machine configuration pools: rendering and KubeletConfigs

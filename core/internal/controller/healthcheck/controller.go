@@ -1,0 +1,138 @@
+package healthcheck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	machinaio "github.com/machina-io/machina/core/api/machina/v1alpha1"
+	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/setup"
+	"github.com/machina-io/machina/core/internal/freeze"
+)
+
+// ControllerName names the controller in logs, metrics and events.
+const ControllerName = "machinehealthcheck"
+
+// nodeNameIndex is the cache index of Machines by their label "node" (the
+// Node controller keeps its own, under another name).
+const nodeNameIndex = "healthcheck.machina.io/node-name"
+
+// Reconciler runs the MachineHealthChecks.
+type Reconciler struct {
+	// Control reads MachineHealthChecks and Machines (the manager's cache)
+	// and writes them.
+	Control client.Client
+	// Target reads Nodes, from the target cluster's cache.
+	Target client.Client
+	// Recorder records events on checks and Machines.
+	Recorder events.EventRecorder
+	// Gate, while it holds the health timeouts (the API servers are or were
+	// just unreachable), holds remediation too; nil never holds.
+	Gate *freeze.Gate
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// SetupWithManager registers the controller with mgr, whose cluster holds
+// the checks and Machines, reading the Nodes of target, with workers
+// concurrent reconciles.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, workers int) error {
+	if target == nil {
+		return errors.New("machinehealthcheck controller: a target cluster is required")
+	}
+	if r.Control == nil {
+		r.Control = mgr.GetClient()
+	}
+	if r.Target == nil {
+		r.Target = target.GetClient()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder(ControllerName)
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Machine{}, nodeNameIndex, indexNodeName); err != nil {
+		return fmt.Errorf("indexing machines by node: %w", err)
+	}
+	// A Node matters when it appears or goes, or its conditions change
+	// (type, status or transition time); heartbeats do not.
+	nodeChanged := predicate.TypedFuncs[*corev1.Node]{
+		UpdateFunc: func(e event.TypedUpdateEvent[*corev1.Node]) bool {
+			return !slices.EqualFunc(e.ObjectOld.Status.Conditions, e.ObjectNew.Status.Conditions, sameCondition)
+		},
+	}
+	return setup.NewController(mgr, ControllerName, &machinaio.MachineHealthCheck{}, workers, r.Gate,
+		func() client.ObjectList { return &machinaio.MachineHealthCheckList{} }).
+		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.checksOfMachine)).
+		WatchesRawSource(source.Kind(target.GetCache(), &corev1.Node{},
+			handler.TypedEnqueueRequestsFromMapFunc(r.checksOfNode), nodeChanged)).
+		Complete(r)
+}
+
+var _ reconcile.Reconciler = &Reconciler{}
+
+func sameCondition(a, b corev1.NodeCondition) bool {
+	return a.Type == b.Type && a.Status == b.Status && a.LastTransitionTime.Equal(&b.LastTransitionTime)
+}
+
+// indexNodeName is the index function of nodeNameIndex.
+func indexNodeName(obj client.Object) []string {
+	if name := obj.GetLabels()[v1alpha1.NodeLabelKey]; name != "" {
+		return []string{name}
+	}
+	return nil
+}
+
+// checksOfMachine maps a Machine to the checks of its namespace that select
+// it. For an update controller-runtime calls it with the old and the new
+// Machine, so a check that stops selecting a machine hears of it too.
+func (r *Reconciler) checksOfMachine(ctx context.Context, obj client.Object) []reconcile.Request {
+	checks := &machinaio.MachineHealthCheckList{}
+	if err := r.Control.List(ctx, checks, client.InNamespace(obj.GetNamespace())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the MachineHealthChecks of a machine", "machine", obj.GetName())
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range checks.Items {
+		sel, err := parseSpec(&checks.Items[i].Spec)
+		if err != nil || sel.Matches(labels.Set(obj.GetLabels())) {
+			// A check with a bad spec is reconciled anyway: it reports why.
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&checks.Items[i])})
+		}
+	}
+	return reqs
+}
+
+// checksOfNode maps a Node to the checks of the Machines naming it.
+func (r *Reconciler) checksOfNode(ctx context.Context, node *corev1.Node) []reconcile.Request {
+	machines := &v1alpha1.MachineList{}
+	if err := r.Control.List(ctx, machines, client.MatchingFields{nodeNameIndex: node.Name}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the machines of a node", "node", node.Name)
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range machines.Items {
+		for _, req := range r.checksOfMachine(ctx, &machines.Items[i]) {
+			if !slices.Contains(reqs, req) {
+				reqs = append(reqs, req)
+			}
+		}
+	}
+	return reqs
+}

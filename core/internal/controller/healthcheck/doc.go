@@ -1,0 +1,23 @@
+// Package healthcheck is the MachineHealthCheck controller (machina.io/v1alpha1,
+// Cluster API's MachineHealthCheck): for each check it reads the Machines
+// its selector picks and their Nodes (both from caches), decides which are
+// unhealthy, and deletes those, so that their MachineSet replaces them,
+// unless more are unhealthy than the check's maxUnhealthy or unhealthyRange
+// allow (the short-circuit that keeps a network partition from replacing a
+// whole fleet).
+//
+// A machine is unhealthy when
+//   - its Node has one of the check's unhealthy conditions (type and
+//     status) for longer than the condition's timeout, counted from the
+//     condition's lastTransitionTime;
+//   - it has had no Node for nodeStartupTimeout since its creation, or its
+//     Node is gone after the machine ran;
+//   - it carries the remediate-machine annotation.
+//
+// Timeouts are not polled: a check is reconciled again when the earliest
+// pending timeout expires, and whenever a selected Machine or its Node's
+// conditions change.
+//
+// The MCM health timeout of the Machine controller keeps applying to every
+// machine; a check can only act sooner (docs/disruption.md).
+package healthcheck
