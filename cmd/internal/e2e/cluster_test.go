@@ -143,8 +143,8 @@ const (
 	reasonUnfroze = "UnfrozeMachineSet"
 )
 
-// freezeEvents counts, per reason, the Event objects of FrozeMachineSet and
-// UnfrozeMachineSet about the test MachineSets: MCM's
+// freezeEvents counts, per reason, the FrozeMachineSet and
+// UnfrozeMachineSet events about the test MachineSets: MCM's
 // machineSetFreezeEventCount, split by reason.
 func (s *suite) freezeEvents(ctx context.Context) (map[string]int, error) {
 	sets, err := s.testMachineSets(ctx)
@@ -159,10 +159,22 @@ func (s *suite) freezeEvents(ctx context.Context) (map[string]int, error) {
 			if err := s.c.List(ctx, &events, client.InNamespace(namespace), client.MatchingFieldsSelector{Selector: sel}); err != nil {
 				return nil, err
 			}
-			counts[reason] += len(events.Items)
+			for _, e := range events.Items {
+				counts[reason] += occurrences(&e)
+			}
 		}
 	}
 	return counts, nil
+}
+
+// occurrences is how many times e happened: events.k8s.io/v1 folds repeats
+// into one Event's series, core/v1 into its count.
+func occurrences(e *corev1.Event) int {
+	n := max(1, int(e.Count))
+	if e.Series != nil {
+		n = max(n, int(e.Series.Count))
+	}
+	return n
 }
 
 // deploymentMachines returns the machines that carry the test selector.

@@ -155,6 +155,8 @@ var commonAccess = []access{
 	{verb: "update", group: "", resource: "secrets", namespace: namespace, allowed: true},
 	{verb: "create", group: "", resource: "events", namespace: namespace, allowed: true},
 	{verb: "create", group: "events.k8s.io", resource: "events", namespace: namespace, allowed: true},
+	// events.k8s.io/v1 recorders patch an event's series when it repeats.
+	{verb: "patch", group: "events.k8s.io", resource: "events", namespace: namespace, allowed: true},
 	{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: namespace, allowed: true},
 	{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: namespace, name: "machina-manager", allowed: true},
 	{verb: "get", group: "", resource: "namespaces", namespace: namespace, name: namespace, allowed: true},
@@ -203,6 +205,7 @@ var commonAccess = []access{
 	{verb: "create", group: "machineconfiguration.openshift.io", resource: "kubeletconfigs"},
 	{verb: "create", group: "", resource: "events", namespace: "default", allowed: true},
 	{verb: "create", group: "events.k8s.io", resource: "events", namespace: "default", allowed: true},
+	{verb: "patch", group: "events.k8s.io", resource: "events", namespace: "default", allowed: true},
 	{verb: "create", group: "", resource: "events", namespace: "workloads"},
 	{verb: "watch", group: "", resource: "pods", namespace: "workloads"},
 	{verb: "create", group: "", resource: "secrets", namespace: "kube-system", allowed: true},

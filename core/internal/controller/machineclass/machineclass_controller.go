@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/driver"
 )
 
@@ -63,7 +64,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		r.Client = mgr.GetClient()
 	}
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorder(ControllerName)
+		r.Recorder = setup.Recorder(mgr, ControllerName)
 	}
 	for _, obj := range []client.Object{&v1alpha1.Machine{}, &v1alpha1.MachineSet{}, &v1alpha1.MachineDeployment{}} {
 		if err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, classRefIndex, indexClassRef); err != nil {

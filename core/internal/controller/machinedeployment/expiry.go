@@ -87,7 +87,7 @@ func (r *Reconciler) expire(ctx context.Context, s *scope) (phase.Result, error)
 		if limit == 0 {
 			msg += "; with maxUnavailable 0 no machine ever expires, set maxUnavailable to 1 or more"
 		}
-		r.Recorder.Event(s.d, corev1.EventTypeWarning, reasonExpiryBlocked, msg)
+		r.Recorder.Eventf(s.d, nil, corev1.EventTypeWarning, reasonExpiryBlocked, "Expire", "%s", msg)
 		// The machines' own changes wake the deployment when one becomes
 		// available again; the requeue covers a limit that never changes.
 		return res.Merge(phase.Result{RequeueAfter: time.Minute}), nil
@@ -96,7 +96,7 @@ func (r *Reconciler) expire(ctx context.Context, s *scope) (phase.Result, error)
 		return res, fmt.Errorf("deleting expired machine %s: %w", oldest.Name, err)
 	}
 	s.log.Info("Deleted an expired machine", "machine", oldest.Name, "expireAfter", expireAfter.String())
-	r.Recorder.Eventf(s.d, corev1.EventTypeNormal, reasonMachineExpired, "Deleted machine %s: older than expireAfter %s", oldest.Name, expireAfter)
+	r.Recorder.Eventf(s.d, oldest, corev1.EventTypeNormal, reasonMachineExpired, "Expire", "Deleted machine %s: older than expireAfter %s", oldest.Name, expireAfter)
 	return res, nil
 }
 

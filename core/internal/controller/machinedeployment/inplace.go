@@ -577,7 +577,7 @@ func (r *Reconciler) moveUpdatedMachines(ctx context.Context, s *scope, old []ma
 	if _, err := r.scaleMachineSet(ctx, s, newMS, min(newMS.Spec.Replicas+moved, s.d.Spec.Replicas)); err != nil {
 		return moved, err
 	}
-	r.Recorder.Eventf(s.d, corev1.EventTypeNormal, reasonInPlaceMoved, "Moved %d machines updated in place to machine set %s: %s",
+	r.Recorder.Eventf(s.d, newMS, corev1.EventTypeNormal, reasonInPlaceMoved, "UpdateInPlace", "Moved %d machines updated in place to machine set %s: %s",
 		moved, newMS.Name, strings.Join(names, ", "))
 	return moved, nil
 }
@@ -640,7 +640,7 @@ func (r *Reconciler) replaceFailedInPlace(ctx context.Context, s *scope, machine
 		}
 		msg := fmt.Sprintf("machine %s failed its in-place update (%s) and is replaced by a fresh machine of the new template.", m.Name, why)
 		st.failures = append(st.failures, msg)
-		r.Recorder.Event(s.d, corev1.EventTypeWarning, reasonInPlaceReplacing, "Replacing "+msg)
+		r.Recorder.Eventf(s.d, m, corev1.EventTypeWarning, reasonInPlaceReplacing, "UpdateInPlace", "Replacing %s", msg)
 		s.log.Info("Replacing a machine whose in-place update failed", "machine", m.Name, "reason", why)
 	}
 	return nil

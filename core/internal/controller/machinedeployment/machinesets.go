@@ -399,7 +399,7 @@ func (r *Reconciler) getNewMachineSet(ctx context.Context, s *scope, create bool
 	case err != nil:
 		msg := fmt.Sprintf("Failed to create new machine set %q: %v", ms.Name, err)
 		setCondition(&d.Status, newCondition(v1alpha1.MachineDeploymentProgressing, v1alpha1.ConditionFalse, ReasonFailedMachineSetCreate, msg, s.now))
-		r.Recorder.Event(d, corev1.EventTypeWarning, ReasonFailedMachineSetCreate, msg)
+		r.Recorder.Eventf(d, nil, corev1.EventTypeWarning, ReasonFailedMachineSetCreate, "Create", "%s", msg)
 		return nil, fmt.Errorf("creating machine set %s: %w", ms.Name, err)
 	}
 	s.new = ms
@@ -410,7 +410,7 @@ func (r *Reconciler) getNewMachineSet(ctx context.Context, s *scope, create bool
 	}
 	ctrl.LoggerFrom(ctx).Info("Created new machine set", "machineSet", ms.Name, "replicas", ms.Spec.Replicas)
 	if ms.Spec.Replicas > 0 {
-		r.Recorder.Eventf(d, corev1.EventTypeNormal, "ScalingMachineSet", "Scaled up machine set %s from 0 to %d", ms.Name, ms.Spec.Replicas)
+		r.Recorder.Eventf(d, ms, corev1.EventTypeNormal, "ScalingMachineSet", "ScaleUp", "Scaled up machine set %s from 0 to %d", ms.Name, ms.Spec.Replicas)
 	}
 	s.setRevision(strconv.FormatInt(newRevision, 10))
 	setCondition(&d.Status, newCondition(v1alpha1.MachineDeploymentProgressing, v1alpha1.ConditionTrue,
@@ -480,12 +480,14 @@ func (r *Reconciler) scaleMachineSet(ctx context.Context, s *scope, ms *v1alpha1
 	if from == replicas {
 		return false, nil
 	}
-	direction := "up"
+	// One action per direction: a scale-down does not fold into the
+	// scale-up's event (setup.Recorder).
+	direction, action := "up", "ScaleUp"
 	if replicas < from {
-		direction = "down"
+		direction, action = "down", "ScaleDown"
 	}
 	ctrl.LoggerFrom(ctx).Info("Scaled machine set", "machineSet", ms.Name, "from", from, "to", replicas)
-	r.Recorder.Eventf(d, corev1.EventTypeNormal, "ScalingMachineSet", "Scaled %s machine set %s from %d to %d", direction, ms.Name, from, replicas)
+	r.Recorder.Eventf(d, ms, corev1.EventTypeNormal, "ScalingMachineSet", action, "Scaled %s machine set %s from %d to %d", direction, ms.Name, from, replicas)
 	return true, nil
 }
 

@@ -38,14 +38,14 @@ func (r *Reconciler) rollback(ctx context.Context, s *scope) (phase.Result, erro
 	d.Spec.RollbackTo = nil
 	switch {
 	case target == nil:
-		r.Recorder.Eventf(d, corev1.EventTypeWarning, "DeploymentRollbackRevisionNotFound", "Unable to find the revision to roll back to")
+		r.Recorder.Eventf(d, nil, corev1.EventTypeWarning, "DeploymentRollbackRevisionNotFound", "Rollback", "Unable to find the revision to roll back to")
 	case sameRollingTemplate(&target.Spec.Template, &d.Spec.Template):
-		r.Recorder.Eventf(d, corev1.EventTypeWarning, "DeploymentRollbackTemplateUnchanged", "The rollback revision contains the same template as the current one")
+		r.Recorder.Eventf(d, target, corev1.EventTypeWarning, "DeploymentRollbackTemplateUnchanged", "Rollback", "The rollback revision contains the same template as the current one")
 	default:
 		tmpl := target.Spec.Template.DeepCopy()
 		delete(tmpl.Labels, v1alpha1.DefaultMachineDeploymentUniqueLabelKey)
 		d.Spec.Template = *tmpl
-		r.Recorder.Eventf(d, corev1.EventTypeNormal, "DeploymentRollback", "Rolled back to revision %d", want)
+		r.Recorder.Eventf(d, target, corev1.EventTypeNormal, "DeploymentRollback", "Rollback", "Rolled back to revision %d", want)
 		s.log.Info("Rolling back", "revision", want, "machineSet", target.Name)
 	}
 	// The whole object is written: rollbackTo must go in the same write as the

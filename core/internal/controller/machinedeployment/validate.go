@@ -27,7 +27,7 @@ func (r *Reconciler) validate(_ context.Context, s *scope) (phase.Result, error)
 	refused := phase.Result{Stop: true, NoResync: true}
 	selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 	if err != nil || selector.Empty() || !selector.Matches(labels.Set(d.Spec.Template.Labels)) {
-		r.Recorder.Event(d, corev1.EventTypeWarning, "SelectingAll", "The selector is invalid, empty or does not match the template labels; a non-empty selector matching the template is required")
+		r.Recorder.Eventf(d, nil, corev1.EventTypeWarning, "SelectingAll", "Validate", "The selector is invalid, empty or does not match the template labels; a non-empty selector matching the template is required")
 		d.Status.ObservedGeneration = d.Generation
 		return refused, nil
 	}
@@ -55,7 +55,7 @@ func (r *Reconciler) validate(_ context.Context, s *scope) (phase.Result, error)
 // the value is fixed. The deployment is neither scaled nor rolled.
 func (r *Reconciler) refuse(s *scope, reason, msg string) phase.Result {
 	d := s.d
-	r.Recorder.Event(d, corev1.EventTypeWarning, reason, msg)
+	r.Recorder.Eventf(d, nil, corev1.EventTypeWarning, reason, "Validate", "%s", msg)
 	st := &d.Status
 	st.ObservedGeneration = d.Generation
 	c := newCondition(v1alpha1.MachineDeploymentProgressing, v1alpha1.ConditionFalse, reason, msg, s.now)

@@ -84,16 +84,16 @@ func (r *Reconciler) autoPreserve(ctx context.Context, s *scope) (phase.Result, 
 	for i, m := range changes {
 		written, err := r.setPreserveAnnotation(ctx, m, values[i])
 		if err != nil {
-			r.Recorder.Eventf(s.ms, corev1.EventTypeWarning, reasonAutoPreservationFailed, "Error marking machine %s for automatic preservation: %v", m.Name, err)
+			r.Recorder.Eventf(s.ms, m, corev1.EventTypeWarning, reasonAutoPreservationFailed, "Preserve", "Error marking machine %s for automatic preservation: %v", m.Name, err)
 			return phase.Result{}, err
 		}
 		s.replaceMachine(written)
 		if values[i] == "" {
 			s.log.Info("Removed automatic preservation: more machines preserved than autoPreserveFailedMachineMax", "machine", m.Name)
-			r.Recorder.Eventf(s.ms, corev1.EventTypeNormal, reasonAutoPreservationDone, "Machine %s is no longer preserved automatically (autoPreserveFailedMachineMax %d)", m.Name, limit)
+			r.Recorder.Eventf(s.ms, m, corev1.EventTypeNormal, reasonAutoPreservationDone, "Preserve", "Machine %s is no longer preserved automatically (autoPreserveFailedMachineMax %d)", m.Name, limit)
 		} else {
 			s.log.Info("Marked Failed machine for automatic preservation", "machine", m.Name)
-			r.Recorder.Eventf(s.ms, corev1.EventTypeNormal, reasonAutoPreserved, "Failed machine %s preserved automatically (autoPreserveFailedMachineMax %d)", m.Name, limit)
+			r.Recorder.Eventf(s.ms, m, corev1.EventTypeNormal, reasonAutoPreserved, "Preserve", "Failed machine %s preserved automatically (autoPreserveFailedMachineMax %d)", m.Name, limit)
 		}
 	}
 	return phase.Result{}, nil

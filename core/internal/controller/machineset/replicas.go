@@ -193,10 +193,10 @@ func (r *Reconciler) executePlan(ctx context.Context, ms *v1alpha1.MachineSet, p
 		if i < len(p.replace) {
 			log.Info("Deleted Failed machine to replace it", "machine", m.Name)
 			staleMachinesRemoved.Inc()
-			r.Recorder.Eventf(ms, corev1.EventTypeNormal, reasonSuccessfulDelete, "Deleted Failed machine %s to replace it", m.Name)
+			r.Recorder.Eventf(ms, m, corev1.EventTypeNormal, reasonSuccessfulDelete, "Delete", "Deleted Failed machine %s to replace it", m.Name)
 		} else {
 			log.Info("Deleted machine on scale-down", "machine", m.Name)
-			r.Recorder.Eventf(ms, corev1.EventTypeNormal, reasonSuccessfulDelete, "Deleted machine %s", m.Name)
+			r.Recorder.Eventf(ms, m, corev1.EventTypeNormal, reasonSuccessfulDelete, "Delete", "Deleted machine %s", m.Name)
 		}
 		return nil
 	}); err != nil {
@@ -238,7 +238,7 @@ func (r *Reconciler) deleteMachine(ctx context.Context, ms *v1alpha1.MachineSet,
 	if err == nil || apierrors.IsNotFound(err) {
 		return nil
 	}
-	r.Recorder.Eventf(ms, corev1.EventTypeWarning, reasonFailedDelete, "Error deleting machine %s: %v", m.Name, err)
+	r.Recorder.Eventf(ms, m, corev1.EventTypeWarning, reasonFailedDelete, "Delete", "Error deleting machine %s: %v", m.Name, err)
 	return errDelete{fmt.Errorf("deleting machine %s: %w", m.Name, err)}
 }
 
@@ -255,14 +255,14 @@ func (r *Reconciler) createMachine(ctx context.Context, ms *v1alpha1.MachineSet)
 		}
 		err = r.Client.Create(ctx, m)
 		if err == nil {
-			r.Recorder.Eventf(ms, corev1.EventTypeNormal, reasonSuccessfulCreate, "Created machine %s", m.Name)
+			r.Recorder.Eventf(ms, m, corev1.EventTypeNormal, reasonSuccessfulCreate, "Create", "Created machine %s", m.Name)
 			return nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
 			break
 		}
 	}
-	r.Recorder.Eventf(ms, corev1.EventTypeWarning, reasonFailedCreate, "Error creating machine: %v", err)
+	r.Recorder.Eventf(ms, nil, corev1.EventTypeWarning, reasonFailedCreate, "Create", "Error creating machine: %v", err)
 	return errCreate{fmt.Errorf("creating machine for %s: %w", ms.Name, err)}
 }
 

@@ -33,7 +33,7 @@ func (r *Reconciler) validate(ctx context.Context, s *scope) (phase.Result, erro
 		// fixed.
 		problem := "The template cannot be acted on: spec.template.spec." + strings.Join(bad, "; spec.template.spec.")
 		ctrl.LoggerFrom(ctx).Info("Not syncing machine set", "reason", problem)
-		r.Recorder.Event(s.ms, corev1.EventTypeWarning, "InvalidDuration", problem)
+		r.Recorder.Eventf(s.ms, nil, corev1.EventTypeWarning, "InvalidDuration", "Validate", "%s", problem)
 		st := observedOnly(s.ms)
 		s.status = &st
 		return phase.Result{Stop: true, NoResync: true}, nil
@@ -41,7 +41,7 @@ func (r *Reconciler) validate(ctx context.Context, s *scope) (phase.Result, erro
 	if ea := s.ms.Spec.Template.Spec.MachineConfiguration; ea != nil && ea.MachineExpireAfter != nil && ea.MachineExpireAfter.Duration > 0 && !ownedByDeployment(s.ms) {
 		// Expiry is the MachineDeployment's (its maxUnavailable bounds it):
 		// a set of its own says that it does not act on the field.
-		r.Recorder.Event(s.ms, corev1.EventTypeWarning, "ExpireAfterIgnored",
+		r.Recorder.Eventf(s.ms, nil, corev1.EventTypeWarning, "ExpireAfterIgnored", "Validate",
 			"spec.template.spec.expireAfter is acted on only for machine sets of a MachineDeployment; this set's machines do not expire")
 	}
 	s.selector = selector
@@ -70,7 +70,7 @@ func (r *Reconciler) validSelector(ctx context.Context, ms *v1alpha1.MachineSet)
 	}
 	if problem != "" {
 		ctrl.LoggerFrom(ctx).Info("Not syncing machine set", "reason", problem)
-		r.Recorder.Event(ms, corev1.EventTypeWarning, "InvalidSelector", problem)
+		r.Recorder.Eventf(ms, nil, corev1.EventTypeWarning, "InvalidSelector", "Validate", "%s", problem)
 		return nil, false
 	}
 	return sel, true

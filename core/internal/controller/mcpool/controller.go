@@ -24,6 +24,7 @@ import (
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/mcfg"
 )
 
@@ -87,7 +88,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, 
 		r.Control = mgr.GetClient()
 	}
 	if r.Recorder == nil {
-		r.Recorder = target.GetEventRecorder(ControllerName)
+		r.Recorder = setup.Recorder(target, ControllerName)
 	}
 	if r.Now == nil {
 		r.Now = time.Now

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/drain"
 )
 
@@ -76,7 +77,7 @@ func (r *DrainReconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Clus
 		r.Drainer = drain.New(cs)
 	}
 	if r.Recorder == nil {
-		r.Recorder = target.GetEventRecorder(DrainControllerName)
+		r.Recorder = setup.Recorder(target, DrainControllerName)
 	}
 	if r.Now == nil {
 		r.Now = time.Now

@@ -23,6 +23,7 @@ import (
 
 	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/mcfg"
 )
 
@@ -69,7 +70,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, 
 		r.Control = mgr.GetClient()
 	}
 	if r.Recorder == nil {
-		r.Recorder = target.GetEventRecorder(ControllerName)
+		r.Recorder = setup.Recorder(target, ControllerName)
 	}
 	if r.ControllerVersion == "" {
 		r.ControllerVersion = mcfg.DefaultControllerVersion

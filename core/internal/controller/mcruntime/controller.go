@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/mcfg"
 )
 
@@ -63,7 +64,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, 
 		r.Client = target.GetClient()
 	}
 	if r.Recorder == nil {
-		r.Recorder = target.GetEventRecorder(ControllerName)
+		r.Recorder = setup.Recorder(target, ControllerName)
 	}
 	if r.ControllerVersion == "" {
 		r.ControllerVersion = mcfg.DefaultControllerVersion

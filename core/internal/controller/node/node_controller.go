@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -86,10 +87,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, 
 		r.Target = target.GetClient()
 	}
 	if r.ControlRecorder == nil {
-		r.ControlRecorder = mgr.GetEventRecorder(ControllerName)
+		r.ControlRecorder = setup.Recorder(mgr, ControllerName)
 	}
 	if r.TargetRecorder == nil {
-		r.TargetRecorder = target.GetEventRecorder(ControllerName)
+		r.TargetRecorder = setup.Recorder(target, ControllerName)
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Machine{}, nodeNameIndex, indexNodeName); err != nil {
 		return fmt.Errorf("indexing machines by node: %w", err)

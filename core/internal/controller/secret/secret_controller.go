@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -52,7 +53,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		r.Client = mgr.GetClient()
 	}
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorder(ControllerName)
+		r.Recorder = setup.Recorder(mgr, ControllerName)
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.MachineClass{}, secretRefIndex, indexSecretRefs); err != nil {
 		return fmt.Errorf("indexing machine classes by secret: %w", err)

@@ -2,14 +2,15 @@
 // share when they register with a manager: the clients they default to the
 // manager's, their worker count, their resync period, and the controller
 // builder every one of them starts from (named, watching its own kind, and
-// synced again the moment the API server freeze gate opens).
+// synced again the moment the API server freeze gate opens). Every
+// controller records its events through Recorder (events.go).
 package setup
 
 import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,8 +38,8 @@ type Clients struct {
 	// APIReader reads straight from the API server, where the cache may lag
 	// behind the controller's own writes.
 	APIReader client.Reader
-	// Recorder records events on the controller's objects.
-	Recorder record.EventRecorder
+	// Recorder records events on the controller's objects (Recorder).
+	Recorder events.EventRecorder
 }
 
 // Default fills the clients left unset with the manager's: its client, its
@@ -51,7 +52,7 @@ func (c *Clients) Default(mgr ctrl.Manager, name string) {
 		c.APIReader = mgr.GetAPIReader()
 	}
 	if c.Recorder == nil {
-		c.Recorder = mgr.GetEventRecorderFor(name) //nolint:staticcheck // SA1019: a core/v1 recorder until every controller moves to events.EventRecorder (issue 28)
+		c.Recorder = Recorder(mgr, name)
 	}
 }
 

@@ -11,12 +11,13 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/freeze"
 )
 
@@ -61,8 +62,8 @@ type Checker struct {
 	// on a view from before the outage.
 	CatchUp func(ctx context.Context, timeout time.Duration) error
 	// Recorder emits HealthTimeoutReset events on reset machines; the
-	// manager's core/v1 recorder when nil.
-	Recorder record.EventRecorder
+	// manager's (setup.Recorder) when nil.
+	Recorder events.EventRecorder
 	// Namespace limits the reset to the machines of one namespace; empty
 	// means every namespace the manager sees.
 	Namespace string
@@ -117,7 +118,7 @@ func (c *Checker) SetupWithManager(mgr ctrl.Manager) error {
 		c.Cache = mgr.GetClient()
 	}
 	if c.Recorder == nil {
-		c.Recorder = mgr.GetEventRecorderFor(Name) //nolint:staticcheck // SA1019: a core/v1 recorder until every controller moves to events.EventRecorder (issue 28)
+		c.Recorder = setup.Recorder(mgr, Name)
 	}
 	c.mu.Lock()
 	err := c.init()

@@ -67,7 +67,7 @@ func (c *Checker) resetUnknownMachines(ctx context.Context, now time.Time) ([]re
 		done = append(done, reset{key: client.ObjectKeyFromObject(m), since: since})
 		c.log.Info("Reset the health timeout of an Unknown machine after the API server outage", "machine", client.ObjectKeyFromObject(m))
 		if c.Recorder != nil {
-			c.Recorder.Event(m, corev1.EventTypeNormal, ReasonHealthTimeoutReset, ResetDescription)
+			c.Recorder.Eventf(m, nil, corev1.EventTypeNormal, ReasonHealthTimeoutReset, "ResetHealthTimeout", "%s", ResetDescription)
 		}
 	}
 	return done, errors.Join(errs...)

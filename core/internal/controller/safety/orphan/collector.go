@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +17,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/driver"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 )
@@ -54,11 +55,11 @@ type Collector struct {
 	APIReader client.Reader
 	// Cache is waited for before the first scan; mgr.GetCache() when nil.
 	Cache SyncWaiter
-	// Recorder emits OrphanVMDeleted events on MachineClasses; the
-	// manager's recorder named Name when nil. It is a core/v1 recorder:
-	// every deleted VM gets its own event, where events.k8s.io/v1 would fold
-	// all deletions of a class into one event series.
-	Recorder record.EventRecorder
+	// Recorder emits OrphanVMDeleted events on MachineClasses;
+	// setup.Recorder(mgr, Name) when nil. Each event names the Machine the
+	// VM was made for as related object, so that every deleted VM keeps
+	// its own event rather than folding into one series per class.
+	Recorder events.EventRecorder
 	// Period is the time between scans (--machine-safety-orphan-vms-period);
 	// DefaultPeriod when zero.
 	Period time.Duration
@@ -106,7 +107,7 @@ func (c *Collector) SetupWithManager(mgr ctrl.Manager) error {
 		c.Cache = mgr.GetCache()
 	}
 	if c.Recorder == nil {
-		c.Recorder = mgr.GetEventRecorderFor(Name) //nolint:staticcheck // SA1019: core/v1 on purpose, see Recorder
+		c.Recorder = setup.Recorder(mgr, Name)
 	}
 	c.mu.Lock()
 	err := c.init()

@@ -20,6 +20,7 @@ import (
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/safety/orphan"
 	"github.com/machina-io/machina/core/internal/controller/safety/safetytest"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/driver"
 	"github.com/machina-io/machina/core/testenv"
 	"github.com/machina-io/machina/drivers/inmemory"
@@ -133,7 +134,7 @@ func (f *fixture) collector(mgr ctrl.Manager, apiReader client.Reader) *orphan.C
 		Client:     mgr.GetClient(),
 		APIReader:  apiReader,
 		Cache:      mgr.GetCache(),
-		Recorder:   mgr.GetEventRecorderFor("orphan-test"), //nolint:staticcheck // SA1019: Collector.Recorder is core/v1 on purpose
+		Recorder:   setup.Recorder(mgr, orphan.Name),
 		Namespace:  f.ns,
 		Registerer: f.reg,
 	}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -316,7 +317,21 @@ func (c *Collector) deleteVM(ctx context.Context, d Driver, class *v1alpha1.Mach
 	classKey := client.ObjectKeyFromObject(class).String()
 	c.metrics.deleted.WithLabelValues(classKey).Inc()
 	c.log.Info("Deleted orphan VM", "machineClass", classKey, "machine", vm.GetMachineName(), "providerID", vm.GetProviderId(), "why", why)
-	c.Recorder.Eventf(class, corev1.EventTypeNormal, ReasonOrphanVMDeleted,
+	c.Recorder.Eventf(class, madeFor(class.Namespace, vm), corev1.EventTypeNormal, ReasonOrphanVMDeleted, "DeleteOrphanVM",
 		"Deleted orphan VM %s of machine %s: %s", vm.GetProviderId(), vm.GetMachineName(), why)
 	return nil
+}
+
+// madeFor is the Machine a VM was made for, by name (it no longer exists, or
+// never did), as the related object of the VM's event: distinct VMs get
+// distinct events rather than one series per class (setup.Recorder). A VM
+// without a machine name has none.
+func madeFor(namespace string, vm *driverv1alpha1.ListedMachine) runtime.Object {
+	if vm.GetMachineName() == "" {
+		return nil
+	}
+	return &v1alpha1.Machine{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Machine"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: vm.GetMachineName()},
+	}
 }

@@ -9,7 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -58,9 +58,8 @@ type Reconciler struct {
 	// confirmed on fresh reads. mgr.GetAPIReader() when nil.
 	APIReader client.Reader
 	// Recorder emits FrozeMachineSet and UnfrozeMachineSet on MachineSets;
-	// the manager's core/v1 recorder when nil (as the MachineSet controller
-	// uses, so that kubectl shows both controllers' events alike).
-	Recorder record.EventRecorder
+	// setup.Recorder(mgr, ControllerName) when nil.
+	Recorder events.EventRecorder
 	// SafetyUp (--safety-up) and SafetyDown (--safety-down); the defaults
 	// when both are zero.
 	SafetyUp, SafetyDown int32
@@ -79,7 +78,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		r.APIReader = mgr.GetAPIReader()
 	}
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorderFor(ControllerName) //nolint:staticcheck // SA1019: core/v1 on purpose, see Recorder
+		r.Recorder = setup.Recorder(mgr, ControllerName)
 	}
 	if r.SafetyUp == 0 && r.SafetyDown == 0 {
 		r.SafetyUp, r.SafetyDown = DefaultSafetyUp, DefaultSafetyDown

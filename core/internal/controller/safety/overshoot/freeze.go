@@ -37,7 +37,7 @@ func (r *Reconciler) freezeSet(ctx context.Context, ms *v1alpha1.MachineSet, msg
 	}); err != nil {
 		return err
 	}
-	r.Recorder.Eventf(ms, corev1.EventTypeWarning, ReasonFrozeMachineSet,
+	r.Recorder.Eventf(ms, nil, corev1.EventTypeWarning, ReasonFrozeMachineSet, "Freeze",
 		"Froze the machine set: %s; no machines are created until it is unfrozen", msg)
 	return nil
 }
@@ -54,7 +54,7 @@ func (r *Reconciler) unfreezeSet(ctx context.Context, ms *v1alpha1.MachineSet, w
 		return err
 	}
 	if wasFrozen {
-		r.Recorder.Eventf(ms, corev1.EventTypeNormal, ReasonUnfrozeMachineSet, "Unfroze the machine set: %s", why)
+		r.Recorder.Eventf(ms, nil, corev1.EventTypeNormal, ReasonUnfrozeMachineSet, "Unfreeze", "Unfroze the machine set: %s", why)
 	}
 	return nil
 }
