@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/machina-io/machina/cmd/machina-node-agent/internal/durable"
+	"github.com/machina-io/machina/cmd/machina-node-agent/internal/hostexec"
 )
 
 // maxReasonLength bounds the failure reason the agent reports: an
@@ -30,6 +30,8 @@ type applier struct {
 	timeout time.Duration
 	// env is added to the command's environment.
 	env []string
+	// host starts the command: inside root with --chroot.
+	host hostexec.Runner
 }
 
 // updateError is a failed update: its reason is what the agent reports on
@@ -209,10 +211,10 @@ func (a *applier) runCommand(ctx context.Context, target string) error {
 	}
 	runCtx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
-	cmd := exec.CommandContext(runCtx, "/bin/sh", "-c", a.command)
-	cmd.Dir = a.root
-	cmd.Env = append(os.Environ(), a.env...)
-	cmd.Env = append(cmd.Env, "MACHINA_INPLACE_TARGET="+target, "MACHINA_INPLACE_ROOT="+a.root)
+	seen := a.host.SeenRoot(a.root)
+	env := append(append([]string{}, a.env...), "MACHINA_INPLACE_TARGET="+target, "MACHINA_INPLACE_ROOT="+seen)
+	cmd := a.host.Command(runCtx, env, "/bin/sh", "-c", a.command)
+	cmd.Dir = seen
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	// A stopped agent (or the timeout) stops the command and what it

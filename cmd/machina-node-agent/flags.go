@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/machina-io/machina/cmd/machina-node-agent/internal/hostexec"
 )
 
 // config is the parsed command line.
@@ -27,6 +29,7 @@ type config struct {
 	driftInterval time.Duration
 	// The MachineConfig side's host actions (internal/machineconfig).
 	systemctl        string
+	chroot           bool
 	osUpdateCommand  string
 	actionTimeout    time.Duration
 	retryInterval    time.Duration
@@ -66,7 +69,10 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		"how often the files and units of the node's MachineConfig are compared with what the agent wrote; a difference makes the node Degraded")
 	fs.StringVar(&c.systemctl, "systemctl", "systemctl",
 		"command line of systemctl, split on spaces: how the agent reaches the node's systemd for daemon-reload, reload, restart "+
-			"and reboot (the DaemonSet runs \"chroot /host systemctl\")")
+			"and reboot")
+	fs.BoolVar(&c.chroot, "chroot", false,
+		"run systemctl, --apply-command and --os-update-command inside --root with chroot(2), as the host's own programs "+
+			"(found on the host's PATH there): the DaemonSet mounts the host's / at /host and its image has no shell or systemctl")
 	fs.StringVar(&c.osUpdateCommand, "os-update-command", "",
 		"shell command run with /bin/sh -c to change the node's kernel type, OS image or extensions (an image-based OS's own tool, "+
 			"e.g. rpm-ostree or bootc), with $MACHINA_KERNEL_TYPE, $MACHINA_OS_IMAGE_URL, $MACHINA_EXTENSIONS, "+
@@ -135,4 +141,13 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		errs = append(errs, fmt.Errorf("--apply-timeout must be positive, got %s", c.applyTimeout))
 	}
 	return c, errors.Join(errs...)
+}
+
+// host is how the agent starts the node's programs: inside --root with
+// --chroot.
+func (c *config) host() hostexec.Runner {
+	if c.chroot {
+		return hostexec.Runner{Root: c.root}
+	}
+	return hostexec.Runner{}
 }

@@ -114,7 +114,8 @@ func newManager(cfg *config, logger logr.Logger) (ctrl.Manager, error) {
 		applier: &applier{
 			root: cfg.root, sourceDir: cfg.sourceDir,
 			command: cfg.applyCommand, timeout: cfg.applyTimeout,
-			env: []string{"MACHINA_NODE_NAME=" + cfg.nodeName},
+			env:  []string{"MACHINA_NODE_NAME=" + cfg.nodeName},
+			host: cfg.host(),
 		},
 		now: time.Now,
 	}
@@ -141,6 +142,7 @@ func newManager(cfg *config, logger logr.Logger) (ctrl.Manager, error) {
 			Systemctl:       strings.Fields(cfg.systemctl),
 			OSUpdateCommand: cfg.osUpdateCommand,
 			Timeout:         cfg.actionTimeout,
+			Host:            cfg.host(),
 		},
 	})
 	err = ctrl.NewControllerManagedBy(mgr).

@@ -99,7 +99,9 @@ func TestNodeAgentOnAPIServer(t *testing.T) {
 	args := flagValues(agent.Args)
 	assert.Equal(t, "$(NODE_NAME)", args["node-name"])
 	// Each directory flag names the mount of a hostPath volume; the root is
-	// the host's own root, and systemd the host's, through chroot.
+	// the host's own root, and systemd the host's: the agent starts the
+	// host's programs inside it with chroot(2) (--chroot), as its image
+	// holds nothing but the agent (TestNodeAgentImage's "no shell").
 	for flagName, volume := range map[string]string{"root": "host", "source-dir": "targets", "state-dir": "state"} {
 		i := slices.IndexFunc(agent.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == volume })
 		require.GreaterOrEqual(t, i, 0, "mount of %s", volume)
@@ -112,7 +114,12 @@ func TestNodeAgentOnAPIServer(t *testing.T) {
 			assert.Equal(t, "/", spec.Volumes[j].HostPath.Path, "--root is the host's /, not a directory of it")
 		}
 	}
-	assert.Equal(t, "chroot "+args["root"]+" systemctl", args["systemctl"], "systemctl is the host's, run in the host's root")
+	assert.True(t, slices.Contains(agent.Args, "--chroot"), "systemctl and shells are the host's, run inside --root: %v", agent.Args)
+	for _, flagName := range []string{"systemctl", "apply-command", "os-update-command"} {
+		if v, ok := args[flagName]; ok {
+			assert.NotRegexp(t, `^(chroot|nsenter)\b`, v, "--%s names a program the image does not hold", flagName)
+		}
+	}
 	healthPort := bindPort(t, args["health-probe-bind-address"])
 	for probe, path := range map[*corev1.Probe]string{agent.LivenessProbe: "/healthz", agent.ReadinessProbe: "/readyz"} {
 		require.NotNil(t, probe, path)

@@ -353,7 +353,7 @@ func (a *Agent) apply(ctx context.Context, d *desired, rec *record, writes []wri
 	}
 	if os := osSettingsOf(d.spec); len(os.changed(rec.OS)) > 0 {
 		logr.FromContextOrDiscard(ctx).Info("Running the OS update command", "wanted", describeOS(os))
-		if err := a.opts.Executor.osUpdate(ctx, os.env(a.opts.Root)); err != nil {
+		if err := a.opts.Executor.osUpdate(ctx, os.env(a.opts.Executor.Host.SeenRoot(a.opts.Root))); err != nil {
 			return fmt.Errorf("%s: %w", strings.Join(os.changed(rec.OS), ", "), err)
 		}
 		rec.OS = os

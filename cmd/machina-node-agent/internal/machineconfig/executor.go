@@ -5,10 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/machina-io/machina/cmd/machina-node-agent/internal/hostexec"
 )
 
 // Executor runs the host actions of the MachineConfig side: systemctl
@@ -18,14 +19,16 @@ import (
 // sequence.
 type Executor struct {
 	// Systemctl is the command line systemctl is run with, e.g.
-	// ["systemctl"] on the host, or ["chroot", "/host", "systemctl"] in the
-	// DaemonSet's container.
+	// ["systemctl"], found by Host.
 	Systemctl []string
 	// OSUpdateCommand is run with /bin/sh -c to change the kernel type,
 	// the OS image or the extensions; "" when the operator gave none.
 	OSUpdateCommand string
 	// Timeout bounds each command.
 	Timeout time.Duration
+	// Host starts the commands: inside the node's root with --chroot (the
+	// DaemonSet's image has no systemctl or shell of its own).
+	Host hostexec.Runner
 }
 
 // systemctl runs systemctl with args.
@@ -34,23 +37,24 @@ func (e *Executor) systemctl(ctx context.Context, args ...string) error {
 		return errors.New("no systemctl command is configured")
 	}
 	argv := append(append([]string{}, e.Systemctl[1:]...), args...)
-	return e.run(ctx, "systemctl "+strings.Join(args, " "), exec.Command(e.Systemctl[0], argv...))
+	return e.run(ctx, "systemctl "+strings.Join(args, " "), func(ctx context.Context) *exec.Cmd {
+		return e.Host.Command(ctx, nil, e.Systemctl[0], argv...)
+	})
 }
 
 // osUpdate runs the OS update command with env added to the agent's.
 func (e *Executor) osUpdate(ctx context.Context, env []string) error {
-	cmd := exec.Command("/bin/sh", "-c", e.OSUpdateCommand)
-	cmd.Env = append(os.Environ(), env...)
-	return e.run(ctx, "the OS update command", cmd)
+	return e.run(ctx, "the OS update command", func(ctx context.Context) *exec.Cmd {
+		return e.Host.Command(ctx, env, "/bin/sh", "-c", e.OSUpdateCommand)
+	})
 }
 
-// run runs cmd within the timeout; a failure names what ran and ends with
-// the last line of its output.
-func (e *Executor) run(ctx context.Context, what string, cmd *exec.Cmd) error {
+// run runs the command of command within the timeout; a failure names
+// what ran and ends with the last line of its output.
+func (e *Executor) run(ctx context.Context, what string, command func(context.Context) *exec.Cmd) error {
 	ctx, cancel := context.WithTimeout(ctx, e.Timeout)
 	defer cancel()
-	c := exec.CommandContext(ctx, cmd.Path, cmd.Args[1:]...)
-	c.Env = cmd.Env
+	c := command(ctx)
 	var out bytes.Buffer
 	c.Stdout, c.Stderr = &out, &out
 	err := c.Run()
