@@ -21,6 +21,7 @@ import (
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/internal/controller/healthcheck"
+	"github.com/machina-io/machina/core/internal/freeze"
 	"github.com/machina-io/machina/core/testenv"
 )
 
@@ -31,6 +32,7 @@ import (
 // no finalizer) is gone at once.
 func TestMachineHealthCheck(t *testing.T) {
 	control := testenv.Start(t)
+	gate := &freeze.Gate{}
 	target := testenv.Start(t, testenv.WithoutCRDs())
 	tcl, err := cluster.New(target.Config, func(o *cluster.Options) { o.Scheme = target.Scheme })
 	require.NoError(t, err)
@@ -38,7 +40,7 @@ func TestMachineHealthCheck(t *testing.T) {
 		if err := mgr.Add(tcl); err != nil {
 			return err
 		}
-		return (&healthcheck.Reconciler{}).SetupWithManager(mgr, tcl, 2)
+		return (&healthcheck.Reconciler{Gate: gate}).SetupWithManager(mgr, tcl, 2)
 	})
 	require.True(t, tcl.GetCache().WaitForCacheSync(t.Context()), "the target cluster's cache did not sync")
 	f := &fixture{t: t, cc: control.Client, tc: target.Client, mgr: mgr}
@@ -175,6 +177,24 @@ func TestMachineHealthCheck(t *testing.T) {
 		})
 		controllertest.RequireEvent(t, f.cc, check, healthcheck.ReasonInvalidSpec, "nothing is remediated")
 		f.requireExists(m)
+	})
+
+	t.Run("nothing is remediated while the API servers are unreachable", func(t *testing.T) {
+		f := f.sub(t, "frozen")
+		require.True(t, gate.Freeze("test outage", time.Now()))
+		t.Cleanup(func() { gate.Unfreeze() })
+		m := f.machine("m", true, "")
+		f.node(m, corev1.ConditionFalse, 10*time.Minute)
+		check := f.check(nil)
+		f.status(check, func(st machinaio.MachineHealthCheckStatus) bool {
+			c := meta.FindStatusCondition(st.Conditions, machinaio.RemediationAllowedCondition)
+			return c != nil && c.Status == metav1.ConditionFalse && c.Reason == machinaio.ReasonFrozen
+		})
+		f.requireExists(m)
+		// The gate opens without a grace period: the unfreeze source brings
+		// the check back at once.
+		require.True(t, gate.Unfreeze())
+		controllertest.RequireGone(t, f.cc, m)
 	})
 
 	t.Run("a machine no MachineSet controls is not remediated", func(t *testing.T) {
