@@ -62,7 +62,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, 
 		r.Target = target.GetClient()
 	}
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorder(ControllerName)
+		r.Recorder = setup.Recorder(mgr, ControllerName)
 	}
 	if r.Now == nil {
 		r.Now = time.Now
