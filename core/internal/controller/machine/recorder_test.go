@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,6 +28,62 @@ type recorder struct {
 	codes  map[string][]string
 	writes map[string]int
 	gone   map[string]bool
+	// ended says why watches ended before the test did.
+	ended []string
+}
+
+// follow records the events of wi until it ends and returns the resource
+// version to go on from.
+func (r *recorder) follow(ctx context.Context, wi watch.Interface, rv string) string {
+	for {
+		select {
+		case <-ctx.Done():
+			return rv
+		case ev, ok := <-wi.ResultChan():
+			if !ok {
+				r.note("watch closed at " + rv)
+				return rv
+			}
+			if ev.Type == watch.Error {
+				err := apierrors.FromObject(ev.Object)
+				r.note(fmt.Sprintf("watch error at %s: %v", rv, err))
+				if apierrors.IsGone(err) || apierrors.IsResourceExpired(err) {
+					// Too old to go on from: start again from now
+					// (every machine comes again as added; repeats of a
+					// phase collapse).
+					return ""
+				}
+				return rv
+			}
+			m, ok := ev.Object.(*v1alpha1.Machine)
+			if !ok {
+				continue
+			}
+			rv = m.ResourceVersion
+			if ev.Type == watch.Bookmark {
+				continue
+			}
+			r.observe(m)
+			if ev.Type == watch.Deleted {
+				r.mu.Lock()
+				r.gone[m.Name] = true
+				r.mu.Unlock()
+			}
+		}
+	}
+}
+
+func (r *recorder) note(why string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ended = append(r.ended, why)
+}
+
+// watchEnds says why the recorder's watches ended, for a failure message.
+func (r *recorder) watchEnds() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.ended)
 }
 
 func startRecorder(t *testing.T, ctx context.Context, env *testenv.Env, ns string) *recorder {
@@ -35,32 +93,35 @@ func startRecorder(t *testing.T, ctx context.Context, env *testenv.Env, ns strin
 	if err != nil {
 		t.Fatalf("recorder: %v", err)
 	}
-	wi, err := wc.Watch(ctx, &v1alpha1.MachineList{}, client.InNamespace(ns))
-	if err != nil {
+	list := &v1alpha1.MachineList{}
+	if err := wc.List(ctx, list, client.InNamespace(ns)); err != nil {
 		cancel()
-		t.Fatalf("recorder: watch: %v", err)
+		t.Fatalf("recorder: list: %v", err)
 	}
 	r := &recorder{phases: map[string][]string{}, steps: map[string][]string{}, codes: map[string][]string{}, writes: map[string]int{}, gone: map[string]bool{}}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		defer wi.Stop()
-		for {
+		// A watch the API server ends (its request timeout, a decode
+		// error, a restart) is opened again from the last version seen,
+		// so no event is missed and none is seen twice; why it ended is
+		// kept for a failure message.
+		rv := list.ResourceVersion
+		for ctx.Err() == nil {
+			wi, err := wc.Watch(ctx, &v1alpha1.MachineList{}, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
+			if err != nil {
+				r.note(fmt.Sprintf("watch from %s: %v", rv, err))
+				select {
+				case <-ctx.Done():
+				case <-time.After(100 * time.Millisecond):
+				}
+				continue
+			}
+			rv = r.follow(ctx, wi, rv)
+			wi.Stop()
 			select {
 			case <-ctx.Done():
-				return
-			case ev, ok := <-wi.ResultChan():
-				if !ok {
-					return
-				}
-				if m, ok := ev.Object.(*v1alpha1.Machine); ok {
-					r.observe(m)
-					if ev.Type == watch.Deleted {
-						r.mu.Lock()
-						r.gone[m.Name] = true
-						r.mu.Unlock()
-					}
-				}
+			case <-time.After(50 * time.Millisecond):
 			}
 		}
 	}()

@@ -305,7 +305,8 @@ func (w *world) waitPhase(name string, phase v1alpha1.MachinePhase, timeout time
 	// The recorder's watch sees it too, so that assertions on the path
 	// include it.
 	require.Eventually(w.t, func() bool { return slices.Contains(w.rec.phasesOf(name), string(phase)) },
-		timeout, 10*time.Millisecond, "the recorder never saw phase %s", phase)
+		timeout, 10*time.Millisecond, "the recorder never saw phase %s of %s: it saw %v; its watches ended: %v",
+		phase, name, w.rec.phasesOf(name), w.rec.watchEnds())
 	return m
 }
 
