@@ -132,9 +132,7 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, class *v1alpha1.Machin
 	if controllerutil.ContainsFinalizer(class, v1alpha1.MachineFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	patch := client.MergeFromWithOptions(class.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.AddFinalizer(class, v1alpha1.MachineFinalizer)
-	if err := r.Client.Patch(ctx, class, patch); err != nil {
+	if err := setup.AddFinalizer(ctx, r.Client, class, v1alpha1.MachineFinalizer); err != nil {
 		return writeResult(err, "adding finalizer to machine class")
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Added finalizer to machine class")

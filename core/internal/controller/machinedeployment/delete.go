@@ -44,7 +44,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, d *v1alpha1.MachineDep
 	if remaining > 0 {
 		return ctrl.Result{RequeueAfter: time.Minute}, nil
 	}
-	if err := setup.RemoveFinalizer(ctx, r.Client, d); err != nil {
+	if err := setup.RemoveFinalizer(ctx, r.Client, d, v1alpha1.MachineFinalizer); err != nil {
 		return ctrl.Result{}, fmt.Errorf("removing finalizer of machine deployment %s: %w", d.Name, err)
 	}
 	return ctrl.Result{}, nil

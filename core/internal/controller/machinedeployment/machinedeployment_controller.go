@@ -231,7 +231,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// The finalizer is persisted before any machine set is created, so that
 	// none can be left behind by a deployment that vanishes.
-	if err := setup.AddFinalizer(ctx, r.Client, d); err != nil {
+	if err := setup.AddFinalizer(ctx, r.Client, d, v1alpha1.MachineFinalizer); err != nil {
 		return ctrl.Result{}, fmt.Errorf("adding finalizer to machine deployment %s: %w", d.Name, err)
 	}
 	s := newScope(ctx, d)

@@ -54,7 +54,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, ms *v1alpha1.MachineSe
 		// machines whose deletion takes long.
 		return ctrl.Result{RequeueAfter: time.Minute}, nil
 	}
-	if err := setup.RemoveFinalizer(ctx, r.Client, ms); err != nil {
+	if err := setup.RemoveFinalizer(ctx, r.Client, ms, v1alpha1.MachineFinalizer); err != nil {
 		return ctrl.Result{}, fmt.Errorf("removing finalizer of machine set %s: %w", ms.Name, err)
 	}
 	return ctrl.Result{}, nil

@@ -156,7 +156,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// The finalizer is persisted before any machine is created, so that none
 	// can be left behind by a set that vanishes.
-	if err := setup.AddFinalizer(ctx, r.Client, ms); err != nil {
+	if err := setup.AddFinalizer(ctx, r.Client, ms, v1alpha1.MachineFinalizer); err != nil {
 		return ctrl.Result{}, fmt.Errorf("adding finalizer to machine set %s: %w", ms.Name, err)
 	}
 	s := newScope(ctx, ms)

@@ -121,12 +121,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !kc.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, mcfg.Release(ctx, r.Client, kc, mcfgv1.KubeletConfigFinalizer, "kubelet", log)
 	}
-	if !controllerutil.ContainsFinalizer(kc, mcfgv1.KubeletConfigFinalizer) {
-		patch := client.MergeFromWithOptions(kc.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(kc, mcfgv1.KubeletConfigFinalizer)
-		if err := r.Client.Patch(ctx, kc, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
-		}
+	if err := setup.AddFinalizer(ctx, r.Client, kc, mcfgv1.KubeletConfigFinalizer); err != nil {
+		return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
 	}
 	orig := kc.DeepCopy()
 	written, failure, err := r.apply(ctx, kc, log)

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -115,12 +114,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !crc.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, mcfg.Release(ctx, r.Client, crc, mcfgv1.ContainerRuntimeConfigFinalizer, "container runtime", log)
 	}
-	if !controllerutil.ContainsFinalizer(crc, mcfgv1.ContainerRuntimeConfigFinalizer) {
-		patch := client.MergeFromWithOptions(crc.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(crc, mcfgv1.ContainerRuntimeConfigFinalizer)
-		if err := r.Client.Patch(ctx, crc, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
-		}
+	if err := setup.AddFinalizer(ctx, r.Client, crc, mcfgv1.ContainerRuntimeConfigFinalizer); err != nil {
+		return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
 	}
 	orig := crc.DeepCopy()
 	written, failure, err := r.apply(ctx, crc, log)

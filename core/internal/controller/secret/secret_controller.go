@@ -119,7 +119,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	switch {
 	case len(classes) == 0 && has:
-		if err := r.patchFinalizer(ctx, secret, controllerutil.RemoveFinalizer); err != nil {
+		// A live secret may gain another controller's finalizer meanwhile:
+		// unlike setup.RemoveFinalizer's (for objects being deleted), this
+		// patch carries the resourceVersion, so that it is not overwritten.
+		patch := client.MergeFromWithOptions(secret.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.RemoveFinalizer(secret, v1alpha1.SecretFinalizer)
+		if err := r.Client.Patch(ctx, secret, patch); err != nil {
 			return writeResult(client.IgnoreNotFound(err), "removing finalizer from secret")
 		}
 		log.Info("Removed finalizer from secret: no machine class refers to it")
@@ -130,21 +135,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			"Secret is being deleted but %s still refers to it", describeClasses(classes))
 		log.Info("Secret deletion blocked: still referenced", "machineClasses", classes)
 	case len(classes) > 0 && !has:
-		if err := r.patchFinalizer(ctx, secret, controllerutil.AddFinalizer); err != nil {
+		if err := setup.AddFinalizer(ctx, r.Client, secret, v1alpha1.SecretFinalizer); err != nil {
 			return writeResult(err, "adding finalizer to secret")
 		}
 		log.V(1).Info("Added finalizer to secret", "machineClasses", classes)
 	}
 	return ctrl.Result{}, nil
-}
-
-// patchFinalizer changes the secret's finalizers with change and writes
-// them, with an optimistic lock, so that a finalizer another controller adds
-// at the same moment is not overwritten.
-func (r *Reconciler) patchFinalizer(ctx context.Context, secret *metav1.PartialObjectMetadata, change func(client.Object, string) bool) error {
-	patch := client.MergeFromWithOptions(secret.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	change(secret, v1alpha1.SecretFinalizer)
-	return r.Client.Patch(ctx, secret, patch)
 }
 
 // writeResult turns the error of a write into the reconcile result: a lost
