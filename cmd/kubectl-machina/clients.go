@@ -11,16 +11,21 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	machinaio "github.com/machina-io/machina/core/api/machina/v1alpha1"
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 )
 
-// scheme knows the built-in types and machine.sapcloud.io/v1alpha1.
+// scheme knows the built-in types, machine.sapcloud.io/v1alpha1 and
+// machina.io/v1alpha1.
 var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	if err := v1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := machinaio.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	return s

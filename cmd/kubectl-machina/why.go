@@ -29,7 +29,9 @@ func newWhyCommand(o *options) *cobra.Command {
 		Long: `why puts on one screen what explains a Machine's state: its phase, owner, Node and
 last operation, what the manager is waiting for (derived from the phase, the
 deletion step, the last operation, the Node and the timeouts), the Node's and the
-machine's conditions, and its latest events.
+machine's conditions, the MachineHealthChecks that select it (whether they
+allow remediation now, and the machine's skip-remediation or remediate-machine
+annotation), and its latest events.
 
 Deadlines are computed with the manager's timeouts, read from its /configz through
 the API server's service proxy (--manager-metrics-service), unless the Machine sets
@@ -92,6 +94,10 @@ func runWhy(ctx context.Context, c *clients, t *timeoutFlags, timeoutSource stri
 	if err != nil {
 		return err
 	}
+	checks, err := c.healthChecksOf(ctx, m)
+	if err != nil {
+		return err
+	}
 
 	fmt.Fprintf(out, "Machine %s in namespace %s\n", m.Name, m.Namespace)
 	w := printers.GetNewTabWriter(out)
@@ -135,6 +141,10 @@ func runWhy(ctx context.Context, c *clients, t *timeoutFlags, timeoutSource stri
 		if err := w.Flush(); err != nil {
 			return err
 		}
+	}
+
+	if err := printHealthChecks(out, checks, m, now); err != nil {
+		return err
 	}
 
 	if len(f.events) == 0 {

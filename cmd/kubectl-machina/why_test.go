@@ -150,6 +150,7 @@ func (p *plugin) testWhy(t *testing.T) {
 	require.EqualError(t, err, `machines.machine.sapcloud.io "nope" not found`)
 
 	t.Run("timeouts from the manager's /configz", p.testWhyConfigz)
+	t.Run("health checks", p.testWhyHealthChecks)
 }
 
 // event records an event about the machine at the time, as the manager's
