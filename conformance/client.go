@@ -49,6 +49,7 @@ func call[Req, Resp proto.Message](s *suite, t T, rpc string, timeout time.Durat
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	wait := 100 * time.Millisecond
+	var unavailable *status.Status // the last UNAVAILABLE answer, if any
 	for {
 		resp, err := f(ctx, req)
 		if err == nil {
@@ -56,6 +57,14 @@ func call[Req, Resp proto.Message](s *suite, t T, rpc string, timeout time.Durat
 			return resp, nil
 		}
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) && status.Code(err) == codes.DeadlineExceeded {
+			if unavailable != nil && !identityRPCs[rpc] {
+				// The retry the deadline cut short does not make a
+				// throttling driver a silent one: every answer it gave
+				// was UNAVAILABLE (on a loaded machine the last retry
+				// may start too close to the deadline to be answered).
+				ruleThrottled.errorf(t, "%s answered UNAVAILABLE for the whole %v, on every retry (%q)", rpc, timeout, unavailable.Message())
+				return resp, err
+			}
 			return resp, timeoutError{rpc: rpc, timeout: timeout}
 		}
 		st, ok := status.FromError(err)
@@ -70,6 +79,7 @@ func call[Req, Resp proto.Message](s *suite, t T, rpc string, timeout time.Durat
 		if st.Code() != codes.Unavailable {
 			return resp, err
 		}
+		unavailable = st
 		if time.Now().Add(wait).After(deadline) {
 			if identityRPCs[rpc] {
 				// The preflight waits for a driver that is still starting.
