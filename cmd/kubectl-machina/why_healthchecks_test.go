@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -90,6 +92,19 @@ func (p *plugin) testWhyHealthChecks(t *testing.T) {
 		})
 	}
 
+	t.Run("forbidden to list the checks", func(t *testing.T) {
+		p.viewerWithoutHealthChecks(t, "why-viewer")
+		// The API server's authorizer learns of the binding from a watch.
+		var out string
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			var err error
+			out, err = p.run(t, now, ns, "why", selected.Name, "--as=why-viewer")
+			assert.NoError(c, err)
+		}, 20*time.Second, 50*time.Millisecond)
+		require.Contains(t, out, "Machine workers-1-a in namespace why-mhc")
+		require.Contains(t, out, "\nHealth checks: unknown (forbidden to list MachineHealthChecks in namespace why-mhc)\n")
+	})
+
 	// Last: it takes the kind away from the API server, and puts it back.
 	t.Run("the MachineHealthCheck CRD is not installed", func(t *testing.T) {
 		p.withoutHealthCheckCRD(t)
@@ -133,6 +148,26 @@ func (p *plugin) healthCheck(t *testing.T, ns, name string, selector map[string]
 		}
 	}
 	p.create(t, check, set)
+}
+
+// viewerWithoutHealthChecks lets the user read what "why" reads, except
+// MachineHealthChecks.
+func (p *plugin) viewerWithoutHealthChecks(t *testing.T, user string) {
+	t.Helper()
+	read := []string{"get", "list"}
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"machines", "machinesets", "machinedeployments"}, Verbs: read},
+			{APIGroups: []string{""}, Resources: []string{"nodes", "events", "pods"}, Verbs: read},
+		},
+	}
+	require.NoError(t, p.c.Create(t.Context(), role))
+	require.NoError(t, p.c.Create(t.Context(), &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}))
 }
 
 // withoutHealthCheckCRD deletes the MachineHealthCheck CRD, waits until the
