@@ -133,9 +133,10 @@ func (r *Reconciler) manageReplicas(ctx context.Context, s *scope) (phase.Result
 }
 
 // planReplicas computes the plan from the cached machines and, if the plan
-// would change anything, again from a fresh list: the cache may not yet show
-// machines this controller created or deleted a moment ago, or annotations
-// the MachineDeployment controller just set on the machines to delete.
+// would change anything, again from a fresh list and a fresh read of the
+// set: the cache may not yet show machines this controller created or
+// deleted a moment ago, annotations the MachineDeployment controller just
+// set on the machines to delete, or replicas it just wrote.
 func (r *Reconciler) planReplicas(ctx context.Context, ms *v1alpha1.MachineSet, selector labels.Selector, cached []*v1alpha1.Machine) ([]*v1alpha1.Machine, plan, error) {
 	now := time.Now()
 	p := computePlan(ms, cached, now)
@@ -152,7 +153,23 @@ func (r *Reconciler) planReplicas(ctx context.Context, ms *v1alpha1.MachineSet, 
 			owned = append(owned, &live.Items[i])
 		}
 	}
-	return owned, computePlan(ms, owned, now), nil
+	// The set is read again after its machines, so that the replicas are
+	// at least as new as the list. A deployment that moves a machine in
+	// place writes the set's new replicas first and takes the machine's
+	// transfer marker off after: a fresh list without the marker beside a
+	// cached set from before the scale-up would make the moved machine
+	// surplus and delete it (and the set then create a VM in its place).
+	fresh := &v1alpha1.MachineSet{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(ms), fresh); err != nil {
+		if apierrors.IsNotFound(err) {
+			return owned, plan{}, nil
+		}
+		return nil, plan{}, fmt.Errorf("reading machine set: %w", err)
+	}
+	if fresh.UID != ms.UID {
+		return owned, plan{}, nil
+	}
+	return owned, computePlan(fresh, owned, now), nil
 }
 
 // without returns machines minus the ones in drop.
