@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
 )
 
 func TestUntil(t *testing.T) {
@@ -21,4 +22,14 @@ func TestUntil(t *testing.T) {
 	} {
 		assert.Equal(t, want, until(now, now.Add(d)), "%s", d)
 	}
+}
+
+// TestEventCount: a repeat merged by the manager's events.k8s.io recorder
+// is counted in series.count, one of a core/v1 recorder in count; why shows
+// either as (xN).
+func TestEventCount(t *testing.T) {
+	assert.Equal(t, int32(1), eventCount(&corev1.Event{Count: 1}))
+	assert.Equal(t, int32(4), eventCount(&corev1.Event{Count: 4}))
+	assert.Equal(t, int32(3), eventCount(&corev1.Event{Series: &corev1.EventSeries{Count: 3}}))
+	assert.Equal(t, int32(0), eventCount(&corev1.Event{}))
 }

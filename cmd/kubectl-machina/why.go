@@ -156,8 +156,8 @@ func runWhy(ctx context.Context, c *clients, t *timeoutFlags, timeoutSource stri
 	fmt.Fprintln(w, "  AGE\tTYPE\tREASON\tMESSAGE")
 	for _, e := range f.events {
 		count := ""
-		if e.Count > 1 {
-			count = fmt.Sprintf(" (x%d)", e.Count)
+		if n := eventCount(&e); n > 1 {
+			count = fmt.Sprintf(" (x%d)", n)
 		}
 		fmt.Fprintf(w, "  %s\t%s\t%s\t%s%s\n", age(now, eventTime(&e)), e.Type, e.Reason, truncate(oneLine(e.Message), 100), count)
 	}
@@ -184,6 +184,16 @@ func (c *clients) eventsOf(ctx context.Context, m *v1alpha1.Machine) ([]corev1.E
 		events = events[len(events)-maxEvents:]
 	}
 	return events, nil
+}
+
+// eventCount is how often the event happened, whichever API wrote it: the
+// manager's events.k8s.io recorder counts repeats in series.count, the
+// core/v1 recorder in count.
+func eventCount(e *corev1.Event) int32 {
+	if e.Series != nil && e.Series.Count > e.Count {
+		return e.Series.Count
+	}
+	return e.Count
 }
 
 // eventTime is when the event last happened, whichever API wrote it.
