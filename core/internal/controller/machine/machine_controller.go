@@ -162,8 +162,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster) 
 		WatchesRawSource(freeze.UnfreezeSource(r.Gate, r.Control, func() client.ObjectList { return &v1alpha1.MachineList{} })).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles})
 	if target != nil {
+		// A Node's change (NotReady, gone, updated in place) is served
+		// before the bulk of queued creations: the health decision and the
+		// rollout wait on it, and a scale-up of thousands must not delay it.
 		b = b.WatchesRawSource(source.Kind(target.GetCache(), &corev1.Node{},
-			handler.TypedEnqueueRequestsFromMapFunc(r.machinesOfNode), nodeChanged()))
+			setup.WithHighPriority(handler.TypedEnqueueRequestsFromMapFunc(r.machinesOfNode)), nodeChanged()))
 	}
 	return b.Complete(r)
 }

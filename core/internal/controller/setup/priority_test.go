@@ -1,0 +1,79 @@
+package setup
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// TestWithHighPriority runs the handler against controller-runtime's own
+// priority queue: a changed Node's machine is served before work queued
+// earlier at the default priority, while an initial list and a resync
+// (which change nothing) stay low.
+func TestWithHighPriority(t *testing.T) {
+	ctx := context.Background()
+	q := priorityqueue.New[reconcile.Request]("test")
+	defer q.ShutDown()
+	machineOf := func(_ context.Context, n *corev1.Node) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "machine-of-" + n.Name}}}
+	}
+	h := WithHighPriority(handler.TypedEnqueueRequestsFromMapFunc(machineOf))
+	node := func(name, rv string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rv}}
+	}
+
+	// A creation queued first, at the default priority.
+	q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "new-machine"}})
+	// A resync of one Node (same resource version) and an initial list of another.
+	h.Update(ctx, event.TypedUpdateEvent[*corev1.Node]{ObjectOld: node("resynced", "5"), ObjectNew: node("resynced", "5")}, q)
+	h.Create(ctx, event.TypedCreateEvent[*corev1.Node]{Object: node("listed", "3"), IsInInitialList: true}, q)
+	// A Node that changed, queued last.
+	h.Update(ctx, event.TypedUpdateEvent[*corev1.Node]{ObjectOld: node("changed", "6"), ObjectNew: node("changed", "7")}, q)
+
+	want := []struct {
+		name     string
+		priority int
+	}{
+		{"machine-of-changed", HighPriority},
+		{"new-machine", 0},
+		{"machine-of-resynced", handler.LowPriority},
+		{"machine-of-listed", handler.LowPriority},
+	}
+	for _, w := range want {
+		item, priority, shutdown := q.GetWithPriority()
+		require.False(t, shutdown)
+		assert.Equal(t, w.name, item.Name)
+		assert.Equal(t, w.priority, priority, item.Name)
+		q.Done(item)
+	}
+	assert.Equal(t, 0, q.Len())
+}
+
+// TestWithHighPriorityOtherQueue: with a plain queue the handler is the
+// inner one.
+func TestWithHighPriorityOtherQueue(t *testing.T) {
+	q := newPlainQueue()
+	defer q.ShutDown()
+	h := WithHighPriority(handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, n client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: n.GetName()}}}
+	}))
+	h.Create(context.Background(), event.TypedCreateEvent[client.Object]{Object: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}}, q)
+	item, shutdown := q.Get()
+	require.False(t, shutdown)
+	assert.Equal(t, "n1", item.Name)
+}
+
+func newPlainQueue() queue {
+	return workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+}
