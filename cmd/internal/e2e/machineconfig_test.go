@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -138,7 +139,24 @@ func TestMachineConfigPoolRollout(t *testing.T) {
 	pool.Spec.MachineConfigSelector = &metav1.LabelSelector{MatchLabels: map[string]string{mcv1.RoleLabel: poolName}}
 	pool.Spec.MachineOwnerRef = &mcv1.MachineOwnerReference{Kind: "MachineDeployment", Namespace: namespace, Name: poolDeployment}
 	pool.Spec.MaxUnavailable = &one
+	// Paused until its rendered configuration holds both fragments: the
+	// ContainerRuntimeConfig's MachineConfig is generated only once the
+	// pool exists, so an unpaused pool may start a node on a rendering
+	// without it and then update that node a second time (two reboots).
+	pool.Spec.Paused = true
 	require.NoError(t, s.c.Create(ctx, pool))
+	s.eventually(t, "the pool's rendering holds the MachineConfig and the ContainerRuntimeConfig", func(ctx context.Context) (bool, string, error) {
+		p := &mcv1.MachineConfigPool{}
+		if err := s.c.Get(ctx, client.ObjectKey{Name: poolName}, p); err != nil {
+			return false, "", err
+		}
+		var names []string
+		for _, src := range p.Spec.Configuration.Source {
+			names = append(names, src.Name)
+		}
+		return slices.Contains(names, mc.Name) && slices.Contains(names, "99-"+poolName+"-generated-containerruntime"), fmt.Sprint(names), nil
+	})
+	require.NoError(t, s.c.Patch(ctx, pool, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"paused":false}}`))))
 
 	var target string
 	s.eventually(t, "the pool Updated on its rendered configuration", func(ctx context.Context) (bool, string, error) {
