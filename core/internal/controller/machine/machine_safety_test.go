@@ -3,6 +3,7 @@ package machine
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -299,6 +300,25 @@ func (w *world) failedAndHeld(remaining map[string]bool, want int) (failed, held
 			}
 		}
 		return len(failed) == want && len(held) == len(remaining)-want
-	}, waitLong, 50*time.Millisecond, "want %d Failed and the rest held by the limit", want)
+	}, waitLong, 50*time.Millisecond, "want %d Failed and the rest held by the limit: %s", want, lazyString(func() string {
+		// Evaluated when the message is printed, after the wait: what
+		// each remaining machine shows then.
+		var out []string
+		for name := range remaining {
+			m := &v1alpha1.Machine{}
+			if err := w.control.Client.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: name}, m); err != nil {
+				out = append(out, name+": "+err.Error())
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s: %s, deleting=%t, %q", name, m.Status.CurrentStatus.Phase, m.DeletionTimestamp != nil, m.Status.LastOperation.Description))
+		}
+		sort.Strings(out)
+		return strings.Join(out, "; ")
+	}))
 	return failed, held
 }
+
+// lazyString formats as what f returns when it is printed.
+type lazyString func() string
+
+func (f lazyString) String() string { return f() }
