@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -79,13 +82,33 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, 
 	}
 	return setup.NewController(mgr, ControllerName, &machinaio.MachineHealthCheck{}, workers, r.Gate,
 		func() client.ObjectList { return &machinaio.MachineHealthCheckList{} }).
-		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.checksOfMachine)).
+		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.checksOfMachine), builder.WithPredicates(machineJudged())).
 		WatchesRawSource(source.Kind(target.GetCache(), &corev1.Node{},
 			handler.TypedEnqueueRequestsFromMapFunc(r.checksOfNode), nodeChanged)).
 		Complete(r)
 }
 
 var _ reconcile.Reconciler = &Reconciler{}
+
+// machineJudged passes the Machine updates that can change a check's
+// verdict: what selects the machine (labels), exempts or asks for it
+// (annotations), who owns it, its deletion and its phase. The Machine
+// controller's other status writes (lastOperation, conditions, addresses,
+// several per machine while a fleet scales) would each re-judge every
+// machine of the checks that select it.
+func machineJudged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, okOld := e.ObjectOld.(*v1alpha1.Machine)
+		n, okNew := e.ObjectNew.(*v1alpha1.Machine)
+		if !okOld || !okNew {
+			return true
+		}
+		return !maps.Equal(o.Labels, n.Labels) || !maps.Equal(o.Annotations, n.Annotations) ||
+			!equality.Semantic.DeepEqual(o.OwnerReferences, n.OwnerReferences) ||
+			!o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
+			o.Status.CurrentStatus.Phase != n.Status.CurrentStatus.Phase
+	}}
+}
 
 func sameCondition(a, b corev1.NodeCondition) bool {
 	return a.Type == b.Type && a.Status == b.Status && a.LastTransitionTime.Equal(&b.LastTransitionTime)
