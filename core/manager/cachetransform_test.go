@@ -1,7 +1,6 @@
 package manager
 
 import (
-	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -46,15 +45,7 @@ func TestCacheKeepsWhatControllersRead(t *testing.T) {
 	opts.MetricsBindAddress = "0"
 	opts.HealthProbeBindAddress = "0"
 	opts.skipNameValidation = true
-	m, err := New(opts)
-	require.NoError(t, err)
-	runCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(runCtx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
+	m, _ := runManager(t, opts)
 
 	class := newClass(ns, "small", "")
 	class.NodeTemplate = &v1alpha1.NodeTemplate{

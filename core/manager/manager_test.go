@@ -62,21 +62,7 @@ func TestManager(t *testing.T) {
 	opts.LeaderElectRetryPeriod = 500 * time.Millisecond
 	opts.MachineSafetyOrphanVMsPeriod = time.Second
 	opts.skipNameValidation = true
-	m, err := New(opts)
-	require.NoError(t, err)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			require.NoError(t, <-done, "Run must return nil after a graceful stop")
-		}
-	}
-	t.Cleanup(stop)
+	_, stop := runManager(t, opts)
 	health := "http://" + opts.HealthProbeBindAddress
 
 	requireStatus(t, health+"/healthz", http.StatusOK)
@@ -237,15 +223,7 @@ func TestManagerWithoutTargetAndProfiling(t *testing.T) {
 	opts.MetricsSecure = false // plain HTTP here; TestMetricsAuthentication covers HTTPS
 	opts.HealthProbeBindAddress = freeAddress(t)
 	opts.skipNameValidation = true
-	m, err := New(opts)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
+	runManager(t, opts)
 	requireStatus(t, "http://"+opts.HealthProbeBindAddress+"/readyz", http.StatusOK)
 	assert.Contains(t, get(t, "http://"+opts.MetricsBindAddress+"/debug/pprof/"), "goroutine")
 
@@ -414,4 +392,25 @@ func (w *switchWriter) Write(p []byte) (int, error) {
 		w.t.Log(strings.TrimRight(string(p), "\n"))
 	}
 	return len(p), nil
+}
+
+// runManager starts a manager with opts until the test ends; it returns
+// the manager and what stops it earlier: a graceful stop, after which Run
+// must have returned nil. Stopping twice is stopping once.
+func runManager(t *testing.T, opts Options) (m *Manager, stop func()) {
+	t.Helper()
+	m, err := New(opts)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			require.NoError(t, <-done, "Run must return nil after a graceful stop")
+		})
+	}
+	t.Cleanup(stop)
+	return m, stop
 }

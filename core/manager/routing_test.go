@@ -87,15 +87,7 @@ func TestRouting(t *testing.T) {
 	opts := routingOptions(t, control,
 		DriverEndpoint{Name: "pool-a", Endpoint: endpointA},
 		DriverEndpoint{Name: "pool-b", Endpoint: endpointB})
-	m, err := New(opts)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
+	runManager(t, opts)
 	health := "http://" + opts.HealthProbeBindAddress
 	requireStatus(t, health+"/readyz", http.StatusOK)
 	verbose := get(t, health+"/readyz?verbose")
