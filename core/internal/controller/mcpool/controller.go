@@ -25,6 +25,7 @@ import (
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
 	"github.com/machina-io/machina/core/internal/controller/setup"
+	"github.com/machina-io/machina/core/internal/disruption"
 	"github.com/machina-io/machina/core/internal/mcfg"
 )
 
@@ -50,6 +51,10 @@ const (
 	// ReasonInvalidPool: the pool's spec cannot be used (a bad selector, a
 	// bad maxUnavailable, a reference to a missing MachineSet).
 	ReasonInvalidPool = "InvalidPool"
+	// ReasonDisruptionHeld: nodes the update would start next ask not to be
+	// disrupted (machina.io/do-not-disrupt on the Node or a pod of it); the
+	// message names them and what asks.
+	ReasonDisruptionHeld = "DisruptionHeld"
 )
 
 // conflictRetry is how soon a status write that lost an optimistic-lock
@@ -71,6 +76,9 @@ type Reconciler struct {
 	// MachineDeployment. Nil without machine objects: such pools then
 	// select nothing and say why.
 	Control client.Client
+	// Pods reads the target cluster's pods, uncached, for the
+	// do-not-disrupt annotation (the target's API reader when nil).
+	Pods client.Reader
 	// Recorder records events on pools.
 	Recorder events.EventRecorder
 	// Now is the clock (time.Now when nil).
@@ -86,6 +94,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, 
 	}
 	if r.Control == nil {
 		r.Control = mgr.GetClient()
+	}
+	if r.Pods == nil {
+		r.Pods = target.GetAPIReader()
 	}
 	if r.Recorder == nil {
 		r.Recorder = setup.Recorder(target, ControllerName)
@@ -105,6 +116,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, 
 		UpdateFunc: func(e event.TypedUpdateEvent[*corev1.Node]) bool {
 			o, n := e.ObjectOld, e.ObjectNew
 			return !mapsEqual(o.Labels, n.Labels) || handshakeChanged(o, n) ||
+				disruption.Key(o.Annotations) != disruption.Key(n.Annotations) ||
 				o.Spec.Unschedulable != n.Spec.Unschedulable ||
 				newPoolNode(o).healthy() != newPoolNode(n).healthy()
 		},

@@ -3,12 +3,14 @@ package mcpool
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
+	"github.com/machina-io/machina/core/internal/disruption"
 	"github.com/machina-io/machina/core/internal/inplace"
 )
 
@@ -25,7 +27,8 @@ import (
 // configuration to reach) and D degraded, at most M − U − D more nodes
 // start, as MCO's node controller does. Candidates are members not on the
 // target that are healthy and that no MachineDeployment in-place rollout
-// holds, zone by zone, oldest first.
+// holds, zone by zone, oldest first; a candidate that asks not to be
+// disrupted (the disruption package) is passed over and keeps no slot.
 //
 // A Node born after the pool's configuration was rendered, that no
 // configuration ever reached (no currentConfig, no desiredConfig), gets the
@@ -87,7 +90,21 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (phase.Result, error
 		return phase.Result{}, nil
 	}
 	sortCandidates(candidates)
-	picked := inplace.Select(candidates, func(poolNode) bool { return false }, b.Selectable())
+	// A node whose pods (or itself) ask not to be disrupted is passed over,
+	// its slot going to the next candidate; it is looked at again in
+	// disruption.Recheck, as pods are not watched.
+	picked, held, err := disruption.Pick(ctx, r.Pods, candidates, func(n poolNode) *corev1.Node { return n.node }, b.Selectable())
+	if err != nil {
+		return phase.Result{}, err
+	}
+	var res phase.Result
+	if len(held) > 0 {
+		s.held = held
+		s.log.Info("Nodes wait: they ask not to be disrupted", "held", held)
+		r.Recorder.Eventf(s.pool, nil, corev1.EventTypeNormal, ReasonDisruptionHeld, "Update",
+			"Not updating now: %s", strings.Join(held, "; "))
+		res = phase.Result{RequeueAfter: disruption.Recheck}
+	}
 	for _, n := range picked {
 		if err := r.setDesired(ctx, s, n, ""); err != nil {
 			return phase.Result{}, err
@@ -96,7 +113,7 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (phase.Result, error
 	if len(picked) > 0 {
 		s.log.Info("Started nodes on the pool's configuration", "count", len(picked), "target", s.target, "budget", fmt.Sprintf("%+v", b))
 	}
-	return phase.Result{}, nil
+	return res, nil
 }
 
 // retarget gives the pool's target to nodes degraded on a configuration

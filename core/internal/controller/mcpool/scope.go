@@ -27,4 +27,7 @@ type scope struct {
 	invalid string
 	// maxUnavailable is the resolved budget.
 	maxUnavailable int32
+	// held says why each node the rollout passed over may not be disrupted
+	// now (machina.io/do-not-disrupt).
+	held []string
 }

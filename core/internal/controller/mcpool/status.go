@@ -82,7 +82,7 @@ func (r *Reconciler) status(_ context.Context, s *scope) (phase.Result, error) {
 	default:
 		conds = append(conds,
 			condition{typeUpdated, "False", "NodesUpdating", ""},
-			condition{typeUpdating, "True", "NodesUpdating", fmt.Sprintf("All nodes are updating to %s (%d of %d updated)", s.target, c.updated, c.machines)})
+			condition{typeUpdating, "True", "NodesUpdating", updatingMessage(s, c)})
 	}
 	nodeDegraded := condition{typeNodeDegraded, "False", "NoDegradedNodes", ""}
 	if c.degraded > 0 {
@@ -175,4 +175,14 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 		return fmt.Errorf("writing the status of pool %s: %w", s.pool.Name, err)
 	}
 	return nil
+}
+
+// updatingMessage is the Updating condition's message during an update; it
+// says which nodes wait because they ask not to be disrupted.
+func updatingMessage(s *scope, c counts) string {
+	msg := fmt.Sprintf("All nodes are updating to %s (%d of %d updated)", s.target, c.updated, c.machines)
+	if len(s.held) > 0 {
+		msg += "; not started while they ask not to be disrupted: " + strings.Join(s.held, "; ")
+	}
+	return msg
 }

@@ -1,0 +1,109 @@
+// Package disruption tells whether a node may be disrupted voluntarily now.
+//
+// A voluntary disruption is one machina starts on its own to change a node
+// that is working: an in-place update of a MachineDeployment, a
+// MachineConfigPool's update, the replacement of an expired machine. A pod
+// or a Node annotated machina.io/do-not-disrupt: "true" holds them (as
+// Karpenter's karpenter.sh/do-not-disrupt holds its consolidation, drift and
+// expiry; machina honours that key too, so workloads written for Karpenter
+// keep their protection). Nothing here holds a remediation: a machine that
+// is unhealthy, failed or gone is replaced whatever its pods ask, nor does
+// it hold a deletion a user asked for.
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// The annotations that hold voluntary disruption, on a pod or a Node, when
+// their value is "true".
+const (
+	Annotation          = "machina.io/do-not-disrupt"
+	KarpenterAnnotation = "karpenter.sh/do-not-disrupt"
+)
+
+// Recheck is how soon a held disruption is looked at again. Pods are not
+// watched (a cache of every pod of a cluster would cost the manager more
+// than the disruptions it holds), so the removal of a pod or of its
+// annotation is seen at the next check; a Node's annotation is seen at once
+// by the controllers that watch Nodes.
+const Recheck = 30 * time.Second
+
+// Key is the annotation that holds a disruption in annotations, "" when
+// none does.
+func Key(annotations map[string]string) string {
+	for _, k := range []string{Annotation, KarpenterAnnotation} {
+		if annotations[k] == "true" {
+			return k
+		}
+	}
+	return ""
+}
+
+// Hold is why node may not be disrupted voluntarily now, "" when it may:
+// the Node's own annotation, or the pods on it that carry one (pods that
+// finished or are already terminating hold nothing). pods reads the pods
+// of node's cluster straight from its API server, with a field selector on
+// spec.nodeName.
+func Hold(ctx context.Context, pods client.Reader, node *corev1.Node) (string, error) {
+	if k := Key(node.Annotations); k != "" {
+		return fmt.Sprintf("node %s has %s=true", node.Name, k), nil
+	}
+	list := &corev1.PodList{}
+	if err := pods.List(ctx, list, client.MatchingFields{"spec.nodeName": node.Name}); err != nil {
+		return "", fmt.Errorf("listing the pods of node %s for %s: %w", node.Name, Annotation, err)
+	}
+	var held []string
+	key := ""
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if k := Key(p.Annotations); k != "" {
+			held = append(held, p.Namespace+"/"+p.Name)
+			key = k
+		}
+	}
+	switch len(held) {
+	case 0:
+		return "", nil
+	case 1:
+		return fmt.Sprintf("pod %s on node %s has %s=true", held[0], node.Name, key), nil
+	}
+	sort.Strings(held)
+	more := ""
+	if len(held) > 3 {
+		more = fmt.Sprintf(" and %d more", len(held)-3)
+		held = held[:3]
+	}
+	return fmt.Sprintf("pods %v%s on node %s have %s=true", held, more, node.Name, key), nil
+}
+
+// Pick takes, in order, the first n candidates whose nodes may be
+// disrupted, and says why each candidate it passed over is held. It reads
+// the pods of a candidate only when it may take it, so a rollout with a
+// budget of one looks at one node's pods, not at every node's.
+func Pick[T any](ctx context.Context, pods client.Reader, candidates []T, node func(T) *corev1.Node, n int32) (picked []T, held []string, err error) {
+	for _, c := range candidates {
+		if int32(len(picked)) >= n {
+			break
+		}
+		why, err := Hold(ctx, pods, node(c))
+		if err != nil {
+			return nil, nil, err
+		}
+		if why != "" {
+			held = append(held, why)
+			continue
+		}
+		picked = append(picked, c)
+	}
+	return picked, held, nil
+}
