@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/disruption"
 )
 
 // maxEvents is how many of a machine's latest events "why" shows.
@@ -66,6 +67,9 @@ type machineFacts struct {
 	deploy string               // the owning deployment's name, "" without one
 	node   *corev1.Node         // nil when not registered (or no name yet)
 	events []corev1.Event
+	// hold says why the machine's node may not be disrupted voluntarily
+	// (machina.io/do-not-disrupt), "" when nothing holds it.
+	hold string
 }
 
 // runWhy prints the explanation; timeoutSource is the line that says where
@@ -87,6 +91,15 @@ func runWhy(ctx context.Context, c *clients, t *timeoutFlags, timeoutSource stri
 	if f.node, err = c.node(ctx, nodeName(m)); err != nil {
 		return err
 	}
+	if f.node != nil && m.DeletionTimestamp == nil {
+		// What a user can read decides what is shown: without the right to
+		// list pods the line says so rather than fail the command.
+		if hold, err := disruption.Hold(ctx, c.target, f.node); err != nil {
+			f.hold = "unknown: " + err.Error()
+		} else if hold != "" {
+			f.hold = hold + ": in-place updates, pool updates and expiry pass this machine over; a remediation or a deletion asked for does not wait"
+		}
+	}
 	if f.events, err = c.eventsOf(ctx, m); err != nil {
 		return err
 	}
@@ -107,6 +120,9 @@ func runWhy(ctx context.Context, c *clients, t *timeoutFlags, timeoutSource stri
 	fmt.Fprintf(w, "  Provider ID:\t%s\n", orDash(m.Spec.ProviderID))
 	fmt.Fprintf(w, "  Node:\t%s\n", nodeLine(f, now))
 	fmt.Fprintf(w, "  Last operation:\t%s\n", lastOperationLine(m.Status.LastOperation, now))
+	if f.hold != "" {
+		fmt.Fprintf(w, "  Do not disrupt:\t%s\n", f.hold)
+	}
 	if m.DeletionTimestamp != nil {
 		fmt.Fprintf(w, "  Deleting:\tsince %s ago, step %s\n", age(now, m.DeletionTimestamp.Time), orDash(string(m.Status.DeletionStep)))
 	}

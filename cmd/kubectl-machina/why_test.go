@@ -52,6 +52,25 @@ func (p *plugin) testWhy(t *testing.T) {
 		golden(t, "why-pending", out)
 	})
 
+	t.Run("running: a pod asks not to be disrupted", func(t *testing.T) {
+		m := p.machine(t, ns, "web-1-dnd", ms, "why-node-dnd", nil, nil)
+		p.node(t, "why-node-dnd", corev1.ConditionTrue, m.CreationTimestamp.Time)
+		m.Status.CurrentStatus = v1alpha1.CurrentStatus{Phase: v1alpha1.MachineRunning, LastUpdateTime: m.CreationTimestamp}
+		require.NoError(t, p.c.Status().Update(t.Context(), m))
+		out, err := p.run(t, m.CreationTimestamp.Add(time.Minute), ns, "why", m.Name)
+		require.NoError(t, err)
+		require.NotContains(t, out, "Do not disrupt:", "nothing asks yet")
+
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "batch-1", Annotations: map[string]string{"machina.io/do-not-disrupt": "true"}},
+			Spec:       corev1.PodSpec{NodeName: "why-node-dnd", Containers: []corev1.Container{{Name: "c", Image: "example.invalid/c"}}},
+		}
+		require.NoError(t, p.c.Create(t.Context(), pod))
+		out, err = p.run(t, m.CreationTimestamp.Add(time.Minute), ns, "why", m.Name)
+		require.NoError(t, err)
+		require.Regexp(t, `Do not disrupt: +pod why/batch-1 on node why-node-dnd has machina\.io/do-not-disrupt=true: in-place updates`, out)
+	})
+
 	t.Run("unknown: the node went NotReady", func(t *testing.T) {
 		m := p.machine(t, ns, "web-1-unknown", ms, "why-node-unknown", nil, nil)
 		created := m.CreationTimestamp.Time

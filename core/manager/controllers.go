@@ -82,6 +82,9 @@ func (m *Manager) setupControllers(drivers *driver.Set, mgr *term) error {
 	mdOpts.AutoscalerScaleDownAnnotationDuringRollout = m.opts.AutoscalerScaleDownAnnotationDuringRollout
 	mdOpts.InPlaceUpdateTimeout = m.opts.MachineInPlaceUpdateTimeout
 	deployments := &machinedeployment.Reconciler{Target: targetClient, Gate: m.gate, Options: mdOpts}
+	if m.target != nil {
+		deployments.Pods = m.target.GetAPIReader()
+	}
 	if err := deployments.SetupWithManager(mgr, workers); err != nil {
 		return fmt.Errorf("machinedeployment controller: %w", err)
 	}

@@ -49,6 +49,7 @@ func TestInPlaceRollout(t *testing.T) {
 	t.Run("rollback after a node applied the abandoned template", func(t *testing.T) { testInPlaceRollbackAfterApply(t, env) })
 	t.Run("manager restart in the middle", func(t *testing.T) { testInPlaceRestart(t, env) })
 	t.Run("invalid strategy", func(t *testing.T) { testInPlaceInvalid(t, env) })
+	t.Run("a node asking not to be disrupted waits", func(t *testing.T) { testInPlaceDoNotDisrupt(t, env) })
 }
 
 // TestInPlaceRolloutWithoutTargetCluster: no nodes, no rollout, a condition.
@@ -927,4 +928,41 @@ func (w *ipWorld) waitSetOfClass(class string) {
 		}
 		return false
 	}, 2*waitFor, "no machine reached %s", class)
+}
+
+// testInPlaceDoNotDisrupt: a node running a pod that asks not to be
+// disrupted is not selected, its slot goes to the other node, and the
+// deployment says why; once the pod is gone the rollout finishes.
+func testInPlaceDoNotDisrupt(t *testing.T, env *testenv.Env) {
+	w := newIPWorld(t, env)
+	d := w.deployment("dnd", 2, v1alpha1.OrchestrationTypeAuto, intstr.FromInt32(1))
+	w.waitMachines(2, v1alpha1.MachineRunning)
+	nodes := w.nodes()
+	require.Len(t, nodes, 2)
+	held := nodes[0].Name
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "batch", Namespace: w.ns,
+			Annotations: map[string]string{"machina.io/do-not-disrupt": "true"}},
+		Spec: corev1.PodSpec{NodeName: held, Containers: []corev1.Container{{Name: "c", Image: "batch"}}},
+	}
+	require.NoError(t, env.Client.Create(w.ctx, pod))
+
+	w.changeTemplate(d, "class-v2")
+	want := fmt.Sprintf("pod %s/batch on node %s has machina.io/do-not-disrupt=true", w.ns, held)
+	w.eventually(func() bool {
+		c := mdCondition(w.getDeployment(d), v1alpha1.MachineDeploymentProgressing)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return c != nil && strings.Contains(c.Message, want) && len(w.selectedEver) == 1
+	}, waitFor, "the deployment did not say that %s waits while the other node updates", held)
+	w.mu.Lock()
+	assert.False(t, w.selectedEver[held], "node %s was selected while its pod asks not to be disrupted", held)
+	w.mu.Unlock()
+
+	// The pod goes: the rollout looks again within disruption.Recheck.
+	require.NoError(t, env.Client.Delete(w.ctx, pod))
+	w.waitRolledOut(d, 2*waitFor)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	assert.True(t, w.selectedEver[held], "node %s was updated once its pod was gone", held)
 }

@@ -29,6 +29,10 @@ const (
 	// the template cannot be used (not a Go duration, negative, or longer
 	// than v1alpha1.MaxDuration); the message names the field.
 	ReasonInvalidDuration = "InvalidDuration"
+	// ReasonDisruptionHeld (event): machines an in-place update or an expiry
+	// would take next run on nodes that ask not to be disrupted
+	// (machina.io/do-not-disrupt); the message names them and what asks.
+	ReasonDisruptionHeld = "DisruptionHeld"
 )
 
 // newCondition returns a condition stamped with now.

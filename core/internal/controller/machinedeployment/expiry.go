@@ -3,6 +3,8 @@ package machinedeployment
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/disruption"
 	"github.com/machina-io/machina/core/internal/controller/phase"
 )
 
@@ -29,6 +32,8 @@ const (
 // template's expireAfter, one at a time (none while a machine of the set is
 // terminating) and only while one more unavailable machine stays within
 // maxUnavailable (1 for Recreate, which has no bound); its set replaces it.
+// A machine whose node asks not to be disrupted (the disruption package)
+// waits, and the next oldest goes in its place.
 // A machine's age counts from status.creationObservedTime, the machine
 // controller's first sight of it, as the machine timeouts do, and from
 // creationTimestamp before that is written. It requeues the deployment for
@@ -45,31 +50,33 @@ func (r *Reconciler) expire(ctx context.Context, s *scope) (phase.Result, error)
 	expireAfter := cfg.MachineExpireAfter.Duration
 
 	var (
-		oldest     *v1alpha1.Machine
-		oldestAt   time.Time
-		next       time.Duration
-		expiredNum int
+		expired []*v1alpha1.Machine
+		next    time.Duration
 	)
 	for _, m := range s.machines[s.new.UID] {
 		if m.DeletionTimestamp != nil {
 			continue
 		}
-		at := ageStart(m).Add(expireAfter)
-		if left := at.Sub(s.now); left > 0 {
+		if left := ageStart(m).Add(expireAfter).Sub(s.now); left > 0 {
 			if next == 0 || left < next {
 				next = left
 			}
 			continue
 		}
-		expiredNum++
-		if oldest == nil || at.Before(oldestAt) || (at.Equal(oldestAt) && m.Name < oldest.Name) {
-			oldest, oldestAt = m, at
-		}
+		expired = append(expired, m)
 	}
 	res := phase.Result{RequeueAfter: next}
-	if oldest == nil {
+	if len(expired) == 0 {
 		return res, nil
 	}
+	expiredNum := len(expired)
+	// Oldest first.
+	slices.SortFunc(expired, func(a, b *v1alpha1.Machine) int {
+		if c := ageStart(a).Compare(ageStart(b)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
 
 	limit := int32(1)
 	if st, ok := strategyOf(s.d); ok {
@@ -92,12 +99,50 @@ func (r *Reconciler) expire(ctx context.Context, s *scope) (phase.Result, error)
 		// available again; the requeue covers a limit that never changes.
 		return res.Merge(phase.Result{RequeueAfter: time.Minute}), nil
 	}
+	oldest, held, err := r.firstDisruptable(ctx, expired)
+	if err != nil {
+		return res, err
+	}
+	if oldest == nil {
+		r.Recorder.Eventf(s.d, nil, corev1.EventTypeNormal, ReasonDisruptionHeld, "Expire",
+			"%d machine(s) older than expireAfter %s wait: %s", expiredNum, expireAfter, strings.Join(held, "; "))
+		return res.Merge(phase.Result{RequeueAfter: disruption.Recheck}), nil
+	}
 	if err := r.Client.Delete(ctx, oldest, client.Preconditions{UID: &oldest.UID}); err != nil && !apierrors.IsNotFound(err) {
 		return res, fmt.Errorf("deleting expired machine %s: %w", oldest.Name, err)
 	}
 	s.log.Info("Deleted an expired machine", "machine", oldest.Name, "expireAfter", expireAfter.String())
 	r.Recorder.Eventf(s.d, oldest, corev1.EventTypeNormal, reasonMachineExpired, "Expire", "Deleted machine %s: older than expireAfter %s", oldest.Name, expireAfter)
 	return res, nil
+}
+
+// firstDisruptable is the first of machines whose node does not ask not to
+// be disrupted (a machine without a node holds nothing), and why each one
+// before it waits.
+func (r *Reconciler) firstDisruptable(ctx context.Context, machines []*v1alpha1.Machine) (*v1alpha1.Machine, []string, error) {
+	var held []string
+	for _, m := range machines {
+		name := m.Labels[v1alpha1.NodeLabelKey]
+		if r.Target == nil || name == "" {
+			return m, held, nil
+		}
+		node := &corev1.Node{}
+		if err := r.Target.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+			if apierrors.IsNotFound(err) {
+				return m, held, nil
+			}
+			return nil, nil, fmt.Errorf("reading node %s of machine %s: %w", name, m.Name, err)
+		}
+		why, err := disruption.Hold(ctx, r.Pods, node)
+		if err != nil {
+			return nil, nil, err
+		}
+		if why == "" {
+			return m, held, nil
+		}
+		held = append(held, "machine "+m.Name+": "+why)
+	}
+	return nil, held, nil
 }
 
 // ageStart is when a machine's age starts: the machine controller's first

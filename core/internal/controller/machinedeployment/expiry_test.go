@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -75,6 +77,61 @@ func (s *suite) testExpireAfter(t *testing.T) {
 	}
 	assert.Len(t, s.machines(t, ns2), len(kept))
 	s.update(t, held, func(d *v1alpha1.MachineDeployment) { d.Spec.Template.Spec.MachineConfiguration = nil })
+}
+
+// testExpiryHonoursDoNotDisrupt: an expired machine whose node, or a pod on
+// it, asks not to be disrupted is not deleted, and an event says why; once
+// the pod is gone the machine expires at the next look.
+func (s *suite) testExpiryHonoursDoNotDisrupt(t *testing.T) {
+	ctx := context.Background()
+	ns := s.namespace(t)
+	s.joiner(t, ns, 0)
+	d := expiringDeployment(ns, "dnd", 0, 1, time.Hour)
+	require.NoError(t, s.c.Create(ctx, d))
+	s.waitComplete(t, d)
+	machines := s.machines(t, ns)
+	require.Len(t, machines, 3)
+	// The joiner names each Node after its machine. Two nodes run a pod
+	// that asks; the third asks itself, with Karpenter's key.
+	var pods []*corev1.Pod
+	for _, m := range machines[:2] {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "batch-" + m.Name, Namespace: ns,
+				Annotations: map[string]string{"machina.io/do-not-disrupt": "true"}},
+			Spec: corev1.PodSpec{NodeName: m.Name, Containers: []corev1.Container{{Name: "c", Image: "batch"}}},
+		}
+		require.NoError(t, s.c.Create(ctx, p))
+		pods = append(pods, p)
+	}
+	node := &corev1.Node{}
+	require.NoError(t, s.c.Get(ctx, client.ObjectKey{Name: machines[2].Name}, node))
+	patched := node.DeepCopy()
+	patched.Annotations = map[string]string{"karpenter.sh/do-not-disrupt": "true"}
+	require.NoError(t, s.c.Patch(ctx, patched, client.MergeFrom(node)))
+
+	s.update(t, d, func(d *v1alpha1.MachineDeployment) {
+		d.Spec.Template.Spec.MachineConfiguration.MachineExpireAfter = v1alpha1.NewDuration(time.Second)
+	})
+	s.expectEvent(t, ns, "DisruptionHeld")
+	for _, m := range s.machines(t, ns) {
+		assert.Nil(t, m.DeletionTimestamp, "machine %s was expired while its node asks not to be disrupted", m.Name)
+	}
+	assert.Len(t, s.machines(t, ns), 3)
+
+	// The first pod is gone: its machine expires at the next look
+	// (disruption.Recheck: pods are not watched); the others stay.
+	require.NoError(t, s.c.Delete(ctx, pods[0], client.GracePeriodSeconds(0)))
+	require.Eventually(t, func() bool {
+		m := &v1alpha1.Machine{}
+		err := s.c.Get(ctx, client.ObjectKeyFromObject(&machines[0]), m)
+		return apierrors.IsNotFound(err) || (err == nil && m.DeletionTimestamp != nil)
+	}, waitTimeout, poll, "machine %s did not expire once its pod was gone", machines[0].Name)
+	for _, m := range machines[1:] {
+		cur := &v1alpha1.Machine{}
+		require.NoError(t, s.c.Get(ctx, client.ObjectKeyFromObject(&m), cur), "machine %s was expired while its node asks not to be disrupted", m.Name)
+		assert.Nil(t, cur.DeletionTimestamp, "machine %s was expired while its node asks not to be disrupted", m.Name)
+	}
+	s.update(t, d, func(d *v1alpha1.MachineDeployment) { d.Spec.Template.Spec.MachineConfiguration = nil })
 }
 
 // expectEvent waits for an event of the reason in the namespace.

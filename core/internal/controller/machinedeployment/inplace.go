@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/disruption"
 	"github.com/machina-io/machina/core/internal/inplace"
 )
 
@@ -146,13 +147,20 @@ type inPlaceState struct {
 	// failures name the failed machines of this sync, why, and what happens
 	// to them: replaced (Auto), or left for the user (Manual).
 	failures []string
+	// held says why each node the selection passed over may not be
+	// disrupted now (machina.io/do-not-disrupt).
+	held []string
 	// prevProgressing is the Progressing condition before this sync.
 	prevProgressing *v1alpha1.MachineDeploymentCondition
 }
 
 func (st *inPlaceState) summary() string {
 	c := st.counts
-	return fmt.Sprintf("%d candidates, %d selected, %d updated, %d failed.", c.Candidates, c.Selected, c.Updated, c.Failed)
+	msg := fmt.Sprintf("%d candidates, %d selected, %d updated, %d failed.", c.Candidates, c.Selected, c.Updated, c.Failed)
+	if len(st.held) > 0 {
+		msg += " Not selected while they ask not to be disrupted: " + strings.Join(st.held, "; ") + "."
+	}
+	return msg
 }
 
 // machineNode is a machine of a rollout's set with its node (nil when it has
@@ -675,8 +683,18 @@ func (r *Reconciler) selectForUpdate(ctx context.Context, s *scope, candidates [
 			selectable = append(selectable, om)
 		}
 	}
-	n := b.Selectable()
-	picked := inplace.Select(selectable, func(machineNode) bool { return false }, n)
+	// A node whose pods (or itself) ask not to be disrupted is passed over,
+	// its slot going to the next candidate; the rollout looks again in
+	// disruption.Recheck, as pods are not watched.
+	picked, held, err := disruption.Pick(ctx, r.Pods, selectable, func(om machineNode) *corev1.Node { return om.node }, b.Selectable())
+	if err != nil {
+		return err
+	}
+	if len(held) > 0 {
+		s.inPlace.held = held
+		s.log.Info("Nodes wait: they ask not to be disrupted", "held", held)
+		r.Recorder.Eventf(s.d, nil, corev1.EventTypeNormal, ReasonDisruptionHeld, "UpdateInPlace", "Not selected now: %s", strings.Join(held, "; "))
+	}
 	for _, om := range picked {
 		if err := r.changeNode(ctx, s, om.node, inplace.MarkSelected); err != nil {
 			return err

@@ -47,6 +47,7 @@ func TestInvalidDurationStopsOnlyItsDeployment(t *testing.T) {
 		}
 		return (&machinedeployment.Reconciler{
 			Target:  mgr.GetClient(),
+			Pods:    mgr.GetAPIReader(),
 			Options: machinedeployment.DefaultOptions(),
 		}).SetupWithManager(mgr, 4)
 	})

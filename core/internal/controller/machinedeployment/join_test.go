@@ -52,7 +52,7 @@ func TestMachineDeploymentWithMachineController(t *testing.T) {
 		if err := (&machineset.Reconciler{}).SetupWithManager(mgr, 4); err != nil {
 			return err
 		}
-		return (&machinedeployment.Reconciler{Target: mgr.GetClient(), Options: machinedeployment.DefaultOptions()}).SetupWithManager(mgr, 4)
+		return (&machinedeployment.Reconciler{Target: mgr.GetClient(), Pods: mgr.GetAPIReader(), Options: machinedeployment.DefaultOptions()}).SetupWithManager(mgr, 4)
 	})
 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "join"}}

@@ -71,6 +71,10 @@ type Reconciler struct {
 	// Target is a client of the target cluster, where the Nodes are. Nil means
 	// there is no target cluster: nodes are not touched.
 	Target client.Client
+	// Pods reads the target cluster's pods straight from its API server, for
+	// the do-not-disrupt annotation (the disruption package). Required with
+	// Target.
+	Pods client.Reader
 	// Gate is the API server freeze (MCM issue #718): while it is frozen the
 	// controller neither scales, creates nor deletes machine sets and leaves
 	// nodes alone; it only keeps the status up to date. Nil is never frozen.
@@ -84,6 +88,9 @@ type Reconciler struct {
 // is left as given.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	r.Clients.Default(mgr, ControllerName)
+	if r.Target != nil && r.Pods == nil {
+		return fmt.Errorf("%s controller: a target cluster needs a reader of its pods", ControllerName)
+	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Machine{}, indexMachineController, setup.ControllerUID); err != nil {
 		return fmt.Errorf("indexing machines by controller: %w", err)
 	}

@@ -3,6 +3,7 @@ package machinedeployment
 import (
 	"context"
 
+	"github.com/machina-io/machina/core/disruption"
 	"github.com/machina-io/machina/core/internal/controller/phase"
 )
 
@@ -31,6 +32,9 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (phase.Result, error
 	res := phase.Result{RequeueAfter: recheck}
 	if s.retryNodes {
 		res = res.Merge(phase.Result{RequeueAfter: nodeConflictRetry})
+	}
+	if s.inPlace != nil && len(s.inPlace.held) > 0 {
+		res = res.Merge(phase.Result{RequeueAfter: disruption.Recheck})
 	}
 	return res, err
 }

@@ -31,7 +31,7 @@ func TestRolloutMarksNodesInTheTargetCluster(t *testing.T) {
 		if err := (&machineset.Reconciler{}).SetupWithManager(mgr, 2); err != nil {
 			return err
 		}
-		return (&machinedeployment.Reconciler{Target: target.Client, Options: machinedeployment.DefaultOptions()}).SetupWithManager(mgr, 2)
+		return (&machinedeployment.Reconciler{Target: target.Client, Pods: target.Client, Options: machinedeployment.DefaultOptions()}).SetupWithManager(mgr, 2)
 	})
 	c := control.Client
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "two"}}

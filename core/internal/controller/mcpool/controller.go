@@ -23,9 +23,9 @@ import (
 
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/disruption"
 	"github.com/machina-io/machina/core/internal/controller/phase"
 	"github.com/machina-io/machina/core/internal/controller/setup"
-	"github.com/machina-io/machina/core/internal/disruption"
 	"github.com/machina-io/machina/core/internal/mcfg"
 )
 
