@@ -123,6 +123,9 @@ func runWhy(ctx context.Context, c *clients, t *timeoutFlags, timeoutSource stri
 	if f.hold != "" {
 		fmt.Fprintf(w, "  Do not disrupt:\t%s\n", f.hold)
 	}
+	if hooks := preUpdateHooks(f); len(hooks) > 0 {
+		fmt.Fprintf(w, "  Pre-update hooks:\t%s: an in-place or pool update of this machine waits until they are removed\n", strings.Join(hooks, ", "))
+	}
 	if m.DeletionTimestamp != nil {
 		fmt.Fprintf(w, "  Deleting:\tsince %s ago, step %s\n", age(now, m.DeletionTimestamp.Time), orDash(string(m.Status.DeletionStep)))
 	}
@@ -326,4 +329,15 @@ func unhealthyBecause(n *corev1.Node, t *timeoutFlags, m *v1alpha1.Machine) []st
 		out = append(out, "no Ready condition")
 	}
 	return out
+}
+
+// preUpdateHooks are the pre-update hooks on the machine and on its Node.
+func preUpdateHooks(f *machineFacts) []string {
+	hooks := disruption.PreUpdateHooks(f.m.Annotations)
+	if f.node != nil {
+		for _, h := range disruption.PreUpdateHooks(f.node.Annotations) {
+			hooks = append(hooks, h+" (on Node "+f.node.Name+")")
+		}
+	}
+	return hooks
 }

@@ -69,6 +69,13 @@ func (p *plugin) testWhy(t *testing.T) {
 		out, err = p.run(t, m.CreationTimestamp.Add(time.Minute), ns, "why", m.Name)
 		require.NoError(t, err)
 		require.Regexp(t, `Do not disrupt: +pod why/batch-1 on node why-node-dnd has machina\.io/do-not-disrupt=true: in-place updates`, out)
+		require.NotContains(t, out, "Pre-update hooks:")
+
+		m.Annotations = map[string]string{"pre-update.hook.machina.io/storage": ""}
+		require.NoError(t, p.c.Update(t.Context(), m))
+		out, err = p.run(t, m.CreationTimestamp.Add(time.Minute), ns, "why", m.Name)
+		require.NoError(t, err)
+		require.Regexp(t, `Pre-update hooks: +pre-update\.hook\.machina\.io/storage: an in-place or pool update of this machine waits`, out)
 	})
 
 	t.Run("unknown: the node went NotReady", func(t *testing.T) {

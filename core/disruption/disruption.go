@@ -15,6 +15,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -86,16 +87,53 @@ func Hold(ctx context.Context, pods client.Reader, node *corev1.Node) (string, e
 	return fmt.Sprintf("pods %v%s on node %s have %s=true", held, more, node.Name, key), nil
 }
 
-// Pick takes, in order, the first n candidates whose nodes may be
-// disrupted, and says why each candidate it passed over is held. It reads
-// the pods of a candidate only when it may take it, so a rollout with a
-// budget of one looks at one node's pods, not at every node's.
-func Pick[T any](ctx context.Context, pods client.Reader, candidates []T, node func(T) *corev1.Node, n int32) (picked []T, held []string, err error) {
+// PreUpdateHookPrefix starts the annotations that gate an in-place update
+// of one node: pre-update.hook.machina.io/<owner>, on the Machine (a
+// MachineDeployment's in-place update) or on the Node (that and a
+// MachineConfigPool's update). Like Cluster API's deletion hooks, an
+// operator's controller puts one on, watches for the node to become a
+// candidate (the candidate-for-update label, or a pool's new target), does
+// what must come before (move data, warn users) and takes its hook off; the
+// update starts only once no hook is left. The value is free, for the owner.
+const PreUpdateHookPrefix = "pre-update.hook.machina.io/"
+
+// PreUpdateHooks are the pre-update hooks among annotations, sorted.
+func PreUpdateHooks(annotations map[string]string) []string {
+	var out []string
+	for k := range annotations {
+		if strings.HasPrefix(k, PreUpdateHookPrefix) && len(k) > len(PreUpdateHookPrefix) {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// UpdateHold is why an in-place update may not start on node now, "" when
+// it may: a pre-update hook on the node or on its machine (nil when there
+// is none), else Hold.
+func UpdateHold(ctx context.Context, pods client.Reader, node *corev1.Node, machine client.Object) (string, error) {
+	if hooks := PreUpdateHooks(node.Annotations); len(hooks) > 0 {
+		return fmt.Sprintf("node %s waits for its pre-update hook(s) %v", node.Name, hooks), nil
+	}
+	if machine != nil {
+		if hooks := PreUpdateHooks(machine.GetAnnotations()); len(hooks) > 0 {
+			return fmt.Sprintf("machine %s waits for its pre-update hook(s) %v", machine.GetName(), hooks), nil
+		}
+	}
+	return Hold(ctx, pods, node)
+}
+
+// Pick takes, in order, the first n candidates that hold says nothing
+// against, and says why each candidate it passed over waits. It asks hold
+// only about a candidate it may take, so a rollout with a budget of one
+// looks at one node's pods, not at every node's.
+func Pick[T any](candidates []T, hold func(T) (string, error), n int32) (picked []T, held []string, err error) {
 	for _, c := range candidates {
 		if int32(len(picked)) >= n {
 			break
 		}
-		why, err := Hold(ctx, pods, node(c))
+		why, err := hold(c)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -49,7 +49,7 @@ func TestInPlaceRollout(t *testing.T) {
 	t.Run("rollback after a node applied the abandoned template", func(t *testing.T) { testInPlaceRollbackAfterApply(t, env) })
 	t.Run("manager restart in the middle", func(t *testing.T) { testInPlaceRestart(t, env) })
 	t.Run("invalid strategy", func(t *testing.T) { testInPlaceInvalid(t, env) })
-	t.Run("a node asking not to be disrupted waits", func(t *testing.T) { testInPlaceDoNotDisrupt(t, env) })
+	t.Run("nodes held by a pre-update hook or a do-not-disrupt pod wait", func(t *testing.T) { testInPlaceDoNotDisrupt(t, env) })
 }
 
 // TestInPlaceRolloutWithoutTargetCluster: no nodes, no rollout, a condition.
@@ -931,38 +931,50 @@ func (w *ipWorld) waitSetOfClass(class string) {
 }
 
 // testInPlaceDoNotDisrupt: a node running a pod that asks not to be
-// disrupted is not selected, its slot goes to the other node, and the
-// deployment says why; once the pod is gone the rollout finishes.
+// disrupted, and a machine with an operator's pre-update hook, are not
+// selected; their slots go to the third node, and the deployment says why.
+// Once the hook is off and the pod gone the rollout finishes.
 func testInPlaceDoNotDisrupt(t *testing.T, env *testenv.Env) {
 	w := newIPWorld(t, env)
-	d := w.deployment("dnd", 2, v1alpha1.OrchestrationTypeAuto, intstr.FromInt32(1))
-	w.waitMachines(2, v1alpha1.MachineRunning)
-	nodes := w.nodes()
-	require.Len(t, nodes, 2)
-	held := nodes[0].Name
+	d := w.deployment("dnd", 3, v1alpha1.OrchestrationTypeAuto, intstr.FromInt32(1))
+	w.waitMachines(3, v1alpha1.MachineRunning)
+	machines := w.machineList()
+	require.Len(t, machines, 3)
+	podNode, hooked := machines[0].Labels[v1alpha1.NodeLabelKey], &machines[1]
+	hookedNode := hooked.Labels[v1alpha1.NodeLabelKey]
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "batch", Namespace: w.ns,
 			Annotations: map[string]string{"machina.io/do-not-disrupt": "true"}},
-		Spec: corev1.PodSpec{NodeName: held, Containers: []corev1.Container{{Name: "c", Image: "batch"}}},
+		Spec: corev1.PodSpec{NodeName: podNode, Containers: []corev1.Container{{Name: "c", Image: "batch"}}},
 	}
 	require.NoError(t, env.Client.Create(w.ctx, pod))
+	patch := client.MergeFrom(hooked.DeepCopy())
+	hooked.Annotations = map[string]string{"pre-update.hook.machina.io/storage": ""}
+	require.NoError(t, env.Client.Patch(w.ctx, hooked, patch))
 
 	w.changeTemplate(d, "class-v2")
-	want := fmt.Sprintf("pod %s/batch on node %s has machina.io/do-not-disrupt=true", w.ns, held)
+	wantPod := fmt.Sprintf("pod %s/batch on node %s has machina.io/do-not-disrupt=true", w.ns, podNode)
+	wantHook := fmt.Sprintf("machine %s waits for its pre-update hook(s) [pre-update.hook.machina.io/storage]", hooked.Name)
 	w.eventually(func() bool {
 		c := mdCondition(w.getDeployment(d), v1alpha1.MachineDeploymentProgressing)
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		return c != nil && strings.Contains(c.Message, want) && len(w.selectedEver) == 1
-	}, waitFor, "the deployment did not say that %s waits while the other node updates", held)
+		return c != nil && strings.Contains(c.Message, wantPod) && strings.Contains(c.Message, wantHook) && len(w.selectedEver) == 1
+	}, waitFor, "the deployment did not say that %s and %s wait while the third node updates", podNode, hookedNode)
 	w.mu.Lock()
-	assert.False(t, w.selectedEver[held], "node %s was selected while its pod asks not to be disrupted", held)
+	assert.False(t, w.selectedEver[podNode], "node %s was selected while its pod asks not to be disrupted", podNode)
+	assert.False(t, w.selectedEver[hookedNode], "node %s was selected while its machine has a pre-update hook", hookedNode)
 	w.mu.Unlock()
 
-	// The pod goes: the rollout looks again within disruption.Recheck.
+	// The operator takes its hook off, and the pod goes: the rollout looks
+	// again within disruption.Recheck and finishes.
+	require.NoError(t, env.Client.Get(w.ctx, client.ObjectKeyFromObject(hooked), hooked))
+	patch = client.MergeFrom(hooked.DeepCopy())
+	delete(hooked.Annotations, "pre-update.hook.machina.io/storage")
+	require.NoError(t, env.Client.Patch(w.ctx, hooked, patch))
 	require.NoError(t, env.Client.Delete(w.ctx, pod))
 	w.waitRolledOut(d, 2*waitFor)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	assert.True(t, w.selectedEver[held], "node %s was updated once its pod was gone", held)
+	assert.True(t, w.selectedEver[podNode] && w.selectedEver[hookedNode], "both held nodes were updated once free")
 }

@@ -30,8 +30,9 @@ const (
 	// than v1alpha1.MaxDuration); the message names the field.
 	ReasonInvalidDuration = "InvalidDuration"
 	// ReasonDisruptionHeld (event): machines an in-place update or an expiry
-	// would take next run on nodes that ask not to be disrupted
-	// (machina.io/do-not-disrupt); the message names them and what asks.
+	// would take next wait for a pre-update hook (in place only) or run on
+	// nodes that ask not to be disrupted (machina.io/do-not-disrupt); the
+	// message names them and what holds.
 	ReasonDisruptionHeld = "DisruptionHeld"
 )
 

@@ -158,7 +158,7 @@ func (st *inPlaceState) summary() string {
 	c := st.counts
 	msg := fmt.Sprintf("%d candidates, %d selected, %d updated, %d failed.", c.Candidates, c.Selected, c.Updated, c.Failed)
 	if len(st.held) > 0 {
-		msg += " Not selected while they ask not to be disrupted: " + strings.Join(st.held, "; ") + "."
+		msg += " Not selected yet: " + strings.Join(st.held, "; ") + "."
 	}
 	return msg
 }
@@ -683,16 +683,19 @@ func (r *Reconciler) selectForUpdate(ctx context.Context, s *scope, candidates [
 			selectable = append(selectable, om)
 		}
 	}
-	// A node whose pods (or itself) ask not to be disrupted is passed over,
-	// its slot going to the next candidate; the rollout looks again in
-	// disruption.Recheck, as pods are not watched.
-	picked, held, err := disruption.Pick(ctx, r.Pods, selectable, func(om machineNode) *corev1.Node { return om.node }, b.Selectable())
+	// A node with a pre-update hook (on it or its machine), or whose pods (or
+	// itself) ask not to be disrupted, is passed over, its slot going to the
+	// next candidate; the rollout looks again in disruption.Recheck, as pods
+	// are not watched (a machine's change wakes it at once).
+	picked, held, err := disruption.Pick(selectable, func(om machineNode) (string, error) {
+		return disruption.UpdateHold(ctx, r.Pods, om.node, om.m)
+	}, b.Selectable())
 	if err != nil {
 		return err
 	}
 	if len(held) > 0 {
 		s.inPlace.held = held
-		s.log.Info("Nodes wait: they ask not to be disrupted", "held", held)
+		s.log.Info("Nodes wait: hooks or pods hold them", "held", held)
 		r.Recorder.Eventf(s.d, nil, corev1.EventTypeNormal, ReasonDisruptionHeld, "UpdateInPlace", "Not selected now: %s", strings.Join(held, "; "))
 	}
 	for _, om := range picked {

@@ -3,6 +3,7 @@ package mcpool
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -51,9 +52,9 @@ const (
 	// ReasonInvalidPool: the pool's spec cannot be used (a bad selector, a
 	// bad maxUnavailable, a reference to a missing MachineSet).
 	ReasonInvalidPool = "InvalidPool"
-	// ReasonDisruptionHeld: nodes the update would start next ask not to be
-	// disrupted (machina.io/do-not-disrupt on the Node or a pod of it); the
-	// message names them and what asks.
+	// ReasonDisruptionHeld: nodes the update would start next wait for a
+	// pre-update hook or ask not to be disrupted (machina.io/do-not-disrupt
+	// on the Node or a pod of it); the message names them and what holds.
 	ReasonDisruptionHeld = "DisruptionHeld"
 )
 
@@ -117,6 +118,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, 
 			o, n := e.ObjectOld, e.ObjectNew
 			return !mapsEqual(o.Labels, n.Labels) || handshakeChanged(o, n) ||
 				disruption.Key(o.Annotations) != disruption.Key(n.Annotations) ||
+				!slices.Equal(disruption.PreUpdateHooks(o.Annotations), disruption.PreUpdateHooks(n.Annotations)) ||
 				o.Spec.Unschedulable != n.Spec.Unschedulable ||
 				newPoolNode(o).healthy() != newPoolNode(n).healthy()
 		},

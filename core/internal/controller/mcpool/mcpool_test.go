@@ -282,12 +282,12 @@ func TestPoolRollout(t *testing.T) {
 		})
 	})
 
-	t.Run("nodes asking not to be disrupted wait, and the pool says why", func(t *testing.T) {
+	t.Run("nodes with a pre-update hook or asking not to be disrupted wait, and the pool says why", func(t *testing.T) {
 		createRendered(t, c, "rendered-dnd-a")
 		createRendered(t, c, "rendered-dnd-b")
-		names := createNodes(t, c, "dnd", 3, map[string]string{"pool": "dnd"}, "rendered-dnd-a")
+		names := createNodes(t, c, "dnd", 4, map[string]string{"pool": "dnd"}, "rendered-dnd-a")
 		// dnd-0 runs a pod that asks not to be disrupted; dnd-1 asks itself,
-		// with Karpenter's key.
+		// with Karpenter's key; dnd-3 carries an operator's pre-update hook.
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "dnd-batch", Namespace: "default",
 				Annotations: map[string]string{"machina.io/do-not-disrupt": "true"}},
@@ -295,29 +295,35 @@ func TestPoolRollout(t *testing.T) {
 		}
 		require.NoError(t, c.Create(t.Context(), pod))
 		patchAnnotations(t, c, names[1], map[string]string{"karpenter.sh/do-not-disrupt": "true"})
+		patchAnnotations(t, c, names[3], map[string]string{"pre-update.hook.machina.io/storage": "move replicas"})
 		createPool(t, c, "dnd", "rendered-dnd-a", nil)
 		waitPool(t, c, "dnd", "updated on a", func(p *mcv1.MachineConfigPool) bool {
-			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.MachineCount == 3
+			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.MachineCount == 4
 		})
 
 		updatePool(t, c, "dnd", func(p *mcv1.MachineConfigPool) { p.Spec.Configuration.Name = "rendered-dnd-b" })
 		waitNode(t, c, names[2], "started", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == "rendered-dnd-b" })
 		agentUpdate(t, c, names[2])
 		pool := waitPool(t, c, "dnd", "held", func(p *mcv1.MachineConfigPool) bool {
-			return p.Status.UpdatedMachineCount == 1 && strings.Contains(conditionOf(p, mcv1.PoolUpdating).Message, "ask not to be disrupted")
+			return p.Status.UpdatedMachineCount == 1 && strings.Contains(conditionOf(p, mcv1.PoolUpdating).Message, "not started yet")
 		})
 		msg := conditionOf(pool, mcv1.PoolUpdating).Message
 		assert.Contains(t, msg, "pod default/dnd-batch on node dnd-0 has machina.io/do-not-disrupt=true")
 		assert.Contains(t, msg, "node dnd-1 has karpenter.sh/do-not-disrupt=true")
+		assert.Contains(t, msg, "node dnd-3 waits for its pre-update hook(s) [pre-update.hook.machina.io/storage]")
 		// The status is written after the rollout phase of the same sync:
-		// that phase started neither.
-		assert.Equal(t, 0, countOn(t, c, names[:2], "rendered-dnd-b"), "held nodes are not started")
+		// that phase started none of them.
+		assert.Equal(t, 0, countOn(t, c, []string{names[0], names[1], names[3]}, "rendered-dnd-b"), "held nodes are not started")
 
 		// The Node's annotation goes: its Node's change starts it at once.
 		patchAnnotations(t, c, names[1], map[string]string{"karpenter.sh/do-not-disrupt": ""})
 		waitNode(t, c, names[1], "started", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == "rendered-dnd-b" })
-		assert.NotEqual(t, "rendered-dnd-b", getNode(t, c, names[0]).Annotations[keyDesired], "dnd-0 still holds")
 		agentUpdate(t, c, names[1])
+		// The operator takes its hook off: the node starts.
+		patchAnnotations(t, c, names[3], map[string]string{"pre-update.hook.machina.io/storage": ""})
+		waitNode(t, c, names[3], "started", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == "rendered-dnd-b" })
+		assert.NotEqual(t, "rendered-dnd-b", getNode(t, c, names[0]).Annotations[keyDesired], "dnd-0 still holds")
+		agentUpdate(t, c, names[3])
 
 		// The pod finishes (pods are not watched: the pool looks again within
 		// disruption.Recheck).
@@ -328,7 +334,7 @@ func TestPoolRollout(t *testing.T) {
 		pool = waitPool(t, c, "dnd", "updated", func(p *mcv1.MachineConfigPool) bool {
 			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue)
 		})
-		assert.Equal(t, int32(3), pool.Status.UpdatedMachineCount)
+		assert.Equal(t, int32(4), pool.Status.UpdatedMachineCount)
 	})
 
 	t.Run("a node born after the rendered configuration starts from it at once", func(t *testing.T) {

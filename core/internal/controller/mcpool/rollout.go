@@ -90,17 +90,19 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (phase.Result, error
 		return phase.Result{}, nil
 	}
 	sortCandidates(candidates)
-	// A node whose pods (or itself) ask not to be disrupted is passed over,
-	// its slot going to the next candidate; it is looked at again in
-	// disruption.Recheck, as pods are not watched.
-	picked, held, err := disruption.Pick(ctx, r.Pods, candidates, func(n poolNode) *corev1.Node { return n.node }, b.Selectable())
+	// A node with a pre-update hook, or whose pods (or itself) ask not to be
+	// disrupted, is passed over, its slot going to the next candidate; it is
+	// looked at again in disruption.Recheck, as pods are not watched.
+	picked, held, err := disruption.Pick(candidates, func(n poolNode) (string, error) {
+		return disruption.UpdateHold(ctx, r.Pods, n.node, nil)
+	}, b.Selectable())
 	if err != nil {
 		return phase.Result{}, err
 	}
 	var res phase.Result
 	if len(held) > 0 {
 		s.held = held
-		s.log.Info("Nodes wait: they ask not to be disrupted", "held", held)
+		s.log.Info("Nodes wait: hooks or pods hold them", "held", held)
 		r.Recorder.Eventf(s.pool, nil, corev1.EventTypeNormal, ReasonDisruptionHeld, "Update",
 			"Not updating now: %s", strings.Join(held, "; "))
 		res = phase.Result{RequeueAfter: disruption.Recheck}

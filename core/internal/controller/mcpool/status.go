@@ -178,11 +178,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 }
 
 // updatingMessage is the Updating condition's message during an update; it
-// says which nodes wait because they ask not to be disrupted.
+// says which nodes wait for a pre-update hook or a do-not-disrupt pod.
 func updatingMessage(s *scope, c counts) string {
 	msg := fmt.Sprintf("All nodes are updating to %s (%d of %d updated)", s.target, c.updated, c.machines)
 	if len(s.held) > 0 {
-		msg += "; not started while they ask not to be disrupted: " + strings.Join(s.held, "; ")
+		msg += "; not started yet: " + strings.Join(s.held, "; ")
 	}
 	return msg
 }
