@@ -235,6 +235,11 @@ const (
 	// to the running VM (a rollout must replace the machine), and with
 	// reason UpdateFailed or PreviousClassUnknown otherwise.
 	MachineConditionClassUpdated = "ClassUpdated"
+	// ClassUpdateReasonNeedsNewVM is the reason of ClassUpdated=False when
+	// the driver cannot apply the class's contents to the running VM: the
+	// VM drifted from its class, and only a new VM matches it
+	// (MachineDeployment spec.disruption.replaceDrifted replaces it).
+	ClassUpdateReasonNeedsNewVM = "NeedsNewVM"
 	// MachineConditionPreDrainDeleteHookSucceeded (Cluster API's name) is
 	// False while pre-drain hooks hold a deletion before its drain, and True
 	// from when the last one was removed. Absent when no hook held it.

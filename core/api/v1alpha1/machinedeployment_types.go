@@ -92,6 +92,23 @@ type MachineDeploymentSpec struct {
 	// restart` sets it to the current time. Machina addition.
 	// +optional
 	RolloutAfter *metav1.Time `json:"rolloutAfter,omitempty"`
+
+	// Disruption says which voluntary disruptions, besides rollouts, the
+	// deployment may make (docs/disruption.md). Machina addition.
+	// +optional
+	Disruption *MachineDeploymentDisruption `json:"disruption,omitempty"`
+}
+
+// MachineDeploymentDisruption holds a deployment's disruption policy.
+type MachineDeploymentDisruption struct {
+	// ReplaceDrifted replaces, one at a time within maxUnavailable once a
+	// rollout is complete, the machines whose VM drifted from their
+	// MachineClass: the class changed and the driver answered UpdateMachine
+	// with needs_new_vm (condition ClassUpdated False, reason NeedsNewVM).
+	// Off by default: such a VM keeps its old contents until a rollout
+	// replaces it.
+	// +optional
+	ReplaceDrifted bool `json:"replaceDrifted,omitempty"`
 }
 
 // MachineDeploymentStrategy is how a MachineDeployment replaces machines.

@@ -19,7 +19,7 @@ const (
 	ReasonApplied = "Applied"
 	// ReasonNeedsNewVM: the driver cannot apply the contents to the running
 	// VM, which it left untouched; a rollout must replace the machine.
-	ReasonNeedsNewVM = "NeedsNewVM"
+	ReasonNeedsNewVM = v1alpha1.ClassUpdateReasonNeedsNewVM
 	// ReasonUpdateFailed: UpdateMachine failed; it is tried again.
 	ReasonUpdateFailed = "UpdateFailed"
 	// ReasonPreviousClassUnknown: no snapshot of the contents the VM was made

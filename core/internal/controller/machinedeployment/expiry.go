@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
@@ -17,7 +19,8 @@ import (
 )
 
 // Events of the machine expiry (expireAfter in the template's machine
-// configuration).
+// configuration) and of the replacement of drifted machines
+// (spec.disruption.replaceDrifted).
 const (
 	// reasonMachineExpired (Normal): a machine older than expireAfter was
 	// deleted; its set replaces it.
@@ -25,58 +28,89 @@ const (
 	// reasonExpiryBlocked (Warning): machines have expired but deleting one
 	// would leave more machines unavailable than maxUnavailable allows.
 	reasonExpiryBlocked = "ExpiryBlocked"
+	// reasonDriftReplaced (Normal): a machine whose VM drifted from its
+	// MachineClass was deleted; its set replaces it with a VM of the class.
+	reasonDriftReplaced = "DriftReplaced"
+	// reasonDriftBlocked (Warning): drifted machines wait, as deleting one
+	// would leave more machines unavailable than maxUnavailable allows.
+	reasonDriftBlocked = "DriftReplacementBlocked"
 )
 
+// replacement is a machine the expire phase may delete, and why.
+type replacement struct {
+	m *v1alpha1.Machine
+	// expired is true for a machine older than expireAfter, false for a
+	// drifted one.
+	expired bool
+}
+
 // expire is the phase after the rollout: once the rollout is complete, it
-// deletes the oldest machine of the new set that has lived longer than the
-// template's expireAfter, one at a time (none while a machine of the set is
-// terminating) and only while one more unavailable machine stays within
-// maxUnavailable (1 for Recreate, which has no bound); its set replaces it.
-// A machine whose node asks not to be disrupted (the disruption package)
-// waits, and the next oldest goes in its place.
+// deletes one machine of the new set at a time (none while a machine of the
+// set is terminating), and only while one more unavailable machine stays
+// within maxUnavailable (1 for Recreate, which has no bound); its set
+// replaces it. It deletes, oldest first, the machines that have lived
+// longer than the template's expireAfter, then, with
+// spec.disruption.replaceDrifted, the machines whose VM drifted from their
+// class (drifted). A machine whose node asks not to be disrupted (the
+// disruption package) waits, and the next one goes in its place.
 // A machine's age counts from status.creationObservedTime, the machine
 // controller's first sight of it, as the machine timeouts do, and from
 // creationTimestamp before that is written. It requeues the deployment for
 // the next machine to expire.
 func (r *Reconciler) expire(ctx context.Context, s *scope) (phase.Result, error) {
-	cfg := s.d.Spec.Template.Spec.MachineConfiguration
-	if cfg == nil || cfg.MachineExpireAfter == nil || cfg.MachineExpireAfter.Err() != nil || cfg.MachineExpireAfter.Duration <= 0 {
+	var expireAfter time.Duration
+	if cfg := s.d.Spec.Template.Spec.MachineConfiguration; cfg != nil && cfg.MachineExpireAfter != nil && cfg.MachineExpireAfter.Err() == nil {
+		expireAfter = cfg.MachineExpireAfter.Duration
+	}
+	replaceDrifted := s.d.Spec.Disruption != nil && s.d.Spec.Disruption.ReplaceDrifted
+	if expireAfter <= 0 && !replaceDrifted {
 		return phase.Result{}, nil
 	}
 	if s.new == nil || s.oldMachinesLeft() {
 		// The rollout replaces machines anyway; expiry waits for it.
 		return phase.Result{}, nil
 	}
-	expireAfter := cfg.MachineExpireAfter.Duration
 
 	var (
-		expired []*v1alpha1.Machine
-		next    time.Duration
+		expired, driftedOnes []*v1alpha1.Machine
+		next                 time.Duration
 	)
 	for _, m := range s.machines[s.new.UID] {
 		if m.DeletionTimestamp != nil {
 			continue
 		}
-		if left := ageStart(m).Add(expireAfter).Sub(s.now); left > 0 {
-			if next == 0 || left < next {
+		if expireAfter > 0 {
+			if left := ageStart(m).Add(expireAfter).Sub(s.now); left <= 0 {
+				expired = append(expired, m)
+				continue
+			} else if next == 0 || left < next {
 				next = left
 			}
-			continue
 		}
-		expired = append(expired, m)
+		if replaceDrifted && drifted(m) {
+			driftedOnes = append(driftedOnes, m)
+		}
 	}
 	res := phase.Result{RequeueAfter: next}
-	if len(expired) == 0 {
+	if len(expired)+len(driftedOnes) == 0 {
 		return res, nil
 	}
-	expiredNum := len(expired)
-	// Oldest first.
+	// Oldest first; drifted machines by name, after the expired ones.
 	slices.SortFunc(expired, func(a, b *v1alpha1.Machine) int {
 		if c := ageStart(a).Compare(ageStart(b)); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
+	slices.SortFunc(driftedOnes, func(a, b *v1alpha1.Machine) int { return strings.Compare(a.Name, b.Name) })
+	var candidates []replacement
+	for _, m := range expired {
+		candidates = append(candidates, replacement{m: m, expired: true})
+	}
+	for _, m := range driftedOnes {
+		candidates = append(candidates, replacement{m: m})
+	}
+	what := waitingSummary(len(expired), len(driftedOnes), expireAfter)
 
 	limit := int32(1)
 	if st, ok := strategyOf(s.d); ok {
@@ -89,47 +123,79 @@ func (r *Reconciler) expire(ctx context.Context, s *scope) (phase.Result, error)
 		return res, err
 	}
 	if terminating > 0 || unavailable+1 > limit {
-		msg := fmt.Sprintf("%d machine(s) older than expireAfter %s wait: %d of %d machines are unavailable, %d terminating, and maxUnavailable is %d",
-			expiredNum, expireAfter, unavailable, s.d.Spec.Replicas, terminating, limit)
+		msg := fmt.Sprintf("%s wait: %d of %d machines are unavailable, %d terminating, and maxUnavailable is %d",
+			what, unavailable, s.d.Spec.Replicas, terminating, limit)
 		if limit == 0 {
-			msg += "; with maxUnavailable 0 no machine ever expires, set maxUnavailable to 1 or more"
+			msg += "; with maxUnavailable 0 no machine is ever replaced this way, set maxUnavailable to 1 or more"
 		}
-		r.Recorder.Eventf(s.d, nil, corev1.EventTypeWarning, reasonExpiryBlocked, "Expire", "%s", msg)
+		reason := reasonExpiryBlocked
+		if len(expired) == 0 {
+			reason = reasonDriftBlocked
+		}
+		r.Recorder.Eventf(s.d, nil, corev1.EventTypeWarning, reason, "Expire", "%s", msg)
 		// The machines' own changes wake the deployment when one becomes
 		// available again; the requeue covers a limit that never changes.
 		return res.Merge(phase.Result{RequeueAfter: time.Minute}), nil
 	}
-	oldest, held, err := r.firstDisruptable(ctx, expired)
+	victim, held, err := r.firstDisruptable(ctx, candidates)
 	if err != nil {
 		return res, err
 	}
-	if oldest == nil {
+	if victim == nil {
 		r.Recorder.Eventf(s.d, nil, corev1.EventTypeNormal, ReasonDisruptionHeld, "Expire",
-			"%d machine(s) older than expireAfter %s wait: %s", expiredNum, expireAfter, strings.Join(held, "; "))
+			"%s wait: %s", what, strings.Join(held, "; "))
 		return res.Merge(phase.Result{RequeueAfter: disruption.Recheck}), nil
 	}
-	if err := r.Client.Delete(ctx, oldest, client.Preconditions{UID: &oldest.UID}); err != nil && !apierrors.IsNotFound(err) {
-		return res, fmt.Errorf("deleting expired machine %s: %w", oldest.Name, err)
+	m := victim.m
+	if err := r.Client.Delete(ctx, m, client.Preconditions{UID: &m.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return res, fmt.Errorf("deleting machine %s to replace it: %w", m.Name, err)
 	}
-	s.log.Info("Deleted an expired machine", "machine", oldest.Name, "expireAfter", expireAfter.String())
-	r.Recorder.Eventf(s.d, oldest, corev1.EventTypeNormal, reasonMachineExpired, "Expire", "Deleted machine %s: older than expireAfter %s", oldest.Name, expireAfter)
+	if victim.expired {
+		s.log.Info("Deleted an expired machine", "machine", m.Name, "expireAfter", expireAfter.String())
+		r.Recorder.Eventf(s.d, m, corev1.EventTypeNormal, reasonMachineExpired, "Expire", "Deleted machine %s: older than expireAfter %s", m.Name, expireAfter)
+	} else {
+		s.log.Info("Deleted a drifted machine", "machine", m.Name)
+		r.Recorder.Eventf(s.d, m, corev1.EventTypeNormal, reasonDriftReplaced, "Expire",
+			"Deleted machine %s: its VM drifted from its MachineClass (the driver needs a new VM); a machine of the class replaces it", m.Name)
+	}
 	return res, nil
 }
 
-// firstDisruptable is the first of machines whose node does not ask not to
-// be disrupted (a machine without a node holds nothing), and why each one
+// drifted reports whether m's VM drifted from its MachineClass: the class
+// changed and the driver answered that it needs a new VM for it (the class
+// update controller's ClassUpdated=False, reason NeedsNewVM).
+func drifted(m *v1alpha1.Machine) bool {
+	c := meta.FindStatusCondition(m.Status.MachineConditions, v1alpha1.MachineConditionClassUpdated)
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == v1alpha1.ClassUpdateReasonNeedsNewVM
+}
+
+// waitingSummary names the machines the phase has to replace.
+func waitingSummary(expired, drifted int, expireAfter time.Duration) string {
+	var parts []string
+	if expired > 0 {
+		parts = append(parts, fmt.Sprintf("%d machine(s) older than expireAfter %s", expired, expireAfter))
+	}
+	if drifted > 0 {
+		parts = append(parts, fmt.Sprintf("%d drifted machine(s)", drifted))
+	}
+	return strings.Join(parts, " and ")
+}
+
+// firstDisruptable is the first of candidates whose node does not ask not
+// to be disrupted (a machine without a node holds nothing), and why each one
 // before it waits.
-func (r *Reconciler) firstDisruptable(ctx context.Context, machines []*v1alpha1.Machine) (*v1alpha1.Machine, []string, error) {
+func (r *Reconciler) firstDisruptable(ctx context.Context, candidates []replacement) (*replacement, []string, error) {
 	var held []string
-	for _, m := range machines {
+	for i := range candidates {
+		m := candidates[i].m
 		name := m.Labels[v1alpha1.NodeLabelKey]
 		if r.Target == nil || name == "" {
-			return m, held, nil
+			return &candidates[i], held, nil
 		}
 		node := &corev1.Node{}
 		if err := r.Target.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
 			if apierrors.IsNotFound(err) {
-				return m, held, nil
+				return &candidates[i], held, nil
 			}
 			return nil, nil, fmt.Errorf("reading node %s of machine %s: %w", name, m.Name, err)
 		}
@@ -138,7 +204,7 @@ func (r *Reconciler) firstDisruptable(ctx context.Context, machines []*v1alpha1.
 			return nil, nil, err
 		}
 		if why == "" {
-			return m, held, nil
+			return &candidates[i], held, nil
 		}
 		held = append(held, "machine "+m.Name+": "+why)
 	}

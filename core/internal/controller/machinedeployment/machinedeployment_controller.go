@@ -188,10 +188,18 @@ func machineChangesThatMatter() predicate.Predicate {
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			return e.ObjectOld.GetLabels()[v1alpha1.NodeLabelKey] != e.ObjectNew.GetLabels()[v1alpha1.NodeLabelKey] ||
 				(e.ObjectOld.GetDeletionTimestamp() == nil) != (e.ObjectNew.GetDeletionTimestamp() == nil) ||
-				inPlacePhaseChanged(e.ObjectOld, e.ObjectNew)
+				inPlacePhaseChanged(e.ObjectOld, e.ObjectNew) || driftChanged(e.ObjectOld, e.ObjectNew)
 		},
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
+}
+
+// driftChanged reports a machine whose VM starts or stops being drifted
+// from its class (drifted): spec.disruption.replaceDrifted acts on it.
+func driftChanged(o, n client.Object) bool {
+	om, ok1 := o.(*v1alpha1.Machine)
+	nm, ok2 := n.(*v1alpha1.Machine)
+	return ok1 && ok2 && drifted(om) != drifted(nm)
 }
 
 // inPlacePhaseChanged reports a machine entering or leaving an in-place
