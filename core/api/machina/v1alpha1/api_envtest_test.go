@@ -57,6 +57,10 @@ func TestMachineHealthCheckSchema(t *testing.T) {
 				m.Spec.Selector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "name", Operator: metav1.LabelSelectorOpExists}}}
 			},
 			"nostartup": func(m *machinaio.MachineHealthCheck) { m.Spec.NodeStartupTimeout = machinev1alpha1.NewDuration(0) },
+			"template": func(m *machinaio.MachineHealthCheck) {
+				m.Spec.RemediationTemplate = &machinaio.RemediationTemplateReference{
+					APIVersion: "infrastructure.cluster.x-k8s.io/v1beta1", Kind: "Metal3RemediationTemplate", Name: "reboot"}
+			},
 		} {
 			require.NoError(t, c.Create(ctx, check("ok-"+name, mutate)), name)
 		}
@@ -85,6 +89,15 @@ func TestMachineHealthCheckSchema(t *testing.T) {
 			"bad startup": {func(m *machinaio.MachineHealthCheck) {
 				m.Spec.NodeStartupTimeout = &machinev1alpha1.Duration{Raw: `"-5m"`}
 			}, "must be a Go duration"},
+			"template kind": {func(m *machinaio.MachineHealthCheck) {
+				m.Spec.RemediationTemplate = &machinaio.RemediationTemplateReference{APIVersion: "x.io/v1", Kind: "Template", Name: "t"}
+			}, "kind must end in Template"},
+			"template core": {func(m *machinaio.MachineHealthCheck) {
+				m.Spec.RemediationTemplate = &machinaio.RemediationTemplateReference{APIVersion: "v1", Kind: "PodTemplate", Name: "t"}
+			}, "apiVersion must be group/version"},
+			"template name": {func(m *machinaio.MachineHealthCheck) {
+				m.Spec.RemediationTemplate = &machinaio.RemediationTemplateReference{APIVersion: "x.io/v1", Kind: "XTemplate"}
+			}, "spec.remediationTemplate.name"},
 		} {
 			err := c.Create(ctx, check("bad-"+strings.ReplaceAll(name, " ", "-"), tc.mutate))
 			require.Error(t, err, name)

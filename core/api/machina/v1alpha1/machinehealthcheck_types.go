@@ -40,7 +40,32 @@ const (
 	// ReasonFrozen: the API servers are or were just unreachable, so no
 	// health decision is taken (the safety gate of the health timeout).
 	ReasonFrozen = "Frozen"
+	// ReasonRemediationTemplateUnavailable: spec.remediationTemplate cannot
+	// be read (not found, forbidden, its kind not served); the message has
+	// the API server's error. Nothing is remediated, no machine is deleted
+	// instead.
+	ReasonRemediationTemplateUnavailable = "RemediationTemplateUnavailable"
+	// ReasonRemediationTemplateInvalid: the remediation template has no
+	// spec.template object, or a field of it has the wrong type.
+	ReasonRemediationTemplateInvalid = "RemediationTemplateInvalid"
+	// ReasonRemediationRequestFailed: a remediation request could not be
+	// listed, created or deleted; the message has the error.
+	ReasonRemediationRequestFailed = "RemediationRequestFailed"
 )
+
+// Annotations on a remediation request, naming the template it was made
+// from (Cluster API's cloned-from annotations).
+const (
+	// ClonedFromNameAnnotation is the template's name.
+	ClonedFromNameAnnotation = "machina.io/cloned-from-name"
+	// ClonedFromGroupKindAnnotation is the template's kind.group.
+	ClonedFromGroupKindAnnotation = "machina.io/cloned-from-groupkind"
+)
+
+// TemplateSuffix ends the kind of a remediation template; the kind of its
+// requests is the same without it (TestRemediationTemplate makes
+// TestRemediation objects), as in Cluster API.
+const TemplateSuffix = "Template"
 
 // DefaultMaxUnhealthy is maxUnhealthy when neither it nor unhealthyRange is
 // set: every unhealthy machine may be remediated.
@@ -48,8 +73,9 @@ var DefaultMaxUnhealthy = intstr.FromString("100%")
 
 // MachineHealthCheck remediates the Machines it selects whose Node is
 // unhealthy for too long, by deleting them so that their MachineSet
-// replaces them; it remediates none while more are unhealthy than it
-// allows.
+// replaces them, or, with a remediationTemplate, by asking an external
+// remediation controller; it remediates none while more are unhealthy than
+// it allows.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,shortName=mhc
@@ -112,6 +138,43 @@ type MachineHealthCheckSpec struct {
 	// +kubebuilder:default="10m"
 	// +optional
 	NodeStartupTimeout *machinev1alpha1.Duration `json:"nodeStartupTimeout,omitempty"`
+
+	// RemediationTemplate, when set, makes remediation external: instead of
+	// deleting an unhealthy machine the check creates a remediation request
+	// for it, an object of the template's kind without its "Template"
+	// suffix, named after the machine, whose spec is the template's
+	// spec.template.spec; it deletes the request once the machine is
+	// healthy again. Another controller acts on the request (a reboot, a
+	// reprovision). Cluster API's spec.remediationTemplate.
+	// +optional
+	RemediationTemplate *RemediationTemplateReference `json:"remediationTemplate,omitempty"`
+}
+
+// RemediationTemplateReference names a remediation template in the check's
+// namespace.
+type RemediationTemplateReference struct {
+	// APIVersion of the template, group/version.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="self.contains('/')",message="apiVersion must be group/version: remediation templates are not core kinds"
+	// +required
+	APIVersion string `json:"apiVersion"`
+	// Kind of the template; it ends in Template.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.endsWith('Template') && size(self) > 8",message="kind must end in Template, such as Metal3RemediationTemplate"
+	// +required
+	Kind string `json:"kind"`
+	// Name of the template.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	Name string `json:"name"`
+	// Namespace of the template: empty or the check's own. A check reads no
+	// template of another namespace.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // UnhealthyNodeCondition is a Node condition that makes a machine unhealthy
@@ -152,7 +215,8 @@ type MachineHealthCheckStatus struct {
 	// ObservedGeneration is the generation of the spec this status is of.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions: RemediationAllowed.
+	// Conditions: RemediationAllowed (False also when the remediation
+	// template cannot be used).
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -40,6 +40,10 @@ type Reconciler struct {
 	// Control reads MachineHealthChecks and Machines (the manager's cache)
 	// and writes them.
 	Control client.Client
+	// Reader reads remediation templates and requests straight from the
+	// API server: their kinds are any the checks name, so none is cached
+	// (and the manager needs no list or watch rights on templates).
+	Reader client.Reader
 	// Target reads Nodes, from the target cluster's cache.
 	Target client.Client
 	// Recorder records events on checks and Machines.
@@ -60,6 +64,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, 
 	}
 	if r.Control == nil {
 		r.Control = mgr.GetClient()
+	}
+	if r.Reader == nil {
+		r.Reader = mgr.GetAPIReader()
 	}
 	if r.Target == nil {
 		r.Target = target.GetClient()

@@ -4,7 +4,10 @@
 // unhealthy, and deletes those, so that their MachineSet replaces them,
 // unless more are unhealthy than the check's maxUnhealthy or unhealthyRange
 // allow (the short-circuit that keeps a network partition from replacing a
-// whole fleet).
+// whole fleet). With a remediationTemplate it deletes nothing: it creates a
+// remediation request per unhealthy machine, from the template, for an
+// external controller, and deletes the request once the machine is healthy
+// again (external.go).
 //
 // A machine is unhealthy when
 //   - its Node has one of the check's unhealthy conditions (type and

@@ -32,6 +32,7 @@ import (
 // no finalizer) is gone at once.
 func TestMachineHealthCheck(t *testing.T) {
 	control := testenv.Start(t)
+	installRemediationCRDs(t, control)
 	gate := &freeze.Gate{}
 	target := testenv.Start(t, testenv.WithoutCRDs())
 	tcl, err := cluster.New(target.Config, func(o *cluster.Options) { o.Scheme = target.Scheme })
@@ -196,6 +197,8 @@ func TestMachineHealthCheck(t *testing.T) {
 		require.True(t, gate.Unfreeze())
 		controllertest.RequireGone(t, f.cc, m)
 	})
+
+	t.Run("external remediation", func(t *testing.T) { externalRemediation(t, f) })
 
 	t.Run("a machine no MachineSet controls is not remediated", func(t *testing.T) {
 		f := f.sub(t, "bare")

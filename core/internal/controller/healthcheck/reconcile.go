@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,6 +42,10 @@ type scope struct {
 	orig  *machinaio.MachineHealthCheck
 	now   time.Time
 
+	// requestKind is the kind of the remediation requests, when the check
+	// has a remediation template.
+	requestKind schema.GroupVersionKind
+
 	verdicts []verdict
 	healthy  int
 	limit    limit
@@ -67,6 +72,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // judge reads the check's machines and their Nodes and judges each.
 func (r *Reconciler) judge(ctx context.Context, s *scope) (phase.Result, error) {
 	sel, err := parseSpec(&s.check.Spec)
+	if err == nil && s.check.Spec.RemediationTemplate != nil {
+		s.requestKind, err = templateRef(s.check)
+	}
 	if err != nil {
 		r.refuse(s, err)
 		return phase.Result{Stop: true}, nil
@@ -154,8 +162,12 @@ func (r *Reconciler) holdUntil(now time.Time) time.Duration {
 	return max(r.Gate.GraceUntil().Sub(now), time.Second)
 }
 
-// remediate deletes the unhealthy machines a MachineSet controls.
+// remediate deletes the unhealthy machines a MachineSet controls, or,
+// with a remediation template, asks for their external remediation.
 func (r *Reconciler) remediate(ctx context.Context, s *scope) (phase.Result, error) {
+	if s.check.Spec.RemediationTemplate != nil {
+		return r.remediateExternally(ctx, s)
+	}
 	log := ctrl.LoggerFrom(ctx)
 	for _, v := range s.verdicts {
 		m := v.machine
