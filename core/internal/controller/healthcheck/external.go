@@ -141,8 +141,8 @@ func (r *Reconciler) readTemplate(ctx context.Context, check *machinaio.MachineH
 		}
 		return nil, fmt.Errorf("reading remediation template %s %s: %w", ref.Kind, ref.Name, err)
 	}
-	bad := func(format string, a ...any) error {
-		return invalidTemplate{fmt.Errorf("remediation template %s %s: "+format, append([]any{ref.Kind, ref.Name}, a...)...)}
+	bad := func(problem string) error {
+		return invalidTemplate{fmt.Errorf("remediation template %s %s: %s", ref.Kind, ref.Name, problem)}
 	}
 	tmpl, found, err := unstructured.NestedMap(u.Object, "spec", "template")
 	if err != nil || !found {
