@@ -1,6 +1,7 @@
 package healthcheck_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +33,7 @@ const (
 	templateKind        = "TestRemediationTemplate"
 	requestKind         = "TestRemediation"
 	remediationTemplate = "reboot"
+	orphanTemplateKind  = "OrphanRemediationTemplate"
 )
 
 // installRemediationCRDs installs the test's template and request kinds in
@@ -58,6 +60,8 @@ func installRemediationCRDs(t *testing.T, env *testenv.Env) {
 	}
 	_, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{
 		crd(templateKind, "testremediationtemplates"), crd(requestKind, "testremediations"),
+		// A provider installed by half: its requests are not served.
+		crd(orphanTemplateKind, "orphanremediationtemplates"),
 	}})
 	require.NoError(t, err)
 }
@@ -153,6 +157,29 @@ func externalRemediation(t *testing.T, f *fixture) {
 		})
 		f.requireExists(sick)
 		f.requireNoRequest(sick)
+	})
+
+	t.Run("requests that cannot be made remediate nothing and say why", func(t *testing.T) {
+		f := f.sub(t, "norequests")
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"template": map[string]any{}}}}
+		u.SetAPIVersion(remediationVersion)
+		u.SetKind(orphanTemplateKind)
+		u.SetNamespace(f.ns)
+		u.SetName(remediationTemplate)
+		require.NoError(t, f.cc.Create(t.Context(), u))
+		sick := f.machine("sick", true, "")
+		f.node(sick, corev1.ConditionFalse, 10*time.Minute)
+		check := f.check(func(c *machinaio.MachineHealthCheck) {
+			withTemplate(c)
+			c.Spec.RemediationTemplate.Kind = orphanTemplateKind
+		})
+		f.status(check, func(st machinaio.MachineHealthCheckStatus) bool {
+			c := meta.FindStatusCondition(st.Conditions, machinaio.RemediationAllowedCondition)
+			return c != nil && c.Status == metav1.ConditionFalse && c.Reason == machinaio.ReasonRemediationRequestFailed &&
+				strings.HasPrefix(c.Message, "listing OrphanRemediation remediation requests: ")
+		})
+		controllertest.RequireEvent(t, f.cc, check, healthcheck.ReasonRemediationRequestFailed, "listing OrphanRemediation remediation requests")
+		f.requireExists(sick)
 	})
 
 	t.Run("a template of another namespace is refused", func(t *testing.T) {
