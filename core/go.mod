@@ -11,6 +11,7 @@ require (
 	github.com/machina-io/machina/proto v0.0.0
 	github.com/machina-io/machina/sdk v0.0.0
 	github.com/prometheus/client_golang v1.25.0
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/stretchr/testify v1.12.1
 	golang.org/x/time v0.15.0
 	golang.org/x/tools v0.49.0

@@ -109,6 +109,63 @@ type MachineDeploymentDisruption struct {
 	// replaces it.
 	// +optional
 	ReplaceDrifted bool `json:"replaceDrifted,omitempty"`
+
+	// Budgets cap how many of the deployment's machines it disrupts at once
+	// for the reasons they name (Karpenter's disruption budgets): while
+	// budgets are active, the smallest of those that name a reason holds.
+	// Disruptions a user asks for (a scale-down, a deletion) and the
+	// replacement of failed machines are not counted nor held.
+	// +optional
+	// +kubebuilder:validation:MaxItems=50
+	Budgets []DisruptionBudget `json:"budgets,omitempty"`
+}
+
+// DisruptionReason is what a voluntary disruption is for.
+// +kubebuilder:validation:Enum=Rollout;InPlace;Expired;Drifted
+type DisruptionReason string
+
+// The reasons of voluntary disruption a budget may name.
+const (
+	// DisruptionReasonRollout: a RollingUpdate or Recreate rollout deletes
+	// old machines.
+	DisruptionReasonRollout DisruptionReason = "Rollout"
+	// DisruptionReasonInPlace: an InPlaceUpdate rollout drains and updates
+	// nodes.
+	DisruptionReasonInPlace DisruptionReason = "InPlace"
+	// DisruptionReasonExpired: a machine older than expireAfter is deleted.
+	DisruptionReasonExpired DisruptionReason = "Expired"
+	// DisruptionReasonDrifted: a machine drifted from its class is deleted
+	// (replaceDrifted).
+	DisruptionReasonDrifted DisruptionReason = "Drifted"
+)
+
+// DisruptionBudget caps the machines disrupted at once for some reasons,
+// always or in a recurring window.
+// +kubebuilder:validation:XValidation:rule="has(self.schedule) == has(self.duration)",message="schedule and duration go together"
+type DisruptionBudget struct {
+	// Machines is how many machines may be disrupted at once: a number, or a
+	// percentage of the deployment's replicas rounded up (as Karpenter's
+	// nodes). 0 disrupts none.
+	// A value that is neither is refused by the controller (Progressing
+	// False, reason InvalidDisruptionBudget).
+	// +kubebuilder:validation:XIntOrString
+	Machines intstr.IntOrString `json:"machines"`
+	// Reasons are the disruptions the budget caps; none means every reason.
+	// +optional
+	// +kubebuilder:validation:MaxItems=4
+	Reasons []DisruptionReason `json:"reasons,omitempty"`
+	// Schedule (cron syntax, five fields, in UTC; @daily and such too) is
+	// when the budget's window opens; it stays open for Duration. Without
+	// one the budget always holds.
+	// +optional
+	// +kubebuilder:validation:MaxLength=100
+	Schedule string `json:"schedule,omitempty"`
+	// Duration is how long the window stays open after each start.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule=`self.size() <= 64 && self.matches('^[-+]?(0|((0*[0-9]{1,5}([.][0-9]*)?|[.][0-9]+)h|(0*[0-9]{1,7}([.][0-9]*)?|[.][0-9]+)m|(0*[0-9]{1,9}([.][0-9]*)?|[.][0-9]+)s|(0*[0-9]{1,12}([.][0-9]*)?|[.][0-9]+)ms|(0*[0-9]{1,15}([.][0-9]*)?|[.][0-9]+)(us|µs|μs)|(0*[0-9]{1,18}([.][0-9]*)?|[.][0-9]+)ns)+)$') && duration(self) >= duration('0s') && duration(self) <= duration('87600h')`,message="must be a Go duration from 0s to 87600h of at most 64 characters, such as 10m or 2h30m"
+	// +optional
+	Duration *Duration `json:"duration,omitempty"`
 }
 
 // MachineDeploymentStrategy is how a MachineDeployment replaces machines.

@@ -137,6 +137,13 @@ func (r *Reconciler) expire(ctx context.Context, s *scope) (phase.Result, error)
 		// available again; the requeue covers a limit that never changes.
 		return res.Merge(phase.Result{RequeueAfter: time.Minute}), nil
 	}
+	// Disruption budgets of reasons Expired and Drifted: one machine at a
+	// time goes anyway, so a budget only holds a reason back when it allows
+	// none.
+	candidates = r.withinBudgets(s, candidates)
+	if len(candidates) == 0 {
+		return res.Merge(budgetRequeue(s)), nil
+	}
 	victim, held, err := r.firstDisruptable(ctx, candidates)
 	if err != nil {
 		return res, err
@@ -159,6 +166,36 @@ func (r *Reconciler) expire(ctx context.Context, s *scope) (phase.Result, error)
 			"Deleted machine %s: its VM drifted from its MachineClass (the driver needs a new VM); a machine of the class replaces it", m.Name)
 	}
 	return res, nil
+}
+
+// withinBudgets drops the candidates of a reason whose disruption budget
+// allows no machine now.
+func (r *Reconciler) withinBudgets(s *scope, candidates []replacement) []replacement {
+	allowed := map[bool]bool{}
+	for _, expired := range []bool{true, false} {
+		reason := v1alpha1.DisruptionReasonDrifted
+		if expired {
+			reason = v1alpha1.DisruptionReasonExpired
+		}
+		room, limited := r.room(s, reason, 0)
+		allowed[expired] = !limited || room > 0
+	}
+	var out []replacement
+	for _, c := range candidates {
+		if allowed[c.expired] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// budgetRequeue looks at the deployment again when a budget's window
+// changes, if a budget held something back.
+func budgetRequeue(s *scope) phase.Result {
+	if s.budgetHeld == "" || s.budgetRecheck.IsZero() {
+		return phase.Result{}
+	}
+	return phase.Result{RequeueAfter: max(s.budgetRecheck.Sub(s.now), time.Second)}
 }
 
 // drifted reports whether m's VM drifted from its MachineClass: the class

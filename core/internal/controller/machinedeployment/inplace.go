@@ -687,9 +687,14 @@ func (r *Reconciler) selectForUpdate(ctx context.Context, s *scope, candidates [
 	// itself) ask not to be disrupted, is passed over, its slot going to the
 	// next candidate; the rollout looks again in disruption.Recheck, as pods
 	// are not watched (a machine's change wakes it at once).
+	n := b.Selectable()
+	// A disruption budget of reason InPlace caps the nodes updating at once.
+	if room, limited := r.room(s, v1alpha1.DisruptionReasonInPlace, b.Undergoing); limited && room < n {
+		n = room
+	}
 	picked, held, err := disruption.Pick(selectable, func(om machineNode) (string, error) {
 		return disruption.UpdateHold(ctx, r.Pods, om.node, om.m)
-	}, b.Selectable())
+	}, n)
 	if err != nil {
 		return err
 	}

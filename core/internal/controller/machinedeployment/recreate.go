@@ -26,8 +26,20 @@ func (r *Reconciler) rolloutRecreate(ctx context.Context, s *scope) error {
 		return err
 	}
 	scaledDown := false
-	for _, ms := range active(s.old) {
-		scaled, err := r.scaleMachineSet(ctx, s, ms, 0)
+	// A disruption budget of reason Rollout caps the old machines being
+	// deleted at once: the old sets shrink by what it leaves room for,
+	// oldest first.
+	room, limited := r.room(s, v1alpha1.DisruptionReasonRollout, s.terminatingOld())
+	old := active(s.old)
+	sortByCreation(old)
+	for _, ms := range old {
+		to := int32(0)
+		if limited {
+			take := min(ms.Spec.Replicas, room)
+			room -= take
+			to = ms.Spec.Replicas - take
+		}
+		scaled, err := r.scaleMachineSet(ctx, s, ms, to)
 		if err != nil {
 			return err
 		}

@@ -119,7 +119,8 @@ func (r *Reconciler) cleanupUnhealthyReplicas(ctx context.Context, s *scope, old
 }
 
 // scaleDownOldForRollingUpdate shrinks old sets, oldest first, by as many
-// machines as are available above replicas-maxUnavailable.
+// machines as are available above replicas-maxUnavailable, and no more than
+// the disruption budgets of reason Rollout leave room for.
 func (r *Reconciler) scaleDownOldForRollingUpdate(ctx context.Context, s *scope, old []*v1alpha1.MachineSet) (int32, error) {
 	d := s.d
 	minAvailable := d.Spec.Replicas - maxUnavailable(d)
@@ -128,6 +129,10 @@ func (r *Reconciler) scaleDownOldForRollingUpdate(ctx context.Context, s *scope,
 		return 0, nil
 	}
 	budget := available - minAvailable
+	// A disruption budget caps the old machines being deleted at once.
+	if room, limited := r.room(s, v1alpha1.DisruptionReasonRollout, s.terminatingOld()); limited && room < budget {
+		budget = room
+	}
 	sortByCreation(old)
 	var total int32
 	for _, ms := range old {

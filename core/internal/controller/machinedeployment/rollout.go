@@ -36,5 +36,7 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (phase.Result, error
 	if s.inPlace != nil && len(s.inPlace.held) > 0 {
 		res = res.Merge(phase.Result{RequeueAfter: disruption.Recheck})
 	}
+	noteBudget(s)
+	res = res.Merge(budgetRequeue(s))
 	return res, err
 }

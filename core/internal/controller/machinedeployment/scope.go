@@ -48,6 +48,11 @@ type scope struct {
 	// inPlace is what an in-place rollout step found (inplace.go), for the
 	// status; nil for other strategies.
 	inPlace *inPlaceState
+	// budgetHeld says how a disruption budget held this sync's disruption
+	// back ("" when none did); budgetRecheck is when a budget's window
+	// changes next (zero without scheduled budgets).
+	budgetHeld    string
+	budgetRecheck time.Time
 }
 
 // newScope gathers what a sync starts from.

@@ -9,13 +9,15 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/disruption"
 	"github.com/machina-io/machina/core/internal/controller/phase"
 )
 
 // validate is the first phase. A deployment whose selector is invalid,
 // empty or does not select its template, whose strategy cannot be acted on
 // (validateStrategy), or whose template holds a duration that cannot be used
-// (one stored before the schema refused it, v1alpha1.Duration), is reported
+// (one stored before the schema refused it, v1alpha1.Duration), or whose
+// disruption budgets cannot be read (disruption.Validate), is reported
 // and neither scaled nor rolled: a refused value is never clamped into
 // something the user did not ask for. Its status only moves on to the
 // generation (and, for the strategy or a duration, carries the Progressing
@@ -41,7 +43,13 @@ func (r *Reconciler) validate(_ context.Context, s *scope) (phase.Result, error)
 		s.log.Info("Invalid duration in the template; not scaling or rolling out", "fields", bad)
 		return r.refuse(s, ReasonInvalidDuration, "The template cannot be acted on: spec.template.spec."+strings.Join(bad, "; spec.template.spec.")), nil
 	}
-	if c := getCondition(&d.Status, v1alpha1.MachineDeploymentProgressing); c != nil && (c.Reason == ReasonInvalidStrategy || c.Reason == ReasonInvalidDuration) {
+	if dis := d.Spec.Disruption; dis != nil {
+		if err := disruption.Validate(dis.Budgets); err != nil {
+			s.log.Info("Invalid disruption budget; not scaling or rolling out", "error", err.Error())
+			return r.refuse(s, ReasonInvalidDisruptionBudget, "The disruption budgets cannot be acted on: "+err.Error()), nil
+		}
+	}
+	if c := getCondition(&d.Status, v1alpha1.MachineDeploymentProgressing); c != nil && (c.Reason == ReasonInvalidStrategy || c.Reason == ReasonInvalidDuration || c.Reason == ReasonInvalidDisruptionBudget) {
 		// Fixed: progress is judged afresh, from the machine set found or
 		// created by this sync.
 		removeCondition(&d.Status, v1alpha1.MachineDeploymentProgressing)
