@@ -169,15 +169,17 @@ func TestDemoRunsTheLifecycleAndLeavesNothing(t *testing.T) {
 	require.Equal(t, exitOK, code, "demo output:\n%s", out)
 	for _, want := range []string{
 		"3 machines of class virtualnode-small Running, their Nodes Ready",
+		"held by the budget: the new machine Running, every old one kept, Progressing naming the budget",
 		"rolled out: 3 machines of class virtualnode-large, the old machines and their Nodes gone",
 		"updated in place: the same 3 machines, now in the MachineSet of template demo.machina.io/config=v2, their Nodes updated by their agents",
+		"pool worker updated 2 nodes, one at a time, and waits for the hook on ",
 		"pool worker Updated: its rendered configuration on all 3 nodes, one node at a time",
 		"scaled to zero: every machine drained and deleted, every Node gone",
 		"The demo went through the whole lifecycle",
 	} {
 		assert.Contains(t, out, want)
 	}
-	assert.Equal(t, 5, strings.Count(out, "] Done in "), "five steps, each reported once")
+	assert.Equal(t, 7, strings.Count(out, "] Done in "), "seven steps, each reported once")
 
 	// The MachineConfigs of deploy/examples/machineconfig are on the root
 	// of every node's agent: the file, the unit and its enablement, the SSH

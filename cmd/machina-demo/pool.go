@@ -9,11 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -59,10 +61,34 @@ func (d *demo) poolRollout(ctx context.Context, step func(string, func(*snapshot
 	peak, stopWatch := d.watchInFlight(ctx, nodes)
 	defer stopWatch()
 
+	// An operator's pre-update hook on the first node: the pool updates the
+	// others and waits for it until the hook is taken off.
+	gated := nodes[0]
+	if err := d.setNodeAnnotation(ctx, gated, demoHook, "demo"); err != nil {
+		return err
+	}
+	d.screen.Message("Pre-update hook: Node %s carries %s, so no update starts on it until it is removed", gated, demoHook)
 	d.screen.Message("Machine configuration: applying deploy/examples/machineconfig (MachineConfig 99-worker-chrony with a file, a unit "+
 		"and the kernel argument nosmt, MachineConfig 99-worker-ssh with an SSH key for core, "+
 		"MachineConfigPool %s of the nodes labelled node-role.kubernetes.io/worker, maxUnavailable 1)", demoPool)
 	if err := manifests.Apply(ctx, d.client, objs, fieldOwner); err != nil {
+		return err
+	}
+	err = step(fmt.Sprintf("pool %s updated %d nodes, one at a time, and waits for the hook on %s", demoPool, replicas-1, gated),
+		func(*snapshot) bool {
+			pool := &mcv1.MachineConfigPool{}
+			if err := d.client.Get(ctx, client.ObjectKey{Name: demoPool}, pool); err != nil {
+				return false
+			}
+			c := meta.FindStatusCondition(pool.Status.Conditions, mcv1.PoolUpdating)
+			return pool.Status.UpdatedMachineCount == replicas-1 && c != nil &&
+				strings.Contains(c.Message, "node "+gated+" waits for its pre-update hook(s)")
+		})
+	if err != nil {
+		return err
+	}
+	d.screen.Message("Removing the pre-update hook from Node %s", gated)
+	if err := d.setNodeAnnotation(ctx, gated, demoHook, ""); err != nil {
 		return err
 	}
 	err = step(fmt.Sprintf("pool %s Updated: its rendered configuration on all %d nodes, one node at a time", demoPool, replicas),
@@ -93,6 +119,25 @@ func (d *demo) poolRollout(ctx context.Context, step func(string, func(*snapshot
 	}
 	if peak.max() > 1 {
 		return fmt.Errorf("pool %s: %d nodes were updating at once, more than its maxUnavailable 1", demoPool, peak.max())
+	}
+	return nil
+}
+
+// demoHook is the pre-update hook the demo puts on one node of the pool.
+const demoHook = "pre-update.hook.machina.io/demo"
+
+// setNodeAnnotation sets (or, with "", removes) one annotation of a Node
+// with a merge patch.
+func (d *demo) setNodeAnnotation(ctx context.Context, node, key, value string) error {
+	v := "null"
+	if value != "" {
+		v = strconv.Quote(value)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, key, v)
+	n := &corev1.Node{}
+	n.Name = node
+	if err := d.client.Patch(ctx, n, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		return fmt.Errorf("annotating Node %s: %w", node, err)
 	}
 	return nil
 }

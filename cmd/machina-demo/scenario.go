@@ -22,8 +22,10 @@ const (
 )
 
 // scenario applies the examples and walks the MachineDeployment through
-// creation, a rolling update, an in-place update, a MachineConfig rolled
-// out to a pool of its nodes and (without --keep) a scale-down to zero.
+// creation, a rolling update held by a disruption budget and then let go, an
+// in-place update, a MachineConfig rolled out to a pool of its nodes (one
+// node gated by a pre-update hook) and (without --keep) a scale-down to
+// zero.
 func (d *demo) scenario(ctx context.Context) error {
 	examples := filepath.Join(d.cfg.repo, "deploy", "examples")
 	objs, err := manifests.Render(examples)
@@ -50,8 +52,22 @@ func (d *demo) scenario(ctx context.Context) error {
 		return err
 	}
 
+	// A disruption budget of 0 for rollouts: the rolling update surges its
+	// new machine but deletes no old one until the budget is lifted.
+	d.screen.Message("Disruption budget: MachineDeployment %s may delete no machine for a rollout (spec.disruption.budgets: machines 0, reasons [Rollout])", deploymentName)
+	if err := d.patchDeployment(ctx, `{"spec":{"disruption":{"budgets":[{"machines":0,"reasons":["Rollout"]}]}}}`); err != nil {
+		return err
+	}
 	d.screen.Message("Rolling update: MachineDeployment %s to class %s (maxSurge 1, maxUnavailable 0)", deploymentName, largeClass)
 	if err := d.patchDeployment(ctx, fmt.Sprintf(`{"spec":{"template":{"spec":{"class":{"name":%q}}}}}`, largeClass)); err != nil {
+		return err
+	}
+	if err := step("held by the budget: the new machine Running, every old one kept, Progressing naming the budget",
+		func(s *snapshot) bool { return s.heldByBudget(deploymentName, smallClass, largeClass) }); err != nil {
+		return err
+	}
+	d.screen.Message("Lifting the budget")
+	if err := d.patchDeployment(ctx, `{"spec":{"disruption":null}}`); err != nil {
 		return err
 	}
 	if err := step(fmt.Sprintf("rolled out: %d machines of class %s, the old machines and their Nodes gone", replicas, largeClass),

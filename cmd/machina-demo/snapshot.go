@@ -122,3 +122,31 @@ func (s *snapshot) machineNodes() int {
 // virtualnodeClassLabel is the label the virtualnode driver puts on every
 // Node it registers.
 const virtualnodeClassLabel = "virtualnode.machina.io/class"
+
+// heldByBudget reports a rolling update from class from to class to held by
+// a disruption budget: a machine of the new class Running, every machine of
+// the old one still there and not deleted, and the deployment's
+// Progressing condition saying that a budget holds the rollout.
+func (s *snapshot) heldByBudget(deployment, from, to string) bool {
+	md := s.deployment(deployment)
+	if md == nil {
+		return false
+	}
+	said := false
+	for _, c := range md.Status.Conditions {
+		if c.Type == v1alpha1.MachineDeploymentProgressing && strings.Contains(c.Message, "Disruption budget: Rollout waits") {
+			said = true
+		}
+	}
+	running, kept := 0, 0
+	for i := range s.machines {
+		m := &s.machines[i]
+		switch {
+		case m.Spec.Class.Name == to && m.Status.CurrentStatus.Phase == v1alpha1.MachineRunning:
+			running++
+		case m.Spec.Class.Name == from && m.DeletionTimestamp == nil:
+			kept++
+		}
+	}
+	return said && running >= 1 && kept == int(md.Spec.Replicas)
+}
