@@ -3,6 +3,7 @@ package machinedeployment_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -83,4 +84,59 @@ func (s *suite) testRolloutBudget(t *testing.T) {
 		d.Spec.Disruption.Budgets[0].Duration = v1alpha1.NewDuration(3600e9)
 	})
 	s.expectEvent(t, ns, "InvalidDisruptionBudget")
+}
+
+// testRecreateBudget: with a budget of one machine for rollouts, Recreate
+// shrinks the old set one machine at a time (3, 2, 1, 0) instead of to 0 at
+// once, and still recreates every machine.
+func (s *suite) testRecreateBudget(t *testing.T) {
+	ctx := t.Context()
+	ns := s.namespace(t)
+	s.joiner(t, ns, 0)
+	d := newDeployment(ns, "recreate-budget", 3)
+	d.Spec.Strategy.Type = v1alpha1.RecreateMachineDeploymentStrategyType
+	d.Spec.Disruption = &v1alpha1.MachineDeploymentDisruption{Budgets: []v1alpha1.DisruptionBudget{{Machines: intstr.FromInt32(1)}}}
+	require.NoError(t, s.c.Create(ctx, d))
+	s.waitComplete(t, d)
+	sets := s.sets(t, ns)
+	require.Len(t, sets, 1)
+	oldSet := sets[0].Name
+
+	// Every replicas value the old set is given, from a watch of the sets.
+	wc, err := client.NewWithWatch(s.env.Config, client.Options{Scheme: s.env.Scheme})
+	require.NoError(t, err)
+	w, err := wc.Watch(ctx, &v1alpha1.MachineSetList{}, client.InNamespace(ns))
+	require.NoError(t, err)
+	defer w.Stop()
+	var (
+		mu     sync.Mutex
+		values []int32
+	)
+	go func() {
+		for ev := range w.ResultChan() {
+			ms, ok := ev.Object.(*v1alpha1.MachineSet)
+			if !ok || ms.Name != oldSet {
+				continue
+			}
+			mu.Lock()
+			if len(values) == 0 || values[len(values)-1] != ms.Spec.Replicas {
+				values = append(values, ms.Spec.Replicas)
+			}
+			mu.Unlock()
+		}
+	}()
+
+	s.update(t, d, func(d *v1alpha1.MachineDeployment) { d.Spec.Template.Spec.Class.Name = "class-v2" })
+	s.waitComplete(t, d)
+	for _, m := range s.machines(t, ns) {
+		assert.Equal(t, "class-v2", m.Spec.Class.Name)
+	}
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(values) > 0 && values[len(values)-1] == 0
+	}, waitTimeout, poll, "the old set did not reach 0")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []int32{3, 2, 1, 0}, values, "the old set shrank by more than the budget's one machine at a time")
 }

@@ -689,8 +689,10 @@ func (r *Reconciler) selectForUpdate(ctx context.Context, s *scope, candidates [
 	// are not watched (a machine's change wakes it at once).
 	n := b.Selectable()
 	// A disruption budget of reason InPlace caps the nodes updating at once.
-	if room, limited := r.room(s, v1alpha1.DisruptionReasonInPlace, b.Undergoing); limited && room < n {
-		n = room
+	if n > 0 {
+		if room, limited := r.room(s, v1alpha1.DisruptionReasonInPlace, b.Undergoing); limited && room < n {
+			n = room
+		}
 	}
 	picked, held, err := disruption.Pick(selectable, func(om machineNode) (string, error) {
 		return disruption.UpdateHold(ctx, r.Pods, om.node, om.m)

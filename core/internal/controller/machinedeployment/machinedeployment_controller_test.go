@@ -76,6 +76,7 @@ func TestMachineDeploymentController(t *testing.T) {
 	t.Run("an expired machine whose node asks not to be disrupted waits", s.testExpiryHonoursDoNotDisrupt)
 	t.Run("a drifted machine is replaced only with replaceDrifted", s.testReplaceDrifted)
 	t.Run("a disruption budget holds a rollout back", s.testRolloutBudget)
+	t.Run("a disruption budget paces Recreate", s.testRecreateBudget)
 	t.Run("the API server freeze stops scaling and rollouts until it ends", s.testAPIServerFreeze)
 	t.Run("an out-of-range maxSurge or maxUnavailable is refused with a condition", s.testOutOfRangeStrategy)
 	t.Run("deleting the deployment deletes machine sets and machines", s.testDelete)

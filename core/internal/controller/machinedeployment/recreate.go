@@ -29,8 +29,12 @@ func (r *Reconciler) rolloutRecreate(ctx context.Context, s *scope) error {
 	// A disruption budget of reason Rollout caps the old machines being
 	// deleted at once: the old sets shrink by what it leaves room for,
 	// oldest first.
-	room, limited := r.room(s, v1alpha1.DisruptionReasonRollout, s.terminatingOld())
 	old := active(s.old)
+	var room int32
+	var limited bool
+	if sumReplicas(old) > 0 {
+		room, limited = r.room(s, v1alpha1.DisruptionReasonRollout, s.terminatingOld())
+	}
 	sortByCreation(old)
 	for _, ms := range old {
 		to := int32(0)
