@@ -71,7 +71,7 @@ func Allow(budgets []v1alpha1.DisruptionBudget, reason v1alpha1.DisruptionReason
 // disruption.
 func Validate(budgets []v1alpha1.DisruptionBudget) error {
 	for _, reason := range []v1alpha1.DisruptionReason{v1alpha1.DisruptionReasonRollout, v1alpha1.DisruptionReasonInPlace,
-		v1alpha1.DisruptionReasonExpired, v1alpha1.DisruptionReasonDrifted} {
+		v1alpha1.DisruptionReasonExpired, v1alpha1.DisruptionReasonDrifted, v1alpha1.DisruptionReasonConfigUpdate} {
 		if _, err := Allow(budgets, reason, 1, time.Now()); err != nil {
 			return err
 		}

@@ -121,7 +121,7 @@ type MachineDeploymentDisruption struct {
 }
 
 // DisruptionReason is what a voluntary disruption is for.
-// +kubebuilder:validation:Enum=Rollout;InPlace;Expired;Drifted
+// +kubebuilder:validation:Enum=Rollout;InPlace;Expired;Drifted;ConfigUpdate
 type DisruptionReason string
 
 // The reasons of voluntary disruption a budget may name.
@@ -137,6 +137,9 @@ const (
 	// DisruptionReasonDrifted: a machine drifted from its class is deleted
 	// (replaceDrifted).
 	DisruptionReasonDrifted DisruptionReason = "Drifted"
+	// DisruptionReasonConfigUpdate: a MachineConfigPool gives its nodes a
+	// new rendered configuration (a pool's budgets only).
+	DisruptionReasonConfigUpdate DisruptionReason = "ConfigUpdate"
 )
 
 // DisruptionBudget caps the machines disrupted at once for some reasons,
@@ -144,15 +147,15 @@ const (
 // +kubebuilder:validation:XValidation:rule="has(self.schedule) == has(self.duration)",message="schedule and duration go together"
 type DisruptionBudget struct {
 	// Machines is how many machines may be disrupted at once: a number, or a
-	// percentage of the deployment's replicas rounded up (as Karpenter's
-	// nodes). 0 disrupts none.
+	// percentage of the deployment's replicas (a pool's nodes) rounded up
+	// (as Karpenter's nodes). 0 disrupts none.
 	// A value that is neither is refused by the controller (Progressing
 	// False, reason InvalidDisruptionBudget).
 	// +kubebuilder:validation:XIntOrString
 	Machines intstr.IntOrString `json:"machines"`
 	// Reasons are the disruptions the budget caps; none means every reason.
 	// +optional
-	// +kubebuilder:validation:MaxItems=4
+	// +kubebuilder:validation:MaxItems=5
 	Reasons []DisruptionReason `json:"reasons,omitempty"`
 	// Schedule (cron syntax, five fields, in UTC; @daily and such too) is
 	// when the budget's window opens; it stays open for Duration. Without

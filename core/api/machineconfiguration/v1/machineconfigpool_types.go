@@ -4,6 +4,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	machinev1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 )
 
 // MachineConfigPool groups nodes that run the same configuration: the
@@ -78,6 +80,13 @@ type MachineConfigPoolSpec struct {
 	// +optional
 	NodeDisruptionPolicy *NodeDisruptionPolicy `json:"nodeDisruptionPolicy,omitempty"`
 
+	// Disruption is a machina extension: budgets that cap how many of the
+	// pool's nodes update at once, always or in cron windows, below
+	// maxUnavailable (a MachineDeployment's spec.disruption.budgets, reason
+	// ConfigUpdate; a budget naming only other reasons does not apply).
+	// +optional
+	Disruption *PoolDisruption `json:"disruption,omitempty"`
+
 	// PinnedImageSets names the PinnedImageSets whose images MCO pulls and
 	// pins on the pool's nodes (gate PinnedImages). machina pins no images:
 	// a pool that names any is Degraded, reason UnsupportedField, the
@@ -93,6 +102,15 @@ type MachineConfigPoolSpec struct {
 	// MachineConfigs set.
 	// +optional
 	OSImageStream *OSImageStreamReference `json:"osImageStream,omitempty"`
+}
+
+// PoolDisruption holds a pool's disruption budgets.
+type PoolDisruption struct {
+	// Budgets, as a MachineDeployment's; percentages are of the pool's
+	// nodes.
+	// +optional
+	// +kubebuilder:validation:MaxItems=50
+	Budgets []machinev1alpha1.DisruptionBudget `json:"budgets,omitempty"`
 }
 
 // PinnedImageSetRef names a PinnedImageSet.

@@ -337,6 +337,42 @@ func TestPoolRollout(t *testing.T) {
 		assert.Equal(t, int32(4), pool.Status.UpdatedMachineCount)
 	})
 
+	t.Run("a disruption budget of one node paces a pool whose maxUnavailable is 3", func(t *testing.T) {
+		createRendered(t, c, "rendered-bud-a")
+		createRendered(t, c, "rendered-bud-b")
+		names := createNodes(t, c, "bud", 3, map[string]string{"pool": "bud"}, "rendered-bud-a")
+		three := intstr.FromInt32(3)
+		createPool(t, c, "bud", "rendered-bud-a", &three)
+		updatePool(t, c, "bud", func(p *mcv1.MachineConfigPool) {
+			p.Spec.Disruption = &mcv1.PoolDisruption{Budgets: []v1alpha1.DisruptionBudget{{Machines: intstr.FromInt32(1)}}}
+		})
+		waitPool(t, c, "bud", "updated on a", func(p *mcv1.MachineConfigPool) bool {
+			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.MachineCount == 3
+		})
+		peak := watchInFlight(t, c, names, "rendered-bud-b")
+		updatePool(t, c, "bud", func(p *mcv1.MachineConfigPool) { p.Spec.Configuration.Name = "rendered-bud-b" })
+		waitPool(t, c, "bud", "held by the budget", func(p *mcv1.MachineConfigPool) bool {
+			return strings.Contains(conditionOf(p, mcv1.PoolUpdating).Message,
+				"not started yet: spec.disruption.budgets[0] (1 machines) allows 1 node(s) updating at once and 1 are")
+		})
+		rounds := rollOut(t, c, names, "rendered-bud-b", 1)
+		assert.Equal(t, []int{1, 1, 1}, rounds)
+		waitPool(t, c, "bud", "updated on b", func(p *mcv1.MachineConfigPool) bool {
+			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.UpdatedMachineCount == 3
+		})
+		assert.Equal(t, 1, peak.peak(), "one node in flight at most under the budget")
+
+		// A schedule the controller cannot read degrades the pool.
+		updatePool(t, c, "bud", func(p *mcv1.MachineConfigPool) {
+			p.Spec.Disruption.Budgets[0].Schedule = "whenever"
+			p.Spec.Disruption.Budgets[0].Duration = v1alpha1.NewDuration(time.Hour)
+		})
+		waitPool(t, c, "bud", "degraded", func(p *mcv1.MachineConfigPool) bool {
+			return conditionIs(p, mcv1.PoolDegraded, metav1.ConditionTrue) &&
+				strings.Contains(conditionOf(p, mcv1.PoolDegraded).Message, `schedule "whenever"`)
+		})
+	})
+
 	t.Run("a node born after the rendered configuration starts from it at once", func(t *testing.T) {
 		// Nodes older than the rendered configuration (creation times have
 		// a resolution of a second: same second counts as older).

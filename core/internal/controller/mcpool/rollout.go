@@ -44,6 +44,9 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (phase.Result, error
 		return phase.Result{}, nil
 	}
 	s.maxUnavailable = m
+	if checkBudgets(s); s.invalid != "" {
+		return phase.Result{}, nil
+	}
 
 	newborn, err := r.newborns(ctx, s)
 	if err != nil {
@@ -93,19 +96,19 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (phase.Result, error
 	// A node with a pre-update hook, or whose pods (or itself) ask not to be
 	// disrupted, is passed over, its slot going to the next candidate; it is
 	// looked at again in disruption.Recheck, as pods are not watched.
+	n, res := r.budget(s, b.Selectable())
 	picked, held, err := disruption.Pick(candidates, func(n poolNode) (string, error) {
 		return disruption.UpdateHold(ctx, r.Pods, n.node, nil)
-	}, b.Selectable())
+	}, n)
 	if err != nil {
 		return phase.Result{}, err
 	}
-	var res phase.Result
 	if len(held) > 0 {
-		s.held = held
+		s.held = append(s.held, held...)
 		s.log.Info("Nodes wait: hooks or pods hold them", "held", held)
 		r.Recorder.Eventf(s.pool, nil, corev1.EventTypeNormal, ReasonDisruptionHeld, "Update",
 			"Not updating now: %s", strings.Join(held, "; "))
-		res = phase.Result{RequeueAfter: disruption.Recheck}
+		res = res.Merge(phase.Result{RequeueAfter: disruption.Recheck})
 	}
 	for _, n := range picked {
 		if err := r.setDesired(ctx, s, n, ""); err != nil {
