@@ -70,6 +70,9 @@ type machineFacts struct {
 	// hold says why the machine's node may not be disrupted voluntarily
 	// (machina.io/do-not-disrupt), "" when nothing holds it.
 	hold string
+	// budget is what a disruption budget of the machine's deployment holds
+	// back now, "" when none does.
+	budget string
 }
 
 // runWhy prints the explanation; timeoutSource is the line that says where
@@ -100,6 +103,14 @@ func runWhy(ctx context.Context, c *clients, t *timeoutFlags, timeoutSource stri
 			f.hold = hold + ": in-place updates, pool updates and expiry pass this machine over; a remediation or a deletion asked for does not wait"
 		}
 	}
+	if f.deploy != "" && m.DeletionTimestamp == nil {
+		// What the deployment's controller last concluded about its budgets
+		// (the end of its Progressing message); a deployment that cannot be
+		// read says nothing here.
+		if md, err := c.deployment(ctx, f.deploy); err == nil {
+			f.budget = budgetHold(md)
+		}
+	}
 	if f.events, err = c.eventsOf(ctx, m); err != nil {
 		return err
 	}
@@ -122,6 +133,9 @@ func runWhy(ctx context.Context, c *clients, t *timeoutFlags, timeoutSource stri
 	fmt.Fprintf(w, "  Last operation:\t%s\n", lastOperationLine(m.Status.LastOperation, now))
 	if f.hold != "" {
 		fmt.Fprintf(w, "  Do not disrupt:\t%s\n", f.hold)
+	}
+	if f.budget != "" {
+		fmt.Fprintf(w, "  Disruption budget:\t%s (MachineDeployment %s)\n", f.budget, f.deploy)
 	}
 	if hooks := preUpdateHooks(f); len(hooks) > 0 {
 		fmt.Fprintf(w, "  Pre-update hooks:\t%s: an in-place or pool update of this machine waits until they are removed\n", strings.Join(hooks, ", "))
@@ -340,4 +354,22 @@ func preUpdateHooks(f *machineFacts) []string {
 		}
 	}
 	return hooks
+}
+
+// budgetMarker starts the part of a deployment's Progressing message that a
+// disruption budget writes (core/internal/controller/machinedeployment).
+const budgetMarker = " Disruption budget: "
+
+// budgetHold is what md's Progressing condition says a budget holds back,
+// "" when it says nothing of budgets.
+func budgetHold(md *v1alpha1.MachineDeployment) string {
+	for _, c := range md.Status.Conditions {
+		if c.Type != v1alpha1.MachineDeploymentProgressing {
+			continue
+		}
+		if _, after, found := strings.Cut(c.Message, budgetMarker); found {
+			return strings.TrimSuffix(after, ".")
+		}
+	}
+	return ""
 }

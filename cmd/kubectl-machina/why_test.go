@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -76,6 +77,25 @@ func (p *plugin) testWhy(t *testing.T) {
 		out, err = p.run(t, m.CreationTimestamp.Add(time.Minute), ns, "why", m.Name)
 		require.NoError(t, err)
 		require.Regexp(t, `Pre-update hooks: +pre-update\.hook\.machina\.io/storage: an in-place or pool update of this machine waits`, out)
+
+		// The deployment's controller wrote that a budget holds its rollout.
+		require.NoError(t, p.c.Get(t.Context(), client.ObjectKeyFromObject(d), d))
+		before := d.Status.DeepCopy()
+		t.Cleanup(func() {
+			// The other machines of the deployment print its status too.
+			ctx := context.Background() // t.Context() is done by now
+			require.NoError(t, p.c.Get(ctx, client.ObjectKeyFromObject(d), d))
+			d.Status = *before
+			require.NoError(t, p.c.Status().Update(ctx, d))
+		})
+		d.Status.Conditions = append(d.Status.Conditions, v1alpha1.MachineDeploymentCondition{
+			Type: v1alpha1.MachineDeploymentProgressing, Status: v1alpha1.ConditionTrue, Reason: "MachineSetUpdated",
+			Message: `Machine set "web-2" is progressing. Disruption budget: Rollout waits: spec.disruption.budgets[0] (0 machines) allows 0 machine(s) disrupted at once and 0 are.`,
+		})
+		require.NoError(t, p.c.Status().Update(t.Context(), d))
+		out, err = p.run(t, m.CreationTimestamp.Add(time.Minute), ns, "why", m.Name)
+		require.NoError(t, err)
+		require.Regexp(t, `Disruption budget: +Rollout waits: spec\.disruption\.budgets\[0\] \(0 machines\) allows 0 machine\(s\) disrupted at once and 0 are \(MachineDeployment web\)`, out)
 	})
 
 	t.Run("unknown: the node went NotReady", func(t *testing.T) {
