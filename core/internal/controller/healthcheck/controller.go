@@ -3,7 +3,6 @@ package healthcheck
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -30,10 +29,6 @@ import (
 
 // ControllerName names the controller in logs, metrics and events.
 const ControllerName = "machinehealthcheck"
-
-// nodeNameIndex is the cache index of Machines by their label "node" (the
-// Node controller keeps its own, under another name).
-const nodeNameIndex = "healthcheck.machina.io/node-name"
 
 // Reconciler runs the MachineHealthChecks.
 type Reconciler struct {
@@ -77,8 +72,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, 
 	if r.Now == nil {
 		r.Now = time.Now
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Machine{}, nodeNameIndex, indexNodeName); err != nil {
-		return fmt.Errorf("indexing machines by node: %w", err)
+	if err := setup.IndexMachines(mgr); err != nil {
+		return err
 	}
 	// A Node matters when it appears or goes, or its conditions change
 	// (type, status or transition time); heartbeats do not.
@@ -121,14 +116,6 @@ func sameCondition(a, b corev1.NodeCondition) bool {
 	return a.Type == b.Type && a.Status == b.Status && a.LastTransitionTime.Equal(&b.LastTransitionTime)
 }
 
-// indexNodeName is the index function of nodeNameIndex.
-func indexNodeName(obj client.Object) []string {
-	if name := obj.GetLabels()[v1alpha1.NodeLabelKey]; name != "" {
-		return []string{name}
-	}
-	return nil
-}
-
 // checksOfMachine maps a Machine to the checks of its namespace that select
 // it. For an update controller-runtime calls it with the old and the new
 // Machine, so a check that stops selecting a machine hears of it too.
@@ -152,7 +139,7 @@ func (r *Reconciler) checksOfMachine(ctx context.Context, obj client.Object) []r
 // checksOfNode maps a Node to the checks of the Machines naming it.
 func (r *Reconciler) checksOfNode(ctx context.Context, node *corev1.Node) []reconcile.Request {
 	machines := &v1alpha1.MachineList{}
-	if err := r.Control.List(ctx, machines, client.MatchingFields{nodeNameIndex: node.Name}); err != nil {
+	if err := r.Control.List(ctx, machines, client.MatchingFields{setup.MachineNodeIndex: node.Name}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing the machines of a node", "node", node.Name)
 		return nil
 	}

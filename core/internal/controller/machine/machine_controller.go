@@ -85,7 +85,6 @@ type Reconciler struct {
 // controller's name so that they cannot collide with other controllers'
 // indexes on the same manager.
 const (
-	indexNodeName  = "machine-controller.machina.io/node-name"
 	indexClassName = "machine-controller.machina.io/class-name"
 )
 
@@ -129,13 +128,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster) 
 
 	ctx := context.Background()
 	indexer := mgr.GetFieldIndexer()
-	if err := indexer.IndexField(ctx, &v1alpha1.Machine{}, indexNodeName, func(o client.Object) []string {
-		if n := o.GetLabels()[v1alpha1.NodeLabelKey]; n != "" {
-			return []string{n}
-		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("indexing machines by node: %w", err)
+	if err := setup.IndexMachines(mgr); err != nil {
+		return err
 	}
 	if err := indexer.IndexField(ctx, &v1alpha1.Machine{}, indexClassName, func(o client.Object) []string {
 		if n := o.(*v1alpha1.Machine).Spec.Class.Name; n != "" {

@@ -13,13 +13,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 )
 
 // machinesOfNode maps a Node to the Machines whose label "node" names it
 // (normally one; Machines of every watched namespace).
 func (r *Reconciler) machinesOfNode(ctx context.Context, node *corev1.Node) []ctrl.Request {
 	list := &v1alpha1.MachineList{}
-	if err := r.Control.List(ctx, list, client.MatchingFields{indexNodeName: node.Name}); err != nil {
+	if err := r.Control.List(ctx, list, client.MatchingFields{setup.MachineNodeIndex: node.Name}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing machines of node", "node", node.Name)
 		return nil
 	}

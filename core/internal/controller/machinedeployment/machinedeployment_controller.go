@@ -91,8 +91,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if r.Target != nil && r.Pods == nil {
 		return fmt.Errorf("%s controller: a target cluster needs a reader of its pods", ControllerName)
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Machine{}, indexMachineController, setup.ControllerUID); err != nil {
-		return fmt.Errorf("indexing machines by controller: %w", err)
+	if err := setup.IndexMachines(mgr); err != nil {
+		return err
 	}
 	// The sets' status and the machines' node labels change with every
 	// machine of a rollout or scale-up; throttled, they sync the deployment

@@ -21,6 +21,7 @@ import (
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 )
 
 // Annotations of machine sets that the API package does not name: they are
@@ -78,7 +79,7 @@ func (r *Reconciler) loadSetsAndMachines(ctx context.Context, s *scope) error {
 	s.machines = map[types.UID][]*v1alpha1.Machine{}
 	for _, ms := range sets {
 		machines := &v1alpha1.MachineList{}
-		if err := r.Client.List(ctx, machines, client.InNamespace(s.d.Namespace), client.MatchingFields{indexMachineController: string(ms.UID)}, client.UnsafeDisableDeepCopy); err != nil {
+		if err := r.Client.List(ctx, machines, client.InNamespace(s.d.Namespace), client.MatchingFields{setup.MachineControllerIndex: string(ms.UID)}, client.UnsafeDisableDeepCopy); err != nil {
 			return fmt.Errorf("listing machines of %s: %w", ms.Name, err)
 		}
 		for i := range machines.Items {
@@ -87,11 +88,6 @@ func (r *Reconciler) loadSetsAndMachines(ctx context.Context, s *scope) error {
 	}
 	return nil
 }
-
-// indexMachineController indexes cached Machines by the UID of their
-// controller (a machine set), so that a deployment reads only its own
-// machines.
-const indexMachineController = "machinedeployment.machina.io/machine-controller-uid"
 
 // claimMachineSets returns the machine sets the deployment controls, after
 // adopting orphan sets that match its selector and releasing controlled sets

@@ -13,6 +13,7 @@ import (
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 )
 
 // claimMachines is the phase that gathers the machines the set controls
@@ -26,23 +27,6 @@ func (r *Reconciler) claimMachines(ctx context.Context, s *scope) (phase.Result,
 	return phase.Result{}, nil
 }
 
-// indexControllerUID indexes cached Machines by the UID of their controller,
-// and machines without a controller under indexOrphan, so that a set finds
-// the machines it controls and the orphans it may adopt without reading
-// every machine of the namespace.
-const indexControllerUID = "machineset.machina.io/controller-uid"
-
-// indexOrphan is the index value of a machine without a controller; no UID
-// looks like it.
-const indexOrphan = "<orphan>"
-
-func controllerUID(o client.Object) []string {
-	if ref := metav1.GetControllerOf(o); ref != nil {
-		return []string{string(ref.UID)}
-	}
-	return []string{indexOrphan}
-}
-
 // ownedMachines reads from the cache the machines the set may claim: those
 // it controls (candidates for release) and the orphans its selector matches
 // (candidates for adoption), and claims them. The lists are not deep-copied:
@@ -52,12 +36,12 @@ func controllerUID(o client.Object) []string {
 func (r *Reconciler) ownedMachines(ctx context.Context, ms *v1alpha1.MachineSet, selector labels.Selector) ([]*v1alpha1.Machine, error) {
 	controlled := &v1alpha1.MachineList{}
 	if err := r.Client.List(ctx, controlled, client.InNamespace(ms.Namespace),
-		client.MatchingFields{indexControllerUID: string(ms.UID)}, client.UnsafeDisableDeepCopy); err != nil {
+		client.MatchingFields{setup.MachineControllerIndex: string(ms.UID)}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing machines: %w", err)
 	}
 	orphans := &v1alpha1.MachineList{}
 	if err := r.Client.List(ctx, orphans, client.InNamespace(ms.Namespace),
-		client.MatchingFields{indexControllerUID: indexOrphan}, client.UnsafeDisableDeepCopy); err != nil {
+		client.MatchingFields{setup.MachineControllerIndex: setup.Orphan}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing machines: %w", err)
 	}
 	all := controlled.Items

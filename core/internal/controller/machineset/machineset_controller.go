@@ -87,8 +87,8 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	r.Clients.Default(mgr, ControllerName)
 	r.Options = r.Options.withDefaults()
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Machine{}, indexControllerUID, controllerUID); err != nil {
-		return fmt.Errorf("indexing machines by controller: %w", err)
+	if err := setup.IndexMachines(mgr); err != nil {
+		return err
 	}
 	return setup.NewController(mgr, ControllerName, &v1alpha1.MachineSet{}, workers,
 		r.Gate, func() client.ObjectList { return &v1alpha1.MachineSetList{} }).

@@ -49,10 +49,6 @@ const (
 // retried (MCM's ConflictRetry).
 const conflictRetry = 200 * time.Millisecond
 
-// nodeNameIndex is the name of the cache index of Machines by their label
-// "node".
-const nodeNameIndex = "node.machina.io/node-name"
-
 // Reconciler keeps the Node finalizer and turns a Node deletion into the
 // deletion of its Machine.
 type Reconciler struct {
@@ -92,8 +88,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, 
 	if r.TargetRecorder == nil {
 		r.TargetRecorder = setup.Recorder(target, ControllerName)
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Machine{}, nodeNameIndex, indexNodeName); err != nil {
-		return fmt.Errorf("indexing machines by node: %w", err)
+	if err := setup.IndexMachines(mgr); err != nil {
+		return err
 	}
 
 	// A Node matters when it appears, is deleted, its finalizers change
@@ -129,14 +125,6 @@ var _ reconcile.Reconciler = &Reconciler{}
 // nodeNameOf returns the Node a Machine names in its label "node".
 func nodeNameOf(obj client.Object) string {
 	return obj.GetLabels()[v1alpha1.NodeLabelKey]
-}
-
-// indexNodeName is the index function of nodeNameIndex.
-func indexNodeName(obj client.Object) []string {
-	if name := nodeNameOf(obj); name != "" {
-		return []string{name}
-	}
-	return nil
 }
 
 // nodeOfMachine maps a Machine to its Node. For updates controller-runtime
@@ -177,7 +165,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // machinesOf lists, from the cache, the Machines whose label names the Node.
 func (r *Reconciler) machinesOf(ctx context.Context, nodeName string) ([]v1alpha1.Machine, error) {
 	list := &v1alpha1.MachineList{}
-	if err := r.Control.List(ctx, list, client.MatchingFields{nodeNameIndex: nodeName}); err != nil {
+	if err := r.Control.List(ctx, list, client.MatchingFields{setup.MachineNodeIndex: nodeName}); err != nil {
 		return nil, fmt.Errorf("listing machines of node %s: %w", nodeName, err)
 	}
 	return list.Items, nil

@@ -9,7 +9,6 @@ package setup
 import (
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -66,14 +65,4 @@ func NewController(mgr ctrl.Manager, name string, forType client.Object, workers
 		For(forType).
 		WatchesRawSource(freeze.UnfreezeSource(gate, mgr.GetCache(), newList)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)})
-}
-
-// ControllerUID is an index function: an object's controller's UID, none
-// for an object without controller. Controllers that read machines by the
-// set that controls them index them with it, each under its own name.
-func ControllerUID(o client.Object) []string {
-	if ref := metav1.GetControllerOf(o); ref != nil {
-		return []string{string(ref.UID)}
-	}
-	return nil
 }

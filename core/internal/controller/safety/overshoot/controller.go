@@ -89,8 +89,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if r.Period <= 0 {
 		r.Period = DefaultPeriod
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Machine{}, indexController, setup.ControllerUID); err != nil {
-		return fmt.Errorf("indexing machines by controller: %w", err)
+	if err := setup.IndexMachines(mgr); err != nil {
+		return err
 	}
 	// MCM checks on every machine that appears; a machine that goes may
 	// bring the count down to the unfreeze threshold. Status updates of
@@ -347,7 +347,7 @@ func (r *Reconciler) countMachines(ctx context.Context, ms *v1alpha1.MachineSet,
 	} else {
 		// Through the controller index and without copies: a set is
 		// checked on every machine that appears or goes, and only read.
-		err = r.Client.List(ctx, list, client.InNamespace(ms.Namespace), client.MatchingFields{indexController: string(ms.UID)}, client.UnsafeDisableDeepCopy)
+		err = r.Client.List(ctx, list, client.InNamespace(ms.Namespace), client.MatchingFields{setup.MachineControllerIndex: string(ms.UID)}, client.UnsafeDisableDeepCopy)
 	}
 	if err != nil {
 		return 0, 0, err
@@ -371,6 +371,3 @@ func (r *Reconciler) countMachines(ctx context.Context, ms *v1alpha1.MachineSet,
 	}
 	return live, all, nil
 }
-
-// indexController indexes Machines by the UID of their controller.
-const indexController = "overshoot.machina.io/controller-uid"
