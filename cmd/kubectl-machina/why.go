@@ -356,10 +356,6 @@ func preUpdateHooks(f *machineFacts) []string {
 	return hooks
 }
 
-// budgetMarker starts the part of a deployment's Progressing message that a
-// disruption budget writes (core/internal/controller/machinedeployment).
-const budgetMarker = " Disruption budget: "
-
 // budgetHold is what md's Progressing condition says a budget holds back,
 // "" when it says nothing of budgets.
 func budgetHold(md *v1alpha1.MachineDeployment) string {
@@ -367,7 +363,7 @@ func budgetHold(md *v1alpha1.MachineDeployment) string {
 		if c.Type != v1alpha1.MachineDeploymentProgressing {
 			continue
 		}
-		if _, after, found := strings.Cut(c.Message, budgetMarker); found {
+		if _, after, found := strings.Cut(c.Message, disruption.MessagePrefix); found {
 			return strings.TrimSuffix(after, ".")
 		}
 	}

@@ -66,6 +66,38 @@ func Allow(budgets []v1alpha1.DisruptionBudget, reason v1alpha1.DisruptionReason
 	return l, nil
 }
 
+// AllowOrHold is Allow for callers that refused unreadable budgets before
+// acting: a budget that still fails to read holds everything back (Limited,
+// 0 machines, the error as Why) rather than being ignored.
+func AllowOrHold(budgets []v1alpha1.DisruptionBudget, reason v1alpha1.DisruptionReason, replicas int32, now time.Time) Limit {
+	l, err := Allow(budgets, reason, replicas, now)
+	if err != nil {
+		return Limit{Limited: true, Why: err.Error()}
+	}
+	return l
+}
+
+// Room is how many more may be disrupted under l with underway already
+// under way (l must be Limited), and, when none may, the sentence that says
+// why: "<budget> allows 1 <what> at once and 1 are; the budgets change at
+// <time>", what naming the unit (e.g. "machine(s) disrupted").
+func (l Limit) Room(underway int32, what string) (int32, string) {
+	room := max(l.Machines-underway, 0)
+	if room > 0 {
+		return room, ""
+	}
+	msg := fmt.Sprintf("%s allows %d %s at once and %d are", l.Why, l.Machines, what, underway)
+	if !l.Next.IsZero() {
+		msg += fmt.Sprintf("; the budgets change at %s", l.Next.UTC().Format(time.RFC3339))
+	}
+	return 0, msg
+}
+
+// MessagePrefix starts the part of a MachineDeployment's Progressing
+// message that says what a budget holds back; kubectl machina why reads it
+// from there.
+const MessagePrefix = " Disruption budget: "
+
 // Validate checks every budget once, so that a deployment with a budget it
 // cannot read is refused as a whole instead of failing at its first
 // disruption.

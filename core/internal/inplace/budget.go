@@ -36,23 +36,6 @@ func (b Budget) Selectable() int32 {
 	return max(n, 0)
 }
 
-// Select picks the first n of candidates that are not selected yet.
-// Candidates come in the order the caller wants them taken (for a
-// MachineDeployment: old MachineSets oldest first, their nodes by name);
-// selected tells the ones already selected, which are skipped.
-func Select[T any](candidates []T, selected func(T) bool, n int32) []T {
-	var out []T
-	for _, c := range candidates {
-		if int32(len(out)) >= n {
-			break
-		}
-		if !selected(c) {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
 // NewReplicas is the size of the new MachineSet in the next step: Desired
 // at most; otherwise grown by what maxSurge leaves above Desired once
 // every existing machine is counted (total, old and new), but not beyond

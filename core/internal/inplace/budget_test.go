@@ -45,15 +45,6 @@ func TestSelectable(t *testing.T) {
 	}
 }
 
-func TestSelect(t *testing.T) {
-	nodes := []string{"a", "b", "c", "d"}
-	sel := map[string]bool{"b": true}
-	isSel := func(n string) bool { return sel[n] }
-	assert.Equal(t, []string{"a", "c"}, Select(nodes, isSel, 2))
-	assert.Empty(t, Select(nodes, isSel, 0))
-	assert.Equal(t, []string{"a", "c", "d"}, Select(nodes, isSel, 10))
-}
-
 func TestNewReplicas(t *testing.T) {
 	cases := []struct {
 		desired, total, current, surge, want int32

@@ -3,7 +3,6 @@ package machinedeployment
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,24 +35,17 @@ func (r *Reconciler) room(s *scope, reason v1alpha1.DisruptionReason, underway i
 	if len(budgets) == 0 {
 		return 0, false
 	}
-	l, err := disruption.Allow(budgets, reason, s.d.Spec.Replicas, s.now)
-	if err != nil {
-		// validate refused unreadable budgets; one that fails here holds
-		// everything back rather than being ignored.
-		l = disruption.Limit{Limited: true, Why: err.Error()}
-	}
+	// validate refused unreadable budgets.
+	l := disruption.AllowOrHold(budgets, reason, s.d.Spec.Replicas, s.now)
 	if !l.Next.IsZero() && (s.budgetRecheck.IsZero() || l.Next.Before(s.budgetRecheck)) {
 		s.budgetRecheck = l.Next
 	}
 	if !l.Limited {
 		return 0, false
 	}
-	room := max(l.Machines-underway, 0)
-	if room == 0 {
-		msg := fmt.Sprintf("%s waits: %s allows %d machine(s) disrupted at once and %d are", reason, l.Why, l.Machines, underway)
-		if !l.Next.IsZero() {
-			msg += fmt.Sprintf("; the budgets change at %s", l.Next.UTC().Format(time.RFC3339))
-		}
+	room, why := l.Room(underway, "machine(s) disrupted")
+	if why != "" {
+		msg := fmt.Sprintf("%s waits: %s", reason, why)
 		s.budgetHeld = msg
 		r.Recorder.Eventf(s.d, nil, corev1.EventTypeNormal, ReasonDisruptionBudget, "Disrupt", "%s", msg)
 	}
@@ -74,10 +66,6 @@ func (s *scope) terminatingOld() int32 {
 	return n
 }
 
-// budgetMessagePrefix starts the part of the Progressing message that says
-// a budget holds the rollout back.
-const budgetMessagePrefix = " Disruption budget: "
-
 // noteBudget ends the Progressing message with what a budget held back in
 // this sync, or drops that part when nothing was.
 func noteBudget(s *scope) {
@@ -88,8 +76,8 @@ func noteBudget(s *scope) {
 	// The budget's part ends the message, after the in-place counts; a part
 	// of an earlier sync may stand before them.
 	msg := c.Message
-	if i := strings.Index(msg, budgetMessagePrefix); i >= 0 {
-		rest := msg[i+len(budgetMessagePrefix):]
+	if i := strings.Index(msg, disruption.MessagePrefix); i >= 0 {
+		rest := msg[i+len(disruption.MessagePrefix):]
 		if j := strings.Index(rest, inPlaceMessagePrefix); j >= 0 {
 			msg = msg[:i] + rest[j:]
 		} else {
@@ -97,7 +85,7 @@ func noteBudget(s *scope) {
 		}
 	}
 	if s.budgetHeld != "" {
-		msg += budgetMessagePrefix + s.budgetHeld + "."
+		msg += disruption.MessagePrefix + s.budgetHeld + "."
 	}
 	if msg != c.Message {
 		c.Message = msg

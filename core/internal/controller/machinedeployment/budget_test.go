@@ -22,10 +22,7 @@ func (s *suite) testRolloutBudget(t *testing.T) {
 	ns := s.namespace(t)
 	s.joiner(t, ns, 0)
 	d := newDeployment(ns, "budget", 3)
-	surge, unavailable := intstr.FromInt32(3), intstr.FromInt32(0)
-	d.Spec.Strategy.RollingUpdate = &v1alpha1.RollingUpdateMachineDeployment{}
-	d.Spec.Strategy.RollingUpdate.MaxSurge = &surge
-	d.Spec.Strategy.RollingUpdate.MaxUnavailable = &unavailable
+	setRollingBounds(d, 3, 0)
 	d.Spec.Disruption = &v1alpha1.MachineDeploymentDisruption{Budgets: []v1alpha1.DisruptionBudget{
 		{Machines: intstr.FromInt32(0), Reasons: []v1alpha1.DisruptionReason{v1alpha1.DisruptionReasonRollout}},
 	}}

@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
@@ -24,10 +23,7 @@ func (s *suite) testReplaceDrifted(t *testing.T) {
 	ns := s.namespace(t)
 	s.joiner(t, ns, 0)
 	d := newDeployment(ns, "drift", 3)
-	surge, unavailable := intstr.FromInt32(0), intstr.FromInt32(1)
-	d.Spec.Strategy.RollingUpdate = &v1alpha1.RollingUpdateMachineDeployment{}
-	d.Spec.Strategy.RollingUpdate.MaxSurge = &surge
-	d.Spec.Strategy.RollingUpdate.MaxUnavailable = &unavailable
+	setRollingBounds(d, 0, 1)
 	require.NoError(t, s.c.Create(ctx, d))
 	s.waitComplete(t, d)
 	machines := s.machines(t, ns)

@@ -171,18 +171,14 @@ func (r *Reconciler) expire(ctx context.Context, s *scope) (phase.Result, error)
 // withinBudgets drops the candidates of a reason whose disruption budget
 // allows no machine now.
 func (r *Reconciler) withinBudgets(s *scope, candidates []replacement) []replacement {
-	allowed := map[bool]bool{}
-	for _, expired := range []bool{true, false} {
-		reason := v1alpha1.DisruptionReasonDrifted
-		if expired {
-			reason = v1alpha1.DisruptionReasonExpired
-		}
+	allows := func(reason v1alpha1.DisruptionReason) bool {
 		room, limited := r.room(s, reason, 0)
-		allowed[expired] = !limited || room > 0
+		return !limited || room > 0
 	}
+	expiredOK, driftedOK := allows(v1alpha1.DisruptionReasonExpired), allows(v1alpha1.DisruptionReasonDrifted)
 	var out []replacement
 	for _, c := range candidates {
-		if allowed[c.expired] {
+		if (c.expired && expiredOK) || (!c.expired && driftedOK) {
 			out = append(out, c)
 		}
 	}
@@ -222,30 +218,32 @@ func waitingSummary(expired, drifted int, expireAfter time.Duration) string {
 // to be disrupted (a machine without a node holds nothing), and why each one
 // before it waits.
 func (r *Reconciler) firstDisruptable(ctx context.Context, candidates []replacement) (*replacement, []string, error) {
-	var held []string
-	for i := range candidates {
-		m := candidates[i].m
-		name := m.Labels[v1alpha1.NodeLabelKey]
-		if r.Target == nil || name == "" {
-			return &candidates[i], held, nil
-		}
-		node := &corev1.Node{}
-		if err := r.Target.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
-			if apierrors.IsNotFound(err) {
-				return &candidates[i], held, nil
-			}
-			return nil, nil, fmt.Errorf("reading node %s of machine %s: %w", name, m.Name, err)
-		}
-		why, err := disruption.Hold(ctx, r.Pods, node)
-		if err != nil {
-			return nil, nil, err
-		}
-		if why == "" {
-			return &candidates[i], held, nil
-		}
-		held = append(held, "machine "+m.Name+": "+why)
+	picked, held, err := disruption.Pick(candidates, func(c replacement) (string, error) { return r.nodeHold(ctx, c.m) }, 1)
+	if err != nil || len(picked) == 0 {
+		return nil, held, err
 	}
-	return nil, held, nil
+	return &picked[0], held, nil
+}
+
+// nodeHold is why m's node may not be disrupted now, "" when it may or m
+// has no node (yet, or any more).
+func (r *Reconciler) nodeHold(ctx context.Context, m *v1alpha1.Machine) (string, error) {
+	name := m.Labels[v1alpha1.NodeLabelKey]
+	if r.Target == nil || name == "" {
+		return "", nil
+	}
+	node := &corev1.Node{}
+	if err := r.Target.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("reading node %s of machine %s: %w", name, m.Name, err)
+	}
+	why, err := disruption.Hold(ctx, r.Pods, node)
+	if why != "" {
+		why = "machine " + m.Name + ": " + why
+	}
+	return why, err
 }
 
 // ageStart is when a machine's age starts: the machine controller's first

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
@@ -19,10 +18,7 @@ import (
 
 func expiringDeployment(ns, name string, surge, unavailable int32, expireAfter time.Duration) *v1alpha1.MachineDeployment {
 	d := newDeployment(ns, name, 3)
-	s, u := intstr.FromInt32(surge), intstr.FromInt32(unavailable)
-	d.Spec.Strategy.RollingUpdate = &v1alpha1.RollingUpdateMachineDeployment{}
-	d.Spec.Strategy.RollingUpdate.MaxSurge = &s
-	d.Spec.Strategy.RollingUpdate.MaxUnavailable = &u
+	setRollingBounds(d, surge, unavailable)
 	d.Spec.Template.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineExpireAfter: v1alpha1.NewDuration(expireAfter)}
 	return d
 }

@@ -112,6 +112,15 @@ func newDeployment(ns, name string, replicas int32) *v1alpha1.MachineDeployment 
 	return d
 }
 
+// setRollingBounds gives d's RollingUpdate strategy maxSurge and
+// maxUnavailable.
+func setRollingBounds(d *v1alpha1.MachineDeployment, surge, unavailable int32) {
+	s, u := intstr.FromInt32(surge), intstr.FromInt32(unavailable)
+	d.Spec.Strategy.RollingUpdate = &v1alpha1.RollingUpdateMachineDeployment{}
+	d.Spec.Strategy.RollingUpdate.MaxSurge = &s
+	d.Spec.Strategy.RollingUpdate.MaxUnavailable = &u
+}
+
 func (s *suite) get(t *testing.T, obj client.Object) {
 	t.Helper()
 	require.NoError(t, s.c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj))
@@ -228,10 +237,7 @@ func (s *suite) testRollingUpdate(t *testing.T) {
 	deadline := int32(600)
 	d := newDeployment(ns, "roll", 6)
 	d.Spec.ProgressDeadlineSeconds = &deadline
-	surge, unavailable := intstr.FromInt32(2), intstr.FromInt32(1)
-	d.Spec.Strategy.RollingUpdate = &v1alpha1.RollingUpdateMachineDeployment{}
-	d.Spec.Strategy.RollingUpdate.MaxSurge = &surge
-	d.Spec.Strategy.RollingUpdate.MaxUnavailable = &unavailable
+	setRollingBounds(d, 2, 1)
 	require.NoError(t, s.c.Create(ctx, d))
 	s.waitComplete(t, d)
 	oldSet := s.sets(t, ns)
@@ -551,10 +557,7 @@ func (s *suite) testProportionalScaling(t *testing.T) {
 	ns := s.namespace(t)
 	j := s.joiner(t, ns, 0)
 	d := newDeployment(ns, "prop", 10)
-	surge, unavailable := intstr.FromInt32(3), intstr.FromInt32(2)
-	d.Spec.Strategy.RollingUpdate = &v1alpha1.RollingUpdateMachineDeployment{}
-	d.Spec.Strategy.RollingUpdate.MaxSurge = &surge
-	d.Spec.Strategy.RollingUpdate.MaxUnavailable = &unavailable
+	setRollingBounds(d, 3, 2)
 	require.NoError(t, s.c.Create(ctx, d))
 	s.waitComplete(t, d)
 

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/machinedeployment"
@@ -24,10 +23,7 @@ func (s *suite) testRolloutAfter(t *testing.T) {
 	ns := s.namespace(t)
 	s.joiner(t, ns, 0)
 	d := newDeployment(ns, "restart", 3)
-	surge, unavailable := intstr.FromInt32(1), intstr.FromInt32(0)
-	d.Spec.Strategy.RollingUpdate = &v1alpha1.RollingUpdateMachineDeployment{}
-	d.Spec.Strategy.RollingUpdate.MaxSurge = &surge
-	d.Spec.Strategy.RollingUpdate.MaxUnavailable = &unavailable
+	setRollingBounds(d, 1, 0)
 	past := metav1.NewTime(time.Now().Add(-time.Hour))
 	d.Spec.RolloutAfter = &past
 	require.NoError(t, s.c.Create(ctx, d))

@@ -1,7 +1,6 @@
 package mcpool
 
 import (
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,12 +20,8 @@ func (r *Reconciler) budget(s *scope, n int32) (int32, phase.Result) {
 	if d == nil || len(d.Budgets) == 0 || n == 0 {
 		return n, phase.Result{}
 	}
-	l, err := disruption.Allow(d.Budgets, v1alpha1.DisruptionReasonConfigUpdate, int32(len(s.members)), s.now)
-	if err != nil {
-		// checkBudgets refused unreadable budgets before the rollout; one
-		// that fails here holds it back rather than being ignored.
-		l = disruption.Limit{Limited: true, Why: err.Error()}
-	}
+	// checkBudgets refused unreadable budgets before the rollout.
+	l := disruption.AllowOrHold(d.Budgets, v1alpha1.DisruptionReasonConfigUpdate, int32(len(s.members)), s.now)
 	var res phase.Result
 	if !l.Next.IsZero() {
 		res.RequeueAfter = max(l.Next.Sub(s.now), time.Second)
@@ -40,14 +35,10 @@ func (r *Reconciler) budget(s *scope, n int32) (int32, phase.Result) {
 			underway++
 		}
 	}
-	room := max(l.Machines-underway, 0)
-	if room == 0 {
-		msg := fmt.Sprintf("%s allows %d node(s) updating at once and %d are", l.Why, l.Machines, underway)
-		if !l.Next.IsZero() {
-			msg += fmt.Sprintf("; the budgets change at %s", l.Next.UTC().Format(time.RFC3339))
-		}
-		s.held = append(s.held, msg)
-		r.Recorder.Eventf(s.pool, nil, corev1.EventTypeNormal, ReasonDisruptionHeld, "Update", "Not updating more nodes now: %s", msg)
+	room, why := l.Room(underway, "node(s) updating")
+	if why != "" {
+		s.held = append(s.held, why)
+		r.Recorder.Eventf(s.pool, nil, corev1.EventTypeNormal, ReasonDisruptionHeld, "Update", "Not updating more nodes now: %s", why)
 	}
 	return min(n, room), res
 }
