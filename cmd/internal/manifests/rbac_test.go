@@ -150,6 +150,8 @@ var commonAccess = []access{
 	{verb: "create", group: machineGroup, resource: "machinesets", namespace: namespace, allowed: true},
 	{verb: "watch", group: "machina.io", resource: "machinehealthchecks", namespace: namespace, allowed: true},
 	{verb: "patch", group: "machina.io", resource: "machinehealthchecks", subresource: "status", namespace: namespace, allowed: true},
+	{verb: "list", group: "machina.io", resource: "machinedrainrules", namespace: namespace, allowed: true},
+	{verb: "watch", group: "machina.io", resource: "machinedrainrules", namespace: namespace, allowed: true},
 	{verb: "update", group: machineGroup, resource: "machinedeployments", subresource: "status", namespace: namespace, allowed: true},
 	{verb: "update", group: machineGroup, resource: "machineclasses", namespace: namespace, allowed: true},
 	{verb: "update", group: "", resource: "secrets", namespace: namespace, allowed: true},
@@ -171,6 +173,8 @@ var commonAccess = []access{
 	{verb: "delete", group: machineGroup, resource: "machinedeployments", namespace: namespace},
 	{verb: "create", group: "machina.io", resource: "machinehealthchecks", namespace: namespace},
 	{verb: "update", group: "machina.io", resource: "machinehealthchecks", namespace: namespace},
+	{verb: "create", group: "machina.io", resource: "machinedrainrules", namespace: namespace},
+	{verb: "update", group: "machina.io", resource: "machinedrainrules", namespace: namespace},
 	{verb: "list", group: machineGroup, resource: "machines", namespace: other},
 	{verb: "list", group: machineGroup, resource: "machines"},
 	{verb: "create", group: "", resource: "secrets", namespace: namespace},
@@ -180,9 +184,12 @@ var commonAccess = []access{
 	{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: namespace, name: "someone-else"},
 	{verb: "get", group: "", resource: "configmaps", namespace: namespace},
 	{verb: "get", group: "", resource: "namespaces", namespace: other, name: other},
-	{verb: "list", group: "", resource: "namespaces"},
 	{verb: "create", group: "apps", resource: "deployments", namespace: namespace},
 	// Target cluster.
+	// The labels of the pods' namespaces, for a MachineDrainRule's
+	// namespaceSelector; list only, no get or watch.
+	{verb: "list", group: "", resource: "namespaces", allowed: true},
+	{verb: "watch", group: "", resource: "namespaces"},
 	{verb: "watch", group: "", resource: "nodes", allowed: true},
 	{verb: "patch", group: "", resource: "nodes", allowed: true},
 	{verb: "delete", group: "", resource: "nodes", allowed: true},

@@ -6,6 +6,9 @@
 //   - MachineHealthCheck: remediates the Machines it selects whose Node is
 //     unhealthy for too long, unless too many are (Cluster API's
 //     MachineHealthCheck, docs/disruption.md).
+//   - MachineDrainRule: tells the drain of the Machines it selects to
+//     evict the pods it selects in an order, leave them, or wait for them
+//     to complete (Cluster API's MachineDrainRule, docs/disruption.md).
 //
 // +kubebuilder:object:generate=true
 // +groupName=machina.io

@@ -22,6 +22,7 @@ var (
 func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion,
 		&MachineHealthCheck{}, &MachineHealthCheckList{},
+		&MachineDrainRule{}, &MachineDrainRuleList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
