@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	kubedrain "k8s.io/kubectl/pkg/drain"
+
+	machinaio "github.com/machina-io/machina/core/api/machina/v1alpha1"
 )
 
 // Filters returns kubectl's drain helper configured with the pod filters
@@ -42,9 +44,10 @@ const DrainLabel = "cluster.x-k8s.io/drain"
 // DrainSkip is the DrainLabel value that leaves a pod alone.
 const DrainSkip = "skip"
 
-// skipLabelled leaves the pods labelled cluster.x-k8s.io/drain=skip alone.
+// skipLabelled leaves the pods labelled machina.io/drain=skip or
+// cluster.x-k8s.io/drain=skip alone (labelDecision).
 func skipLabelled(p corev1.Pod) kubedrain.PodDeleteStatus {
-	if p.Labels[DrainLabel] == DrainSkip {
+	if d, ok := labelDecision(&p); ok && d.Behavior == machinaio.DrainBehaviorSkip {
 		return kubedrain.MakePodDeleteStatusSkip()
 	}
 	return kubedrain.MakePodDeleteStatusOkay()

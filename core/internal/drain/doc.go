@@ -9,6 +9,13 @@
 // requeues and runs the next pass later, so a drain that waits for a
 // PodDisruptionBudget never holds a worker.
 //
+// The MachineDrainRules of the drained machine (Options.Rules) and the
+// pods' drain labels decide, pod by pod, to skip it, to wait for it to
+// complete without evicting it, or to evict it in the stage of its order
+// (drainorder.Stages): a stage is evicted only once every pod of the stages
+// before it is gone. A forced pass deletes the pods it would wait for too,
+// and leaves the skipped ones.
+//
 // Pods with PersistentVolumeClaims are evicted one at a time, highest
 // priority first (as MCM), each followed by a wait until the pod is gone and
 // its volumes have detached from the Node: no VolumeAttachment of the Node

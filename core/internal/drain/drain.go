@@ -58,6 +58,9 @@ type Options struct {
 	VolumeIDs VolumeIDsFunc
 	// Now is the time of the pass; time.Now() when zero.
 	Now time.Time
+	// Rules are the MachineDrainRules of the drained machine
+	// (drainorder.ForMachine); nil: none, only the pods' drain labels act.
+	Rules *drainorder.Rules
 }
 
 func (o Options) now() time.Time {
@@ -88,9 +91,21 @@ type Result struct {
 	// Terminating is the number of remaining pods that were already being
 	// deleted when the pass listed them.
 	Terminating int
-	// Held is the number of remaining pods not evicted yet because they
-	// leave after the others (critical pods, drainorder.Groups).
+	// Held is the number of remaining pods not evicted (or waited for)
+	// yet because they leave after the others: critical pods, and pods of
+	// a higher drain order (drainorder.Stages).
 	Held int
+	// HeldByOrder is how many of Held wait for pods of a lower drain order
+	// (a MachineDrainRule's spec.drain.order) to go.
+	HeldByOrder int
+	// WaitCompleted maps the pods ("namespace/name") that the drain does
+	// not evict but waits for until they have completed or are gone to
+	// what said so ("MachineDrainRule NAME" or "label KEY=VALUE"). They
+	// count in Remaining.
+	WaitCompleted map[string]string
+	// Skipped maps the pods that a MachineDrainRule or a drain label leaves
+	// on the Node to what said so; they do not count in Remaining.
+	Skipped map[string]string
 	// Blocked lists the pods ("namespace/name") whose eviction a
 	// PodDisruptionBudget refused in this pass; they are retried next pass.
 	Blocked []string
@@ -148,8 +163,14 @@ func (r Result) Summary() string {
 	if r.Evicted > 0 {
 		parts = append(parts, fmt.Sprintf("%d evicted in this pass", r.Evicted))
 	}
-	if r.Held > 0 {
-		parts = append(parts, fmt.Sprintf("%d critical pods wait for the others to go", r.Held))
+	if len(r.WaitCompleted) > 0 {
+		parts = append(parts, "waiting for "+waitCompletedList(r.WaitCompleted, 3)+" to complete, not evicted")
+	}
+	if critical := r.Held - r.HeldByOrder; critical > 0 {
+		parts = append(parts, fmt.Sprintf("%d critical pods wait for the others to go", critical))
+	}
+	if r.HeldByOrder > 0 {
+		parts = append(parts, fmt.Sprintf("%d pods of a higher drain order wait for the lower orders to go", r.HeldByOrder))
 	}
 	if len(r.Blocked) > 0 {
 		parts = append(parts, fmt.Sprintf("%d blocked by a PodDisruptionBudget (%s)", len(r.Blocked), abbreviate(r.Blocked, 5)))
@@ -214,35 +235,99 @@ func (d *Drainer) Pass(ctx context.Context, nodeName string, opts Options) (Resu
 		return res, fmt.Errorf("listing pods of node %s: %w", nodeName, errors.Join(errs...))
 	}
 
-	pods := list.Pods()
-	if opts.Force {
-		// A forced drain deletes everything at once: there is no one left
-		// to serve the order for.
-		err := d.removeGroup(ctx, helper, node, pods, opts, &res)
+	decide, err := d.decider(ctx, opts.Rules)
+	if err != nil {
 		return res, err
 	}
-	groups := drainorder.Groups(pods)
-	if len(groups) == 0 {
-		// No pod left, but the wait for the last one's volumes may be.
-		groups = [][]corev1.Pod{nil}
+	stages, skipped := drainorder.Stages(list.Pods(), decide)
+	for _, p := range skipped {
+		if res.Skipped == nil {
+			res.Skipped = map[string]string{}
+		}
+		res.Skipped[p.Pod.Namespace+"/"+p.Pod.Name] = p.Source
 	}
-	for i, group := range groups {
-		if err := d.removeGroup(ctx, helper, node, group, opts, &res); err != nil {
+	if opts.Force {
+		// A forced drain deletes everything at once, the pods it would
+		// wait for included: there is no one left to serve the order or
+		// the wait for. Skipped pods stay.
+		var all []corev1.Pod
+		for _, st := range stages {
+			all = append(all, st.Evict...)
+			for _, w := range st.Wait {
+				all = append(all, w.Pod)
+			}
+		}
+		err := d.removeGroup(ctx, helper, node, all, opts, &res)
+		return res, err
+	}
+	if len(stages) == 0 {
+		// No pod left, but the wait for the last one's volumes may be.
+		stages = []drainorder.Stage{{}}
+	}
+	for i, st := range stages {
+		if err := d.removeGroup(ctx, helper, node, st.Evict, opts, &res); err != nil {
 			return res, err
 		}
-		// The stored volume wait is the first group's to continue.
+		for _, w := range st.Wait {
+			if res.WaitCompleted == nil {
+				res.WaitCompleted = map[string]string{}
+			}
+			res.WaitCompleted[w.Pod.Namespace+"/"+w.Pod.Name] = w.Source
+			res.Remaining++
+		}
+		// The stored volume wait is the first stage's to continue.
 		opts.Wait = nil
 		if res.Remaining > 0 || res.Waiting != nil {
-			// The later groups (the critical pods) wait until this one
-			// is gone.
-			for _, later := range groups[i+1:] {
-				res.Remaining += len(later)
-				res.Held += len(later)
+			// The later stages (the critical pods, the higher orders)
+			// wait until this one is gone.
+			for _, later := range stages[i+1:] {
+				n := len(later.Evict) + len(later.Wait)
+				res.Remaining += n
+				res.Held += n
+				if later.Order != st.Order {
+					res.HeldByOrder += n
+				}
 			}
 			break
 		}
 	}
 	return res, nil
+}
+
+// decider returns how the pass decides for each pod (drainorder.Rules'
+// Decide), with the labels of the pods' namespaces read once when a rule
+// selects by them.
+func (d *Drainer) decider(ctx context.Context, rules *drainorder.Rules) (func(*corev1.Pod) drainorder.Decision, error) {
+	var nsLabels map[string]map[string]string
+	if rules.NeedsNamespaces() {
+		list, err := d.client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("listing namespaces for the namespaceSelector of MachineDrainRules %s: %w", strings.Join(rules.Names(), ", "), err)
+		}
+		nsLabels = make(map[string]map[string]string, len(list.Items))
+		for _, ns := range list.Items {
+			nsLabels[ns.Name] = ns.Labels
+			if nsLabels[ns.Name] == nil {
+				nsLabels[ns.Name] = map[string]string{}
+			}
+		}
+	}
+	return func(p *corev1.Pod) drainorder.Decision { return rules.Decide(p, nsLabels[p.Namespace]) }, nil
+}
+
+// waitCompletedList names up to max of the pods the drain waits for, each
+// with what said to wait, in a stable order.
+func waitCompletedList(pods map[string]string, max int) string {
+	keys := make([]string, 0, len(pods))
+	for k := range pods {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	items := make([]string, 0, len(keys))
+	for _, k := range keys {
+		items = append(items, fmt.Sprintf("pod %s (%s)", k, pods[k]))
+	}
+	return abbreviate(items, max)
 }
 
 // removeGroup evicts (deletes, when forced) the pods of one group: those
