@@ -224,7 +224,7 @@ func (r *Reconciler) stepDrain(ctx context.Context, s *scope) (v1alpha1.Deletion
 	}
 
 	forceReason := r.forceDrainReason(s, node)
-	res, err := r.Drainer.Pass(ctx, node.Name, r.drainOptions(s, forceReason != ""))
+	res, err := r.drainPass(ctx, s, node.Name, forceReason != "", false)
 	if err != nil {
 		desc := fmt.Sprintf("Draining node %s failed: %v", node.Name, err)
 		setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateFailed, "", desc)

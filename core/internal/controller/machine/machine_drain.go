@@ -1,9 +1,15 @@
 package machine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	machinaio "github.com/machina-io/machina/core/api/machina/v1alpha1"
+	"github.com/machina-io/machina/core/drainorder"
 	"github.com/machina-io/machina/core/internal/drain"
 )
 
@@ -17,8 +23,16 @@ const VolumeWaitAnnotation = "machina.io/drain-volume-wait"
 const reasonDetachTimeout = "VolumeDetachTimeout"
 
 // drainOptions are the options of the next drain pass of the machine: the
-// stored volume wait, the detach timeout and the driver's volume mapping.
-func (r *Reconciler) drainOptions(s *scope, force bool) drain.Options {
+// stored volume wait, the detach timeout, the driver's volume mapping and
+// the MachineDrainRules that select the machine. The error (the rules
+// cannot be read, or one has a selector that does not parse) names the
+// rule; the pass is not run then, so no pod a rule meant to keep is
+// evicted by mistake.
+func (r *Reconciler) drainOptions(ctx context.Context, s *scope, force bool) (drain.Options, error) {
+	rules, err := r.drainRules(ctx, s)
+	if err != nil {
+		return drain.Options{}, err
+	}
 	return drain.Options{
 		Force:         force,
 		Wait:          loadVolumeWait(s),
@@ -27,7 +41,33 @@ func (r *Reconciler) drainOptions(s *scope, force bool) drain.Options {
 		ReattachTimeout: r.Options.PVReattachTimeout,
 		VolumeIDs:       r.volumeIDs(s),
 		Now:             s.now,
+		Rules:           rules,
+	}, nil
+}
+
+// drainPass runs one drain pass over the Node with the machine's options
+// (drainOptions); noCordon leaves the Node schedulable.
+func (r *Reconciler) drainPass(ctx context.Context, s *scope, nodeName string, force, noCordon bool) (drain.Result, error) {
+	opts, err := r.drainOptions(ctx, s, force)
+	if err != nil {
+		return drain.Result{}, err
 	}
+	opts.NoCordon = noCordon
+	return r.Drainer.Pass(ctx, nodeName, opts)
+}
+
+// drainRules are the MachineDrainRules of the machine's namespace that
+// select it (drainorder.ForMachine). Where the kind is not served (its CRD
+// not installed) no rule can exist, and there is none.
+func (r *Reconciler) drainRules(ctx context.Context, s *scope) (*drainorder.Rules, error) {
+	var list machinaio.MachineDrainRuleList
+	if err := r.Control.List(ctx, &list, client.InNamespace(s.machine.Namespace)); err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("listing the MachineDrainRules of namespace %s: %w", s.machine.Namespace, err)
+	}
+	return drainorder.ForMachine(list.Items, s.machine.Labels)
 }
 
 // loadVolumeWait reads the stored volume wait; nil when there is none or

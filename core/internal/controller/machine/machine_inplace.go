@@ -181,7 +181,7 @@ func (r *Reconciler) drainForInPlace(ctx context.Context, s *scope) (phase.Resul
 	} else if why, unreachable := drain.Unreachable(node, s.now, r.Options.UnreachableThreshold); unreachable {
 		force = why
 	}
-	res, err := r.Drainer.Pass(ctx, node.Name, r.drainOptions(s, force != ""))
+	res, err := r.drainPass(ctx, s, node.Name, force != "", false)
 	if err != nil {
 		desc := fmt.Sprintf("Draining node %s for an in-place update failed: %v", node.Name, err)
 		setLastOperation(s, v1alpha1.MachineOperationDrainNode, v1alpha1.MachineStateFailed, "", desc)

@@ -230,9 +230,7 @@ func (r *Reconciler) drainPreserved(ctx context.Context, s *scope, until string)
 	} else if _, unreachable := drain.Unreachable(node, s.now, r.Options.UnreachableThreshold); unreachable {
 		force = true
 	}
-	opts := r.drainOptions(s, force)
-	opts.NoCordon = true
-	res, err := r.Drainer.Pass(ctx, node.Name, opts)
+	res, err := r.drainPass(ctx, s, node.Name, force, true)
 	if err != nil {
 		msg := fmt.Sprintf("%s %v. %s", v1alpha1.PreservedNodeDrainUnsuccessfulMessage, err, until)
 		r.warning(s, reasonDrainFailed, actionPreserve, "Draining the preserved node %s failed: %v", node.Name, err)

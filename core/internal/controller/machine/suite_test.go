@@ -462,6 +462,7 @@ func TestMachineController(t *testing.T) {
 		{"delete forced by drain timeout", testDeleteForcedByDrainTimeout},
 		{"delete held by hooks", testDeleteHeldByHooks},
 		{"delete excluded from draining", testDeleteExcludedFromDraining},
+		{"delete with drain rules", testDeleteWithDrainRules},
 		{"expireAfter on a bare machine", testExpireAfterOnBareMachine},
 		{"delete VM error", testDeleteVMError},
 		{"restart mid deletion", testRestartMidDeletion},
