@@ -12,8 +12,12 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-io/machina/cmd/internal/agentpod"
 	"github.com/machina-io/machina/cmd/internal/nodeimage"
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/internal/process"
@@ -35,16 +39,30 @@ type nodeAgent struct {
 // startAgents starts a machina-node-agent for each node, as the
 // ServiceAccount of deploy/node-agent with its RBAC (what its DaemonSet
 // runs as), each with a root, a state directory and an (empty) in-place
-// source directory of its own under the work directory.
+// source directory of its own under the work directory (startProcesses
+// installed that overlay). Each runs with a
+// token bound to a pod of the DaemonSet on its node, as a kubelet would
+// give it (there is none here: the pod never runs), so that the manager's
+// node configuration server gives each agent its own node's
+// configuration and nothing else.
 func (d *demo) startAgents(ctx context.Context, nodes []string) error {
-	overlay := filepath.Join(d.cfg.repo, "deploy", "node-agent")
-	d.screen.Message("Installing ServiceAccount %s/%s and the RBAC of deploy/node-agent",
-		agentIdentity.namespace, agentIdentity.name)
-	kubeconfig, err := installIdentity(ctx, d.cp.cfg, d.client, overlay, d.workDir, agentIdentity)
+	ds := &appsv1.DaemonSet{}
+	if err := d.client.Get(ctx, client.ObjectKey{Namespace: agentIdentity.namespace, Name: agentBinary}, ds); err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(d.cp.cfg)
 	if err != nil {
 		return err
 	}
 	for _, node := range nodes {
+		token, err := agentpod.Token(ctx, d.client, cs, ds, node, tokenLifetime)
+		if err != nil {
+			return err
+		}
+		kubeconfig, err := writeKubeconfig(d.cp.cfg, filepath.Join(d.workDir, agentBinary+"-"+node+".kubeconfig"), agentIdentity, token)
+		if err != nil {
+			return err
+		}
 		base := filepath.Join(d.workDir, "agents", node)
 		dirs := map[string]string{}
 		for _, sub := range []string{"root", "state", "source"} {
@@ -67,6 +85,7 @@ func (d *demo) startAgents(ctx context.Context, nodes []string) error {
 			filepath.Join(d.logDir, "agent-"+node+".log"),
 			"--kubeconfig="+kubeconfig,
 			"--node-name="+node,
+			"--config-server=https://"+d.managerNodeConfig,
 			"--root="+dirs["root"],
 			"--source-dir="+dirs["source"],
 			"--state-dir="+dirs["state"],

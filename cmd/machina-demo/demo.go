@@ -45,6 +45,8 @@ type demo struct {
 	// managerHealth and managerMetrics are the manager's HTTP addresses.
 	managerHealth  string
 	managerMetrics string
+	// managerNodeConfig is the address of its node configuration server.
+	managerNodeConfig string
 	// kubeconfig is an admin kubeconfig for the user, namespace preset.
 	kubeconfig string
 }
@@ -125,6 +127,13 @@ func (d *demo) startProcesses(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The node agents' too: the manager publishes its node configuration
+	// server's certificate in their namespace.
+	d.screen.Message("Installing ServiceAccount %s/%s, the RBAC and the DaemonSet of deploy/node-agent",
+		agentIdentity.namespace, agentIdentity.name)
+	if err := installKinds(ctx, d.client, filepath.Join(d.cfg.repo, "deploy", "node-agent"), append(rbacKinds, "DaemonSet")...); err != nil {
+		return err
+	}
 
 	endpoint := "unix://" + filepath.Join(d.workDir, "driver.sock")
 	d.screen.Message("Starting %s on %s", driverBinary, endpoint)
@@ -145,6 +154,9 @@ func (d *demo) startProcesses(ctx context.Context) error {
 	if d.managerMetrics, err = freeAddress(); err != nil {
 		return err
 	}
+	if d.managerNodeConfig, err = freeAddress(); err != nil {
+		return err
+	}
 	d.screen.Message("Starting %s (namespace %s, as ServiceAccount %s)", managerBinary, namespace, serviceAccount)
 	d.manager, err = startChild(managerBinary, filepath.Join(d.cfg.bin, managerBinary), filepath.Join(d.logDir, "manager.log"),
 		"--control-kubeconfig="+saKubeconfig,
@@ -159,6 +171,9 @@ func (d *demo) startProcesses(ctx context.Context) error {
 		"--metrics-bind-address="+d.managerMetrics,
 		// Local: plain HTTP, no token needed to look at the metrics.
 		"--metrics-secure=false",
+		// The node agents' configurations (the pool step's agents).
+		"--node-config-bind-address="+d.managerNodeConfig,
+		"--node-config-names=127.0.0.1",
 	)
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -49,11 +50,30 @@ var (
 // writes a kubeconfig file into dir that authenticates as the ServiceAccount
 // id with a token from the TokenRequest API.
 func installIdentity(ctx context.Context, admin *rest.Config, c client.Client, overlay, dir string, id identity) (string, error) {
-	objs, err := manifests.Render(overlay)
+	if err := installKinds(ctx, c, overlay, rbacKinds...); err != nil {
+		return "", err
+	}
+	cs, err := kubernetes.NewForConfig(admin)
 	if err != nil {
 		return "", err
 	}
-	objs = manifests.OfKinds(objs, rbacKinds...)
+	seconds := int64(tokenLifetime / time.Second)
+	tr, err := cs.CoreV1().ServiceAccounts(id.namespace).CreateToken(ctx, id.name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("requesting a token for ServiceAccount %s/%s: %w", id.namespace, id.name, err)
+	}
+	return writeKubeconfig(admin, filepath.Join(dir, id.name+".kubeconfig"), id, tr.Status.Token)
+}
+
+// installKinds applies the objects of the overlay dir of the given kinds.
+func installKinds(ctx context.Context, c client.Client, overlay string, kinds ...string) error {
+	objs, err := manifests.Render(overlay)
+	if err != nil {
+		return err
+	}
+	objs = manifests.OfKinds(objs, kinds...)
 	// kube-node-lease, which holds a Role of the virtualnode driver, is
 	// created by the API server shortly after it starts: retry until it is.
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -70,28 +90,20 @@ func installIdentity(ctx context.Context, admin *rest.Config, c client.Client, o
 		if applyErr := manifests.Apply(ctx, c, objs, fieldOwner); applyErr != nil {
 			err = applyErr
 		}
-		return "", fmt.Errorf("installing the ServiceAccount and RBAC of %s: %w", overlay, err)
+		return fmt.Errorf("installing the %s of %s: %w", strings.Join(kinds, ", "), overlay, err)
 	}
+	return nil
+}
 
-	cs, err := kubernetes.NewForConfig(admin)
-	if err != nil {
-		return "", err
-	}
-	seconds := int64(tokenLifetime / time.Second)
-	tr, err := cs.CoreV1().ServiceAccounts(id.namespace).CreateToken(ctx, id.name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return "", fmt.Errorf("requesting a token for ServiceAccount %s/%s: %w", id.namespace, id.name, err)
-	}
-
+// writeKubeconfig writes a kubeconfig file at path that authenticates as
+// the ServiceAccount id with token.
+func writeKubeconfig(admin *rest.Config, path string, id identity, token string) (string, error) {
 	user := "system:serviceaccount:" + id.namespace + ":" + id.name
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["demo"] = &clientcmdapi.Cluster{Server: admin.Host, CertificateAuthorityData: admin.CAData}
-	kc.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	kc.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: token}
 	kc.Contexts["demo"] = &clientcmdapi.Context{Cluster: "demo", AuthInfo: user, Namespace: id.namespace}
 	kc.CurrentContext = "demo"
-	path := filepath.Join(dir, id.name+".kubeconfig")
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
 		return "", err
 	}

@@ -9,9 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/machina-io/machina/cmd/machina-node-agent/internal/hostexec"
+	"github.com/machina-io/machina/core/nodeconfig"
 )
 
 // config is the parsed command line.
@@ -37,10 +39,14 @@ type config struct {
 	rebootTimeout    time.Duration
 	bootIDFile       string
 	fipsFile         string
-	healthAddr       string
-	metricsAddr      string
-	zap              zap.Options
-	showVersion      bool
+	// configServer is the manager's node configuration server; "" reads
+	// MachineConfigs from the API server.
+	configServer   string
+	configServerCA string
+	healthAddr     string
+	metricsAddr    string
+	zap            zap.Options
+	showVersion    bool
 }
 
 // parseFlags parses args into a config. On -h it prints the usage to out
@@ -85,6 +91,12 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.DurationVar(&c.rebootTimeout, "reboot-timeout", 15*time.Minute, "how long a requested reboot may take before the node is Degraded")
 	fs.StringVar(&c.bootIDFile, "boot-id-file", "/proc/sys/kernel/random/boot_id", "the kernel's boot ID: a new value means the node rebooted")
 	fs.StringVar(&c.fipsFile, "fips-file", "/proc/sys/crypto/fips_enabled", "says whether the kernel runs in FIPS mode")
+	fs.StringVar(&c.configServer, "config-server", "",
+		"https://host:port of the manager's node configuration server (its --node-config-bind-address), which gives the agent "+
+			"its own Node's rendered MachineConfigs; empty reads MachineConfigs and pools from the API server, "+
+			"which the agent's RBAC must then allow")
+	fs.StringVar(&c.configServerCA, "config-server-ca", nodeconfig.DefaultCAConfigMap,
+		"namespace/name of the ConfigMap that holds the node configuration server's certificates, which the agent trusts")
 	fs.StringVar(&c.healthAddr, "health-probe-bind-address", "0", "address of /healthz and /readyz, e.g. :8081 (0: off)")
 	fs.StringVar(&c.metricsAddr, "metrics-bind-address", "0", "address of the Prometheus metrics, e.g. :8080 (0: off)")
 	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
@@ -134,6 +146,11 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 			errs = append(errs, fmt.Errorf("--%s must be positive, got %s", d.name, d.value))
 		}
 	}
+	if c.configServer != "" {
+		if _, err := c.configServerCAKey(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if len(strings.Fields(c.systemctl)) == 0 {
 		errs = append(errs, errors.New("--systemctl must not be empty"))
 	}
@@ -150,4 +167,13 @@ func (c *config) host() hostexec.Runner {
 		return hostexec.Runner{Root: c.root}
 	}
 	return hostexec.Runner{}
+}
+
+// configServerCAKey is the ConfigMap of --config-server-ca.
+func (c *config) configServerCAKey() (types.NamespacedName, error) {
+	ns, name, ok := strings.Cut(c.configServerCA, "/")
+	if !ok || ns == "" || name == "" {
+		return types.NamespacedName{}, fmt.Errorf("--config-server-ca %q: want namespace/name", c.configServerCA)
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, nil
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/machina-io/machina/cmd/machina-node-agent/internal/machineconfig"
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/nodeconfig"
 )
 
 // gracefulShutdown is how long a stopping agent waits for a reconcile in
@@ -127,9 +128,18 @@ func newManager(cfg *config, logger logr.Logger) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("creating the controller: %w", err)
 	}
 	// The MachineConfig handshake (docs/machine-config.md) runs beside the
-	// in-place one, on the same Node cache; it reads rendered
-	// MachineConfigs straight from the API server when it needs one.
-	m := machineconfig.New(mgr.GetClient(), mgr.GetAPIReader(), machineconfig.Options{
+	// in-place one, on the same Node cache; it reads a rendered
+	// MachineConfig when it needs one: from the manager's node
+	// configuration server, which serves an agent only its own Node's, or
+	// straight from the API server.
+	var configs client.Reader = mgr.GetAPIReader()
+	if cfg.configServer != "" {
+		ca, _ := cfg.configServerCAKey() // checked by parseFlags
+		if configs, err = nodeconfig.NewClient(cfg.configServer, ca, mgr.GetAPIReader(), restCfg); err != nil {
+			return nil, fmt.Errorf("--config-server: %w", err)
+		}
+	}
+	m := machineconfig.New(mgr.GetClient(), configs, machineconfig.Options{
 		Root:             cfg.root,
 		StateDir:         cfg.stateDir,
 		DriftInterval:    cfg.driftInterval,

@@ -48,6 +48,16 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,
 		`address of the health server (/healthz, /readyz); "0" turns it off`)
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "serve Go's pprof handlers under /debug/pprof/ on the metrics server")
+	fs.StringVar(&o.NodeConfigBindAddress, "node-config-bind-address", o.NodeConfigBindAddress,
+		`address of the HTTPS server that gives each node agent its own Node's rendered MachineConfigs; "0" turns it off`)
+	fs.Func("node-config-names", "comma-separated DNS names and IP addresses of the node configuration server's certificate "+
+		"(default "+strings.Join(o.NodeConfigNames, ",")+")", func(v string) error {
+		o.NodeConfigNames = strings.Split(v, ",")
+		return nil
+	})
+	fs.StringVar(&o.NodeConfigCA, "node-config-ca-configmap", o.NodeConfigCA,
+		"namespace/name of the target cluster's ConfigMap where the node configuration server publishes its certificate, "+
+			"which the agents trust")
 
 	endpoint := o.DriverEndpoint
 	if v, ok := os.LookupEnv(DriverEndpointEnv); ok && v != "" {

@@ -138,6 +138,9 @@ func New(opts Options) (*Manager, error) {
 		}
 		m.target = target
 	}
+	if err := m.addNodeConfigServer(mgr, m.target); err != nil {
+		return nil, err
+	}
 
 	// Request latency and the time spent waiting for --kube-api-qps tell
 	// an operator whether the client limits bind; controller-runtime leaves

@@ -17,6 +17,7 @@ import (
 	"github.com/machina-io/machina/core/internal/controller/mcrender"
 	"github.com/machina-io/machina/core/internal/driver"
 	"github.com/machina-io/machina/core/internal/meltdown"
+	"github.com/machina-io/machina/core/nodeconfig"
 )
 
 // Driver endpoint: the environment variable and the default of the Driver
@@ -106,6 +107,19 @@ type Options struct {
 	// Profiling (--profiling) serves Go's pprof handlers under /debug/pprof/
 	// on the metrics server.
 	Profiling bool
+
+	// NodeConfigBindAddress (--node-config-bind-address) serves the node
+	// agents their rendered MachineConfigs over HTTPS (core/nodeconfig);
+	// "0" turns it off, and then agents must read MachineConfigs from the
+	// API server themselves.
+	NodeConfigBindAddress string
+	// NodeConfigNames (--node-config-names) are the DNS names and IP
+	// addresses in the server's certificate: those the agents reach it by.
+	NodeConfigNames []string
+	// NodeConfigCA (--node-config-ca-configmap, namespace/name) is the
+	// ConfigMap of the target cluster where each replica publishes its
+	// certificate for the agents to trust.
+	NodeConfigCA string
 
 	// DriverEndpoint (--driver-endpoint, env MACHINA_DRIVER_ENDPOINT) is the
 	// driver's socket, unix:///path (or tcp://host:port for development),
@@ -220,6 +234,9 @@ func DefaultOptions() Options {
 		MetricsBindAddress:     ":10259",
 		MetricsSecure:          true,
 		HealthProbeBindAddress: ":10258",
+		NodeConfigBindAddress:  "0",
+		NodeConfigNames:        []string{"localhost", "127.0.0.1"},
+		NodeConfigCA:           nodeconfig.DefaultCAConfigMap,
 
 		DriverEndpoint:      DefaultDriverEndpoint,
 		DriverCreateTimeout: driver.DefaultCreateTimeout,
@@ -277,6 +294,9 @@ func (o *Options) Validate() error {
 		bad("--concurrent-syncs must be at least 1, got %d", o.ConcurrentSyncs)
 	}
 	o.validateDriverEndpoints(bad)
+	if _, err := o.nodeConfigCA(); err != nil {
+		bad("%v", err)
+	}
 	positive := map[string]time.Duration{
 		"--min-resync-period":                            o.MinResyncPeriod,
 		"--machine-config-gc-grace":                      o.MachineConfigGCGrace,

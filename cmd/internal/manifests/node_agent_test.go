@@ -30,7 +30,7 @@ var agentUser = authorizationv1.SubjectAccessReviewSpec{
 }
 
 // agentAccess is what the agent may and may not do: read Nodes and patch
-// their metadata, read MachineConfigs, nothing else.
+// their metadata, ask the manager for its configuration, nothing else.
 var agentAccess = []access{
 	{verb: "get", resource: "nodes", name: "node-1", allowed: true},
 	{verb: "list", resource: "nodes", allowed: true},
@@ -47,13 +47,34 @@ var agentAccess = []access{
 	{verb: "get", resource: "secrets", namespace: agentNamespace},
 	{verb: "create", resource: "events", namespace: agentNamespace},
 	{verb: "list", group: machineGroup, resource: "machines", namespace: "machina-system"},
-	// The MachineConfig handshake: read the rendered MachineConfig, nothing more.
-	{verb: "get", group: "machineconfiguration.openshift.io", resource: "machineconfigs", name: "rendered-worker-1", allowed: true},
+	// The MachineConfig handshake: no MachineConfig or pool from the API
+	// server; the manager's node configuration server asks about the
+	// virtual subresource, and the agent trusts its certificates.
+	{verb: "get", group: "machineconfiguration.openshift.io", resource: "machineconfigs", name: "rendered-worker-1"},
 	{verb: "list", group: "machineconfiguration.openshift.io", resource: "machineconfigs"},
 	{verb: "update", group: "machineconfiguration.openshift.io", resource: "machineconfigs", name: "rendered-worker-1"},
-	{verb: "get", group: "machineconfiguration.openshift.io", resource: "machineconfigpools", name: "worker", allowed: true},
+	{verb: "get", group: "machineconfiguration.openshift.io", resource: "machineconfigpools", name: "worker"},
 	{verb: "list", group: "machineconfiguration.openshift.io", resource: "machineconfigpools"},
 	{verb: "patch", group: "machineconfiguration.openshift.io", resource: "machineconfigpools", name: "worker"},
+	{verb: "get", group: "machineconfiguration.openshift.io", resource: "machineconfigs", subresource: "node-config", name: "rendered-worker-1", allowed: true},
+	{verb: "get", group: "machineconfiguration.openshift.io", resource: "machineconfigpools", subresource: "node-config", name: "worker", allowed: true},
+	{verb: "update", group: "machineconfiguration.openshift.io", resource: "machineconfigs", subresource: "node-config", name: "rendered-worker-1"},
+	{verb: "get", resource: "configmaps", namespace: agentNamespace, name: "machina-node-config-ca", allowed: true},
+	{verb: "get", resource: "configmaps", namespace: agentNamespace, name: "kube-root-ca.crt"},
+	{verb: "update", resource: "configmaps", namespace: agentNamespace, name: "machina-node-config-ca"},
+	{verb: "list", resource: "configmaps", namespace: agentNamespace},
+}
+
+// managerInAgentNamespace is what deploy/node-agent lets the manager do:
+// publish its node configuration server's certificates in one ConfigMap.
+var managerInAgentNamespace = []access{
+	{verb: "create", resource: "configmaps", namespace: agentNamespace, allowed: true},
+	{verb: "get", resource: "configmaps", namespace: agentNamespace, name: "machina-node-config-ca", allowed: true},
+	{verb: "update", resource: "configmaps", namespace: agentNamespace, name: "machina-node-config-ca", allowed: true},
+	{verb: "update", resource: "configmaps", namespace: agentNamespace, name: "kube-root-ca.crt"},
+	{verb: "delete", resource: "configmaps", namespace: agentNamespace, name: "machina-node-config-ca"},
+	{verb: "list", resource: "configmaps", namespace: agentNamespace},
+	{verb: "get", resource: "secrets", namespace: agentNamespace},
 }
 
 // TestNodeAgentOnAPIServer applies deploy/node-agent to a fresh
@@ -156,13 +177,18 @@ func TestNodeAgentOnAPIServer(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "hostPath")
 
-	// The bindings name the agent's ServiceAccount only.
+	// The bindings name the agent's ServiceAccount only, but for the one
+	// that lets the manager publish its certificates for the agents.
 	for _, o := range manifests.OfKinds(objs, "ClusterRoleBinding", "RoleBinding") {
 		subjects, _, err := unstructured.NestedSlice(o.Object, "subjects")
 		require.NoError(t, err)
-		assert.Equal(t, []any{map[string]any{"kind": "ServiceAccount", "name": agentName, "namespace": agentNamespace}}, subjects,
-			"%s binds only the agent", manifests.Describe(o))
+		want := map[string]any{"kind": "ServiceAccount", "name": agentName, "namespace": agentNamespace}
+		if o.GetName() == "machina-manager-node-config-ca" {
+			want = map[string]any{"kind": "ServiceAccount", "name": deploymentName, "namespace": namespace}
+		}
+		assert.Equal(t, []any{want}, subjects, "%s binds only %s", manifests.Describe(o), want["name"])
 	}
+	checkAccess(t, env.Client, managerInAgentNamespace)
 	for _, a := range agentAccess {
 		review := &authorizationv1.SubjectAccessReview{Spec: agentUser}
 		review.Spec.ResourceAttributes = &authorizationv1.ResourceAttributes{
