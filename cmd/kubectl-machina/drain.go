@@ -22,7 +22,8 @@ deleted now: the pods it evicts, in the core's order (the pods that are not
 critical first, then those of the system-cluster-critical and system-node-critical
 priority classes; in each group every pod without a PersistentVolumeClaim in one
 step, then the pods with claims one at a time, highest priority first, each
-waiting for its volumes to detach), the
+waiting for its volumes to detach; the MachineDrainRules that select the Node's
+Machine order it further, leave pods, or make it wait for pods to complete), the
 PodDisruptionBudgets that would refuse an eviction now, the VolumeAttachments it
 would wait for, and the pods it leaves on the Node. It changes nothing.
 
@@ -46,7 +47,7 @@ Machine.`,
 }
 
 func runDrainDryRun(ctx context.Context, c *clients, nodeName string, out io.Writer) error {
-	p, err := planDrain(ctx, c, nodeName)
+	p, err := planDrain(ctx, c, nodeName, nil)
 	if err != nil {
 		return err
 	}
@@ -57,8 +58,19 @@ func runDrainDryRun(ctx context.Context, c *clients, nodeName string, out io.Wri
 	if n := len(p.evict); n > 0 {
 		steps = p.evict[n-1].step
 	}
-	fmt.Fprintf(out, "Node %s (%s): the drain evicts %d pods in %d steps; %d pods stay.\n",
-		nodeName, nodeStatus(p.node), len(p.evict), steps, len(p.skipped))
+	waits := 0
+	for _, pp := range p.evict {
+		if pp.waitFor != "" {
+			waits++
+		}
+	}
+	if waits == 0 {
+		fmt.Fprintf(out, "Node %s (%s): the drain evicts %d pods in %d steps; %d pods stay.\n",
+			nodeName, nodeStatus(p.node), len(p.evict), steps, len(p.skipped))
+	} else {
+		fmt.Fprintf(out, "Node %s (%s): the drain evicts %d pods and waits for %d to complete, in %d steps; %d pods stay.\n",
+			nodeName, nodeStatus(p.node), len(p.evict)-waits, waits, steps, len(p.skipped))
+	}
 	if len(p.evict) > 0 {
 		fmt.Fprintln(out)
 		w := printers.GetNewTabWriter(out)
@@ -74,6 +86,10 @@ func runDrainDryRun(ctx context.Context, c *clients, nodeName string, out io.Wri
 		fmt.Fprintln(out, "claims and waits until its volumes have detached from the node (at most the manager's")
 		fmt.Fprintln(out, "--machine-pv-detach-timeout, 2m by default) before the next one. Critical pods")
 		fmt.Fprintln(out, "(system-cluster-critical, system-node-critical) come after every other pod is gone.")
+		if waits > 0 || hasOrders(p) {
+			fmt.Fprintln(out, "MachineDrainRules order the steps (lower drain order first, each order after the")
+			fmt.Fprintln(out, "previous one is gone); a pod waited for is not evicted, its step ends when it has completed.")
+		}
 	}
 	if blocked := blockers(p); len(blocked) > 0 {
 		fmt.Fprintln(out)
@@ -114,8 +130,24 @@ func volumesColumn(pp *plannedPod) string {
 	return s
 }
 
+// hasOrders tells whether a pod of the plan has a drain order other than 0.
+func hasOrders(p *drainPlan) bool {
+	for _, pp := range p.evict {
+		if pp.order != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func waitsFor(pp *plannedPod) string {
 	var parts []string
+	if pp.waitFor != "" {
+		parts = append(parts, "completion, not evicted ("+pp.waitFor+")")
+	}
+	if pp.order != 0 {
+		parts = append(parts, fmt.Sprintf("drain order %d", pp.order))
+	}
 	if pp.terminating {
 		parts = append(parts, "already terminating")
 	}

@@ -6,17 +6,79 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	machinaio "github.com/machina-io/machina/core/api/machina/v1alpha1"
+	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/drainorder"
 )
+
+// drainRuleError is a MachineDrainRule that the drain cannot use (a
+// selector that does not parse): the manager's drain of the machine stops
+// on it too.
+type drainRuleError struct{ err error }
+
+func (e *drainRuleError) Error() string { return e.err.Error() }
+func (e *drainRuleError) Unwrap() error { return e.err }
+
+// machineOfNode is the Machine of the namespace whose node label names the
+// Node; nil when there is none.
+func (c *clients) machineOfNode(ctx context.Context, nodeName string) (*v1alpha1.Machine, error) {
+	var l v1alpha1.MachineList
+	if err := c.control.List(ctx, &l, client.InNamespace(c.namespace), client.MatchingLabels{v1alpha1.NodeLabelKey: nodeName}); err != nil {
+		return nil, fmt.Errorf("listing the machine of node %s: %w", nodeName, err)
+	}
+	if len(l.Items) == 0 {
+		return nil, nil
+	}
+	return &l.Items[0], nil
+}
+
+// drainDecider decides for each pod as the manager's drain of machine does
+// (drainorder.ForMachine and Rules.Decide): with the MachineDrainRules of
+// the machine's namespace that select it, and the labels of the target
+// cluster's namespaces when a rule needs them. Without a machine, or where
+// the kind is not served, only the pods' drain labels decide.
+func (c *clients) drainDecider(ctx context.Context, machine *v1alpha1.Machine) (func(*corev1.Pod) drainorder.Decision, error) {
+	var rules *drainorder.Rules
+	if machine != nil {
+		var l machinaio.MachineDrainRuleList
+		err := c.control.List(ctx, &l, client.InNamespace(machine.Namespace))
+		switch {
+		case meta.IsNoMatchError(err):
+		case err != nil:
+			return nil, fmt.Errorf("listing MachineDrainRules: %w", err)
+		default:
+			if rules, err = drainorder.ForMachine(l.Items, machine.Labels); err != nil {
+				return nil, &drainRuleError{err: err}
+			}
+		}
+	}
+	var nsLabels map[string]map[string]string
+	if rules.NeedsNamespaces() {
+		var l corev1.NamespaceList
+		if err := c.target.List(ctx, &l); err != nil {
+			return nil, fmt.Errorf("listing namespaces for the namespaceSelector of MachineDrainRules: %w", err)
+		}
+		nsLabels = map[string]map[string]string{}
+		for _, ns := range l.Items {
+			nsLabels[ns.Name] = ns.Labels
+			if ns.Labels == nil {
+				nsLabels[ns.Name] = map[string]string{}
+			}
+		}
+	}
+	return func(p *corev1.Pod) drainorder.Decision { return rules.Decide(p, nsLabels[p.Namespace]) }, nil
+}
 
 // drainPlan is what a drain of a Node would do now, computed with the
 // core's filters and order (core/drainorder) from what the target cluster
@@ -34,6 +96,11 @@ type drainPlan struct {
 type plannedPod struct {
 	pod  corev1.Pod
 	step int
+	// order is the pod's drain order (a MachineDrainRule's spec.drain.order).
+	order int32
+	// waitFor, when set, names what makes the drain wait for the pod to
+	// complete instead of evicting it (a WaitCompleted rule or label).
+	waitFor string
 	// terminating pods are not evicted again; the drain waits for them.
 	terminating bool
 	// blockedBy names the PodDisruptionBudgets that allow no disruption of
@@ -54,9 +121,11 @@ type skippedPod struct {
 	reason string
 }
 
-// planDrain computes the drain plan for the Node; node is nil in the plan
-// when it does not exist.
-func planDrain(ctx context.Context, c *clients, nodeName string) (*drainPlan, error) {
+// planDrain computes the drain plan for the Node, with the
+// MachineDrainRules that select machine (nil: the Node's Machine, looked up
+// by its node label; none found: no rules); node is nil in the plan when
+// it does not exist.
+func planDrain(ctx context.Context, c *clients, nodeName string, machine *v1alpha1.Machine) (*drainPlan, error) {
 	node, err := c.node(ctx, nodeName)
 	if err != nil {
 		return nil, err
@@ -69,9 +138,28 @@ func planDrain(ctx context.Context, c *clients, nodeName string) (*drainPlan, er
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("listing the pods of node %s: %w", nodeName, errors.Join(errs...))
 	}
+	if machine == nil {
+		if machine, err = c.machineOfNode(ctx, nodeName); err != nil {
+			return nil, err
+		}
+	}
+	decide, err := c.drainDecider(ctx, machine)
+	if err != nil {
+		return nil, err
+	}
+	stages, ruleSkipped := drainorder.Stages(list.Pods(), decide)
 	removed := map[string]bool{}
-	for _, pod := range list.Pods() {
-		removed[podKey(&pod)] = true
+	for _, st := range stages {
+		for _, pod := range st.Evict {
+			removed[podKey(&pod)] = true
+		}
+		for _, w := range st.Wait {
+			removed[podKey(&w.Pod)] = true
+		}
+	}
+	skipReasons := map[string]string{}
+	for _, d := range ruleSkipped {
+		skipReasons[podKey(&d.Pod)] = d.Source
 	}
 
 	pdbs, err := c.disruptionBudgets(ctx)
@@ -82,13 +170,14 @@ func planDrain(ctx context.Context, c *clients, nodeName string) (*drainPlan, er
 	if err != nil {
 		return nil, err
 	}
-	// The drain's order (drainorder.Groups): the pods that are not critical,
-	// then the critical ones; in each group the pods without claims in one
+	// The drain's order (drainorder.Stages): by drain order, and within an
+	// order the pods that are not critical (with the pods waited for),
+	// then the critical ones; in each stage the pods without claims in one
 	// step, then those with claims one step each.
 	step := 0
-	for _, group := range drainorder.Groups(list.Pods()) {
+	for _, st := range stages {
 		var first, serial []corev1.Pod
-		for _, pod := range group {
+		for _, pod := range st.Evict {
 			if drainorder.Serial(&pod) {
 				serial = append(serial, pod)
 			} else {
@@ -97,15 +186,18 @@ func planDrain(ctx context.Context, c *clients, nodeName string) (*drainPlan, er
 		}
 		sort.SliceStable(first, func(i, j int) bool { return podKey(&first[i]) < podKey(&first[j]) })
 		drainorder.SortSerial(serial)
-		if len(first) > 0 {
+		if len(first) > 0 || len(st.Wait) > 0 {
 			step++
 		}
 		for _, pod := range first {
-			p.evict = append(p.evict, plannedPod{pod: pod, step: step})
+			p.evict = append(p.evict, plannedPod{pod: pod, step: step, order: st.Order})
+		}
+		for _, w := range st.Wait {
+			p.evict = append(p.evict, plannedPod{pod: w.Pod, step: step, order: st.Order, waitFor: w.Source})
 		}
 		for _, pod := range serial {
 			step++
-			pp := plannedPod{pod: pod, step: step}
+			pp := plannedPod{pod: pod, step: step, order: st.Order}
 			if pp.volumes, err = c.podVolumes(ctx, &pod); err != nil {
 				return nil, err
 			}
@@ -129,7 +221,13 @@ func planDrain(ctx context.Context, c *clients, nodeName string) (*drainPlan, er
 	}
 	for _, pod := range all.Items {
 		if !removed[podKey(&pod)] {
-			p.skipped = append(p.skipped, skippedPod{pod: pod, reason: skipReason(&pod)})
+			reason := skipReason(&pod)
+			if src, ok := skipReasons[podKey(&pod)]; ok {
+				reason = src + ": Skip"
+			} else if d := decide(&pod); d.Behavior == machinaio.DrainBehaviorWaitCompleted && drainorder.Completed(&pod) {
+				reason = "completed (" + d.Source + ": WaitCompleted)"
+			}
+			p.skipped = append(p.skipped, skippedPod{pod: pod, reason: reason})
 		}
 	}
 	sort.Slice(p.skipped, func(i, j int) bool { return podKey(&p.skipped[i].pod) < podKey(&p.skipped[j].pod) })
@@ -147,8 +245,10 @@ func skipReason(p *corev1.Pod) string {
 	if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "DaemonSet" {
 		return "DaemonSet " + ref.Name + " (its controller would put it back)"
 	}
-	if p.Labels[drainorder.DrainLabel] == drainorder.DrainSkip {
-		return "labelled " + drainorder.DrainLabel + "=" + drainorder.DrainSkip
+	for _, key := range []string{machinaio.PodDrainLabel, machinaio.ClusterAPIPodDrainLabel} {
+		if v, ok := p.Labels[key]; ok && strings.EqualFold(v, machinaio.PodDrainSkip) {
+			return "labelled " + key + "=" + v
+		}
 	}
 	return "kept by the drain's pod filters"
 }

@@ -43,6 +43,7 @@ func TestPlugin(t *testing.T) {
 	t.Run("tree", p.testTree)
 	t.Run("why", p.testWhy)
 	t.Run("drain", p.testDrain)
+	t.Run("drain rules", p.testDrainRules)
 	t.Run("rollout", p.testRollout)
 	t.Run("scale-down", p.testScaleDown)
 	t.Run("usage errors", p.testUsageErrors)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -150,7 +151,11 @@ func waitingForDrain(ctx context.Context, c *clients, t *timeoutFlags, f *machin
 	if forced {
 		return []string{fmt.Sprintf("a forced drain of Node %s: its pods are deleted without grace period and without asking PodDisruptionBudgets", node)}, nil
 	}
-	p, err := planDrain(ctx, c, node)
+	p, err := planDrain(ctx, c, node, m)
+	var ruleErr *drainRuleError
+	if errors.As(err, &ruleErr) {
+		return []string{fmt.Sprintf("a fix of the MachineDrainRules: the drain of Node %s stops on %v", node, ruleErr)}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -158,6 +163,11 @@ func waitingForDrain(ctx context.Context, c *clients, t *timeoutFlags, f *machin
 	var out []string
 	for _, b := range blockers(p) {
 		out = append(out, fmt.Sprintf("drain blocked by %s (%s)", b, timeout))
+	}
+	for _, pp := range p.evict {
+		if pp.waitFor != "" {
+			out = append(out, fmt.Sprintf("pod %s to complete: %s says the drain waits for it and does not evict it (%s)", podKey(&pp.pod), pp.waitFor, timeout))
+		}
 	}
 	for _, pp := range p.evict {
 		if len(pp.attached) > 0 && pp.terminating {
