@@ -54,8 +54,8 @@ func skipLabelled(p corev1.Pod) kubedrain.PodDeleteStatus {
 }
 
 // Critical tells whether the pod runs at one of Kubernetes' two system
-// priority classes. Critical pods leave the Node last, after every other
-// pod is gone (Karpenter's order): the cluster's DNS or a CNI's controller
+// priority classes. Critical pods leave the Node after every other pod of
+// their drain order is gone (Karpenter's order, Stages): the cluster's DNS or a CNI's controller
 // keeps serving the pods that are still moving.
 func Critical(p *corev1.Pod) bool {
 	switch p.Spec.PriorityClassName {
@@ -63,28 +63,6 @@ func Critical(p *corev1.Pod) bool {
 		return true
 	}
 	return false
-}
-
-// Groups splits the pods a drain removes into the groups it removes one
-// after the other: the pods that are not critical, then the critical ones.
-// Within a group the pods without PersistentVolumeClaims go together and
-// the others one at a time (Serial).
-func Groups(pods []corev1.Pod) [][]corev1.Pod {
-	var others, critical []corev1.Pod
-	for _, p := range pods {
-		if Critical(&p) {
-			critical = append(critical, p)
-		} else {
-			others = append(others, p)
-		}
-	}
-	var groups [][]corev1.Pod
-	for _, g := range [][]corev1.Pod{others, critical} {
-		if len(g) > 0 {
-			groups = append(groups, g)
-		}
-	}
-	return groups
 }
 
 // Serial tells whether the pod mounts a PersistentVolumeClaim: such pods are

@@ -225,7 +225,7 @@ type Stage struct {
 // Stages sorts the pods a drain removes (kubectl's filters already applied,
 // see Filters) into the stages it runs one after the other: by increasing
 // drain order, and within an order the pods that are not critical, then the
-// critical ones (Groups). Pods that decide says to skip are returned apart;
+// critical ones (Critical). Pods that decide says to skip are returned apart;
 // pods to wait for that have completed already are in neither.
 func Stages(pods []corev1.Pod, decide func(*corev1.Pod) Decision) (stages []Stage, skipped []Decided) {
 	byOrder := map[int32][]corev1.Pod{}

@@ -1,14 +1,25 @@
 package v1alpha1_test
 
 import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	machinaio "github.com/machina-io/machina/core/api/machina/v1alpha1"
+	"github.com/machina-io/machina/core/drainorder"
 	"github.com/machina-io/machina/core/testenv"
 )
 
@@ -32,6 +43,7 @@ func TestMachineDrainRuleSchema(t *testing.T) {
 	env := testenv.Start(t)
 	c := env.Client
 	ctx := t.Context()
+	t.Run("examples apply unchanged", func(t *testing.T) { testDrainRuleExamples(t, c) })
 
 	for name, mutate := range map[string]func(*machinaio.MachineDrainRule){
 		"order":    nil,
@@ -81,6 +93,40 @@ func TestMachineDrainRuleSchema(t *testing.T) {
 		require.Error(t, err, name)
 		assert.Contains(t, err.Error(), tc.want, name)
 	}
+}
+
+// testDrainRuleExamples applies deploy/examples/machinedrainrules.yaml as
+// a user would: every rule is accepted, reads back whole, and parses for
+// the drain.
+func testDrainRuleExamples(t *testing.T, c client.Client) {
+	ctx := t.Context()
+	crds, err := testenv.CRDDir()
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(crds), "examples", "machinedrainrules.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "machina-system"}}))
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var rules []machinaio.MachineDrainRule
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+			break
+		} else {
+			require.NoError(t, err)
+		}
+		require.NoError(t, c.Create(ctx, u), u.GetName())
+		back := &unstructured.Unstructured{}
+		back.SetGroupVersionKind(u.GroupVersionKind())
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(u), back))
+		assert.Equal(t, u.Object["spec"], back.Object["spec"], u.GetName())
+		var r machinaio.MachineDrainRule
+		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(back.Object, &r))
+		rules = append(rules, r)
+	}
+	require.Len(t, rules, 3)
+	got, err := drainorder.ForMachine(rules, map[string]string{"pool": "gpu"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"databases-last", "keep-gpu-telemetry", "wait-backups"}, got.Names())
 }
 
 func ptrName(s string) string {
