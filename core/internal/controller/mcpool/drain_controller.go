@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,7 +21,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	machinaio "github.com/machina-io/machina/core/api/machina/v1alpha1"
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
+	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/drainorder"
 	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/drain"
 )
@@ -54,6 +58,10 @@ type DrainReconciler struct {
 	Target client.Client
 	// Drainer drains Nodes of the target cluster.
 	Drainer *drain.Drainer
+	// Control reads Machines and MachineDrainRules (the manager's
+	// cluster), so that the drain of a Node follows the rules that select
+	// its Machine; mgr's client when nil.
+	Control client.Client
 	// Recorder records events on Nodes.
 	Recorder events.EventRecorder
 	// Now is the clock (time.Now when nil).
@@ -75,6 +83,9 @@ func (r *DrainReconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Clus
 			return fmt.Errorf("%s controller: target clientset: %w", DrainControllerName, err)
 		}
 		r.Drainer = drain.New(cs)
+	}
+	if r.Control == nil {
+		r.Control = mgr.GetClient()
 	}
 	if r.Recorder == nil {
 		r.Recorder = setup.Recorder(target, DrainControllerName)
@@ -122,7 +133,11 @@ func (r *DrainReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	}
 	switch {
 	case strings.HasPrefix(want, mcv1.DrainRequestPrefix):
-		res, err := r.Drainer.Pass(ctx, node.Name, drain.Options{Wait: r.wait(node.Name), Now: r.Now()})
+		rules, err := r.drainRules(ctx, node.Name)
+		var res drain.Result
+		if err == nil {
+			res, err = r.Drainer.Pass(ctx, node.Name, drain.Options{Wait: r.wait(node.Name), Now: r.Now(), Rules: rules})
+		}
 		if err != nil {
 			r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonDrainFailed, "Drain", "Draining for %s: %v", want, err)
 			return ctrl.Result{}, fmt.Errorf("draining node %s: %w", node.Name, err)
@@ -230,4 +245,30 @@ func nodeReady(n *corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+// drainRules are the MachineDrainRules that select the Machine of the Node
+// (the Machine labelled node=<name>); none when no Machine has the Node or
+// the kind is not served. The error names a rule whose selector does not
+// parse: the drain stops there rather than evict what it meant to keep.
+func (r *DrainReconciler) drainRules(ctx context.Context, nodeName string) (*drainorder.Rules, error) {
+	var machines v1alpha1.MachineList
+	if err := r.Control.List(ctx, &machines, client.MatchingLabels{v1alpha1.NodeLabelKey: nodeName}); err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("finding the machine of node %s: %w", nodeName, err)
+	}
+	if len(machines.Items) == 0 {
+		return nil, nil
+	}
+	m := &machines.Items[0]
+	var list machinaio.MachineDrainRuleList
+	if err := r.Control.List(ctx, &list, client.InNamespace(m.Namespace)); err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("listing the MachineDrainRules of namespace %s: %w", m.Namespace, err)
+	}
+	return drainorder.ForMachine(list.Items, m.Labels)
 }
