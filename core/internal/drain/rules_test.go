@@ -130,6 +130,22 @@ func TestDrainRules(t *testing.T) {
 		assert.Equal(t, "running", c.podState(ns, "job-1"), "a completed pod is never evicted")
 	})
 
+	t.Run("a drain label on the pod wins over the rules", func(t *testing.T) {
+		c.t = t
+		const ns, node = "rule-label", "node-rule-label"
+		c.namespace(ns)
+		c.node(node)
+		c.pod(ns, "logs-1", node, ownedBy("ReplicaSet", "logs"), func(p *corev1.Pod) {
+			p.Labels = map[string]string{"app": "logs", machinaio.PodDrainLabel: "WaitCompleted"}
+		})
+		rules := rulesFor(t, nil, drainRule("keep-logs", machinaio.DrainBehaviorSkip, nil, "logs"))
+		res, err := d.Pass(c.ctx(), node, Options{Rules: rules})
+		require.NoError(t, err)
+		assert.Equal(t, map[string]string{ns + "/logs-1": "label " + machinaio.PodDrainLabel + "=WaitCompleted"}, res.WaitCompleted)
+		assert.Empty(t, res.Skipped)
+		assert.False(t, res.Drained())
+	})
+
 	t.Run("orders are evicted lowest first, critical pods last within an order", func(t *testing.T) {
 		c.t = t
 		const ns, node = "rule-order", "node-rule-order"
