@@ -74,6 +74,9 @@ func (m *Manager) setupControllers(drivers *driver.Set, mgr *term) error {
 	// finalizer, which spares it a write per machine.
 	setOpts.NewMachineFinalizers = []string{v1alpha1.MachineFinalizer}
 	sets := &machineset.Reconciler{Gate: m.gate, Options: setOpts}
+	if m.target != nil {
+		sets.Target, sets.Pods = targetClient, m.target.GetAPIReader()
+	}
 	if err := sets.SetupWithManager(mgr, workers); err != nil {
 		return fmt.Errorf("machineset controller: %w", err)
 	}

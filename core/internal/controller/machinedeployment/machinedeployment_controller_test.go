@@ -49,7 +49,7 @@ func TestMachineDeploymentController(t *testing.T) {
 	env := testenv.Start(t)
 	gate := &freeze.Gate{}
 	machinesettest.StartManager(t, env.Config, env.Scheme, func(mgr ctrl.Manager) error {
-		if err := (&machineset.Reconciler{}).SetupWithManager(mgr, 4); err != nil {
+		if err := (&machineset.Reconciler{Target: mgr.GetClient(), Pods: mgr.GetAPIReader()}).SetupWithManager(mgr, 4); err != nil {
 			return err
 		}
 		return (&machinedeployment.Reconciler{
@@ -74,6 +74,7 @@ func TestMachineDeploymentController(t *testing.T) {
 	t.Run("rolloutAfter replaces every machine once it passes, and only then", s.testRolloutAfter)
 	t.Run("machines older than expireAfter are replaced within maxUnavailable", s.testExpireAfter)
 	t.Run("an expired machine whose node asks not to be disrupted waits", s.testExpiryHonoursDoNotDisrupt)
+	t.Run("a rolling update passes over a node that asks not to be disrupted", s.testRollingUpdateHonoursDoNotDisrupt)
 	t.Run("a drifted machine is replaced only with replaceDrifted", s.testReplaceDrifted)
 	t.Run("a disruption budget holds a rollout back", s.testRolloutBudget)
 	t.Run("a disruption budget paces Recreate", s.testRecreateBudget)

@@ -78,6 +78,12 @@ type Reconciler struct {
 	// controller creates and deletes no machines, Failed replacements
 	// included, and only keeps the status up to date. Nil is never frozen.
 	Gate *freeze.Gate
+	// Target reads Nodes (the cache of the cluster that holds them) and
+	// Pods their pods straight from its API server, so that a scale-down
+	// passes over nodes that ask not to be disrupted (holds.go). Both nil
+	// without a target cluster: nothing is held.
+	Target client.Reader
+	Pods   client.Reader
 
 	Options
 }

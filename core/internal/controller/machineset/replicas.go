@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/disruption"
 	"github.com/machina-io/machina/core/internal/controller/phase"
 )
 
@@ -35,6 +36,14 @@ type plan struct {
 	replace []*v1alpha1.Machine
 	// scaleDown are the machines chosen to go because the set has too many.
 	scaleDown []*v1alpha1.Machine
+	// candidates are all the machines scaleDown was taken from, in
+	// deletion order: the next ones stand in for a victim whose node asks
+	// not to be disrupted (holds.go).
+	candidates []*v1alpha1.Machine
+	// held says why each candidate passed over waits, and short how many
+	// of the surplus are kept for that.
+	held  []string
+	short int
 	// create is how many machines to create.
 	create int
 	// frozen is set when machines are missing but the set is frozen.
@@ -80,7 +89,9 @@ func computePlan(ms *v1alpha1.MachineSet, machines []*v1alpha1.Machine, now time
 		unmarked := slices.DeleteFunc(slices.Clone(remaining), justMovedInPlace)
 		surplus := min(diff, len(unmarked)-want)
 		if surplus > 0 {
-			p.scaleDown = pickVictims(unmarked, surplus, now)
+			p.candidates = slices.Clone(unmarked)
+			sortForDeletion(p.candidates, now)
+			p.scaleDown = p.candidates[:surplus]
 		}
 	case diff < 0:
 		if isFrozen(ms) {
@@ -127,8 +138,15 @@ func (r *Reconciler) manageReplicas(ctx context.Context, s *scope) (phase.Result
 	if err != nil {
 		return phase.Result{}, err
 	}
+	if err := r.spareHeld(ctx, s.ms, &p); err != nil {
+		return phase.Result{}, err
+	}
 	s.machines, s.plan = machines, p
 	_, s.manageErr = r.executePlan(ctx, s.ms, p)
+	if p.short > 0 {
+		// Pods are not watched: look again.
+		return phase.Result{RequeueAfter: disruption.Recheck}, nil
+	}
 	return phase.Result{}, nil
 }
 

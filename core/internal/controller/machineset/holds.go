@@ -1,0 +1,87 @@
+package machineset
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/disruption"
+)
+
+// reasonDisruptionHeld is the event of a scale-down that keeps machines
+// whose nodes ask not to be disrupted.
+const reasonDisruptionHeld = "DisruptionHeld"
+
+// spareHeld keeps the scale-down off nodes that ask not to be disrupted
+// (machina.io/do-not-disrupt or karpenter.sh/do-not-disrupt on the Node
+// or on a pod on it, core/disruption): a scale-down is a voluntary
+// disruption, whether a rolling update, a Recreate or a smaller replicas
+// count asked for it. The set takes the next machine in deletion order
+// instead; when none is left, it keeps the surplus, says so in an event,
+// and looks again after disruption.Recheck. A machine someone chose by
+// name (machinepriority=1, as the cluster-autoscaler and the node
+// trigger-deletion annotation mark it, or marked for deletion) goes as
+// chosen: whoever chose it answers for it, as for a Machine deleted by
+// hand. Without a target cluster (Pods nil) nothing is checked.
+func (r *Reconciler) spareHeld(ctx context.Context, ms *v1alpha1.MachineSet, p *plan) error {
+	if r.Pods == nil || r.Target == nil || len(p.scaleDown) == 0 {
+		return nil
+	}
+	want := len(p.scaleDown)
+	picked, held, err := disruption.Pick(p.candidates, func(m *v1alpha1.Machine) (string, error) {
+		if chosenByName(m) {
+			return "", nil
+		}
+		return r.nodeHold(ctx, m)
+	}, int32(want))
+	if err != nil {
+		return err
+	}
+	p.scaleDown, p.held, p.short = picked, held, want-len(picked)
+	if len(held) == 0 {
+		return nil
+	}
+	log := ctrl.LoggerFrom(ctx)
+	if p.short == 0 {
+		log.V(1).Info("Scale-down passed over machines whose nodes ask not to be disrupted", "held", held)
+		return nil
+	}
+	log.Info("Scale-down waits for nodes that ask not to be disrupted", "keeping", p.short, "held", held)
+	r.Recorder.Eventf(ms, nil, corev1.EventTypeNormal, reasonDisruptionHeld, "ScaleDown",
+		"Keeping %d surplus machine(s) for now: %s", p.short, strings.Join(held, "; "))
+	return nil
+}
+
+// chosenByName reports whether a person or a controller picked m to go:
+// the lowest deletion priority, or a deletion mark.
+func chosenByName(m *v1alpha1.Machine) bool {
+	return m.Annotations[v1alpha1.MachinePriorityAnnotation] == v1alpha1.TriggeredForDeletionPriority ||
+		m.Annotations[v1alpha1.MarkedForDeletionTimeAnnotation] != ""
+}
+
+// nodeHold is why m's node may not be disrupted now, "" when it may or m
+// has no node (yet, or any more).
+func (r *Reconciler) nodeHold(ctx context.Context, m *v1alpha1.Machine) (string, error) {
+	name := m.Labels[v1alpha1.NodeLabelKey]
+	if name == "" {
+		return "", nil
+	}
+	node := &corev1.Node{}
+	if err := r.Target.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("reading node %s of machine %s: %w", name, m.Name, err)
+	}
+	why, err := disruption.Hold(ctx, r.Pods, node)
+	if why != "" {
+		why = "machine " + m.Name + ": " + why
+	}
+	return why, err
+}
