@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,6 +30,17 @@ type healthChecks struct {
 	unreadable string
 	// selecting are the checks whose selector matches the machine, by name.
 	selecting []machinaio.MachineHealthCheck
+	// external says, for each selecting check that remediates through a
+	// template, what stands of the machine's remediation request.
+	external map[string]remediationRequest
+}
+
+// remediationRequest is what "why" found of a machine's external
+// remediation request: the request's creation, or why there is none.
+type remediationRequest struct {
+	kind    string
+	created time.Time // zero when none stands
+	note    string
 }
 
 // healthChecksOf lists the MachineHealthChecks of the machine's namespace
@@ -56,7 +69,44 @@ func (c *clients) healthChecksOf(ctx context.Context, m *v1alpha1.Machine) (*hea
 		}
 	}
 	sort.Slice(hc.selecting, func(i, j int) bool { return hc.selecting[i].Name < hc.selecting[j].Name })
+	for i := range hc.selecting {
+		check := &hc.selecting[i]
+		if check.Spec.RemediationTemplate == nil {
+			continue
+		}
+		if hc.external == nil {
+			hc.external = map[string]remediationRequest{}
+		}
+		hc.external[check.Name] = c.remediationRequest(ctx, check, m)
+	}
 	return hc, nil
+}
+
+// remediationRequest looks up m's external remediation request under
+// check: the health check controller names the request after the machine,
+// in its namespace, of the template's kind without "Template".
+func (c *clients) remediationRequest(ctx context.Context, check *machinaio.MachineHealthCheck, m *v1alpha1.Machine) remediationRequest {
+	ref := check.Spec.RemediationTemplate
+	r := remediationRequest{kind: strings.TrimSuffix(ref.Kind, machinaio.TemplateSuffix)}
+	req := &unstructured.Unstructured{}
+	req.SetAPIVersion(ref.APIVersion)
+	req.SetKind(r.kind)
+	err := c.control.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Name}, req)
+	switch {
+	case apierrors.IsNotFound(err):
+		r.note = fmt.Sprintf("none requested (an unhealthy machine gets a %s %s, from template %s)", r.kind, m.Name, ref.Name)
+	case meta.IsNoMatchError(err):
+		r.note = fmt.Sprintf("unknown: the API server serves no %s in %s", r.kind, ref.APIVersion)
+	case apierrors.IsForbidden(err):
+		r.note = fmt.Sprintf("unknown (forbidden to get %s %s)", r.kind, m.Name)
+	case err != nil:
+		r.note = fmt.Sprintf("unknown (%v)", err)
+	case req.GetDeletionTimestamp() != nil:
+		r.note = fmt.Sprintf("%s %s is being deleted (the machine is healthy again, or going)", r.kind, m.Name)
+	default:
+		r.created = req.GetCreationTimestamp().Time
+	}
+	return r
 }
 
 // printHealthChecks writes the "Health checks" section: each selecting
@@ -90,6 +140,17 @@ func printHealthChecks(out io.Writer, hc *healthChecks, m *v1alpha1.Machine, now
 	}
 	if err := w.Flush(); err != nil {
 		return err
+	}
+	for _, check := range hc.selecting {
+		r, ok := hc.external[check.Name]
+		switch {
+		case !ok:
+		case r.created.IsZero():
+			fmt.Fprintf(out, "  External remediation (%s): %s\n", check.Name, r.note)
+		default:
+			fmt.Fprintf(out, "  External remediation (%s): %s %s requested %s ago: its controller remediates the machine\n",
+				check.Name, r.kind, m.Name, age(now, r.created))
+		}
 	}
 	// The controller leaves a skipped machine out before it looks for
 	// remediate-machine, so skip-remediation wins.

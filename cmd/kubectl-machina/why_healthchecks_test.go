@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -91,6 +93,49 @@ func (p *plugin) testWhyHealthChecks(t *testing.T) {
 			require.Contains(t, out, "TooManyUnhealthy", "the checks are still listed")
 		})
 	}
+
+	t.Run("external remediation", func(t *testing.T) {
+		const group = "remediation.why.test"
+		crd := &apiextensionsv1.CustomResourceDefinition{
+			ObjectMeta: metav1.ObjectMeta{Name: "testremediations." + group},
+			Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+				Group: group, Scope: apiextensionsv1.NamespaceScoped,
+				Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: "TestRemediation", ListKind: "TestRemediationList", Plural: "testremediations", Singular: "testremediation"},
+				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+					Name: "v1", Served: true, Storage: true,
+					Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object"}},
+				}},
+			},
+		}
+		_, err := envtest.InstallCRDs(p.env.Config, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}})
+		require.NoError(t, err)
+		check := &machinaio.MachineHealthCheck{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "external"},
+			Spec: machinaio.MachineHealthCheckSpec{
+				Selector: metav1.LabelSelector{MatchLabels: map[string]string{"pool": "workers"}},
+				RemediationTemplate: &machinaio.RemediationTemplateReference{
+					APIVersion: group + "/v1", Kind: "TestRemediationTemplate", Name: "reboot",
+				},
+			},
+		}
+		require.NoError(t, p.c.Create(t.Context(), check))
+		t.Cleanup(func() { require.NoError(t, p.c.Delete(context.Background(), check)) })
+
+		out, err := p.run(t, now, ns, "why", selected.Name)
+		require.NoError(t, err)
+		require.Contains(t, out, "\n  External remediation (external): none requested (an unhealthy machine gets a TestRemediation workers-1-a, from template reboot)\n")
+		require.NotContains(t, out, "External remediation (workers)", "a check without a template remediates by replacement")
+
+		req := &unstructured.Unstructured{}
+		req.SetGroupVersionKind(schema.GroupVersionKind{Group: group, Version: "v1", Kind: "TestRemediation"})
+		req.SetNamespace(ns)
+		req.SetName(selected.Name)
+		require.NoError(t, p.c.Create(t.Context(), req))
+		later := req.GetCreationTimestamp().Add(90 * time.Second)
+		out, err = p.run(t, later, ns, "why", selected.Name)
+		require.NoError(t, err)
+		require.Contains(t, out, "\n  External remediation (external): TestRemediation workers-1-a requested 90s ago: its controller remediates the machine\n")
+	})
 
 	t.Run("forbidden to list the checks", func(t *testing.T) {
 		p.viewerWithoutHealthChecks(t, "why-viewer")
