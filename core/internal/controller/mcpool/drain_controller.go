@@ -39,6 +39,9 @@ const (
 	ReasonUncordoned     = "Uncordoned"
 	ReasonDrainFailed    = "DrainFailed"
 	ReasonBadDrainAction = "InvalidDrainRequest"
+	// ReasonDrainWaiting: the drain waits for pods a MachineDrainRule (or
+	// a pod's drain label) says to let complete; once per set of pods.
+	ReasonDrainWaiting = "DrainWaiting"
 )
 
 // drainRetry is how soon a drain that still has pods, or an uncordon that
@@ -69,6 +72,8 @@ type DrainReconciler struct {
 
 	mu    sync.Mutex
 	waits map[string]*drain.VolumeWait
+	// told is, per node, the pods the last DrainWaiting event named.
+	told map[string]string
 }
 
 // SetupWithManager registers the controller with mgr, watching the Nodes
@@ -94,6 +99,7 @@ func (r *DrainReconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Clus
 		r.Now = time.Now
 	}
 	r.waits = map[string]*drain.VolumeWait{}
+	r.told = map[string]string{}
 	// A Node matters when its drain request or acknowledgement changes,
 	// or it turns Ready (an uncordon waits for it).
 	changed := predicate.TypedFuncs[*corev1.Node]{
@@ -145,6 +151,7 @@ func (r *DrainReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		r.setWait(node.Name, res.Waiting)
 		if !res.Drained() {
 			log.V(1).Info("Drain goes on", "summary", res.Summary())
+			r.tellWaiting(node, want, res)
 			return ctrl.Result{RequeueAfter: drainRetry}, nil
 		}
 		if err := r.ack(ctx, node, want); err != nil {
@@ -235,7 +242,30 @@ func (r *DrainReconciler) setWait(node string, w *drain.VolumeWait) {
 	}
 }
 
-func (r *DrainReconciler) forgetWait(node string) { r.setWait(node, nil) }
+func (r *DrainReconciler) forgetWait(node string) {
+	r.setWait(node, nil)
+	r.mu.Lock()
+	delete(r.told, node)
+	r.mu.Unlock()
+}
+
+// tellWaiting records a DrainWaiting event when the drain waits for pods
+// to complete (a MachineDrainRule's WaitCompleted, a pod's drain label)
+// and the pods differ from the ones last told: an operator sees why the
+// pool's node is not drained without an event every pass.
+func (r *DrainReconciler) tellWaiting(node *corev1.Node, want string, res drain.Result) {
+	if len(res.WaitCompleted) == 0 {
+		return
+	}
+	key := fmt.Sprint(res.WaitCompleted) // fmt sorts map keys
+	r.mu.Lock()
+	same := r.told[node.Name] == key
+	r.told[node.Name] = key
+	r.mu.Unlock()
+	if !same {
+		r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, ReasonDrainWaiting, "Drain", "Draining for %s: %s", want, res.Summary())
+	}
+}
 
 // nodeReady reports the Node's Ready condition True.
 func nodeReady(n *corev1.Node) bool {

@@ -1,18 +1,21 @@
 package mcpool_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	machinaio "github.com/machina-io/machina/core/api/machina/v1alpha1"
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/mcpool"
 	"github.com/machina-io/machina/core/testenv"
 )
 
@@ -80,6 +83,19 @@ func TestPoolDrainFollowsDrainRules(t *testing.T) {
 		require.True(t, ok, name)
 		assert.Nil(t, p.DeletionTimestamp, "%s was evicted", name)
 	}
+
+	// The wait is told once, naming the pod and its rule.
+	require.Eventually(t, func() bool {
+		list := &eventsv1.EventList{}
+		require.NoError(t, c.List(ctx, list))
+		for _, e := range list.Items {
+			if e.Reason == mcpool.ReasonDrainWaiting && e.Regarding.Name == node &&
+				strings.Contains(e.Note, "waiting for pod "+ns+"/job-1 (MachineDrainRule wait-jobs) to complete") {
+				return true
+			}
+		}
+		return false
+	}, 30*time.Second, 50*time.Millisecond, "no DrainWaiting event names job-1 and its rule")
 
 	p, _ := pod("job-1")
 	p.Status.Phase = corev1.PodSucceeded
