@@ -367,28 +367,6 @@ func matchesRun(t *testing.T, sub string) bool {
 	return true
 }
 
-// launcherOnly is why a sentence of the Launcher checks has no mutant of
-// the in-process reference driver.
-const launcherOnly = "checked only by launching the driver (launcher mode); its mutants are processes, see TestLauncherMode in cmd/machina-conformance"
-
-// noMutant are the sentences a check exercises that no driver can break on
-// purpose, and why.
-var noMutant = map[string]string{
-	"R-2.2-path-most-107-bytes": "no driver can listen on a longer path (bind refuses it); the check reports an endpoint no driver could serve",
-	// Only the Launcher checks exercise these; their mutants are driver
-	// processes (drivers/inmemory/testdata/brokendriver), caught in
-	// cmd/machina-conformance's TestLauncherMode where one exists.
-	"R-2.1-accept-flag-environment":           launcherOnly,
-	"R-2.2-socket-file-exists-path":           launcherOnly,
-	"R-2.2-process-still-accepts-connections": launcherOnly,
-	"R-2.2-anything-else-exists-path":         launcherOnly,
-	"R-2.2-parent-directory-not-exist":        launcherOnly,
-	"R-2.2-not-change-mode-owner":             launcherOnly,
-	"R-2.2-exit-remove-socket-file":           launcherOnly,
-	"R-2.7-finish-within-pod-termination":     launcherOnly,
-	"R-2.7-keep-idempotency-contract":         launcherOnly,
-}
-
 // TestSuiteCatchesBrokenDrivers runs the suite against each mutant and
 // checks that the test for the broken rule fails with a message that names
 // the sentence's id and contains the expected details. It prints the
@@ -487,13 +465,13 @@ func TestSuiteCatchesBrokenDrivers(t *testing.T) {
 	}
 	var uncovered []string
 	for _, id := range m.Checkable() {
-		if byID[id] == 0 && noMutant[id] == "" {
+		if byID[id] == 0 && trace.NoMutant[id] == "" {
 			uncovered = append(uncovered, id)
 		}
 	}
 	total, checked, unchecked := m.Counts()
 	t.Logf("mutation score: %d of %d mutants caught; %d of %d checked sentences have a caught mutant, %d cannot have one (%d sentences, %d without a check)",
-		n, len(all), checked-len(uncovered)-len(noMutant), checked, len(noMutant), total, unchecked)
+		n, len(all), checked-len(uncovered)-len(trace.NoMutant), checked, len(trace.NoMutant), total, unchecked)
 	if ran < len(all) {
 		t.Logf("%d of %d mutants ran (-run); the coverage of the checked sentences is not judged", ran, len(all))
 		return
@@ -503,7 +481,7 @@ func TestSuiteCatchesBrokenDrivers(t *testing.T) {
 	require.NoError(t, err)
 	for _, line := range []string{
 		fmt.Sprintf("**Mutation score:** %d of %d mutants caught", n, len(all)),
-		fmt.Sprintf("**Checked sentences with a caught mutant:** %d of %d", checked-len(uncovered)-len(noMutant), checked),
+		fmt.Sprintf("**Checked sentences with a caught mutant:** %d of %d", checked-len(uncovered)-len(trace.NoMutant), checked),
 	} {
 		assert.Contains(t, string(doc), line, "docs/conformance.md §9 states the score")
 	}

@@ -2,6 +2,7 @@ package conformance_test
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/machina-io/machina/conformance/internal/trace"
 )
+
+var updateCaught = flag.Bool("update-caught", false, "rewrite "+trace.CaughtPath+" from the mutants")
 
 // TestTraceability keeps every normative sentence of docs/driver-api.md
 // traced: each has an id, each id is exercised by a check or has a reason
@@ -50,7 +53,7 @@ func TestTraceability(t *testing.T) {
 		}
 	}
 	for _, id := range m.Checkable() {
-		if noMutant[id] != "" {
+		if trace.NoMutant[id] != "" {
 			continue
 		}
 		ok := false
@@ -61,6 +64,21 @@ func TestTraceability(t *testing.T) {
 			t.Errorf("%s cites the checks %v, and no mutant of the sentence is caught by any of them: add one to the mutants (broken_test.go, mutants_clause*_test.go)", id, m.Checks.ByID[id])
 		}
 	}
+
+	// The matrix, generated outside the tests, reads the mutants' pairs
+	// from trace.CaughtPath: it must be theirs.
+	pairs := map[string][]string{}
+	for _, mu := range allMutants() {
+		pairs[mu.id] = append(pairs[mu.id], mu.test)
+	}
+	caught := trace.RenderCaught(pairs)
+	caughtPath := filepath.Join("..", trace.CaughtPath)
+	if *updateCaught {
+		require.NoError(t, os.WriteFile(caughtPath, caught, 0o644))
+	}
+	got, err := os.ReadFile(caughtPath)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(caught, got), "%s is not the mutants': run `go test ./conformance -run TestTraceability -update-caught`, then `go generate ./conformance`", trace.CaughtPath)
 
 	files, err := trace.Generate("..")
 	require.NoError(t, err)
@@ -97,6 +115,16 @@ func TestTraceabilityCatchesGaps(t *testing.T) {
 	assert.Equal(t, "It SHOULD do another, e.g. this.", spec.Untagged[0].Text)
 	assert.True(t, spec.Untagged[1].Row)
 	assert.Equal(t, "Untagged → `INTERNAL`", spec.Untagged[1].Text)
+
+	// The matrix cites only the checks a mutant proves, and counts the rest.
+	cited := &trace.Matrix{Spec: spec, Checks: &trace.Checks{ByID: map[string][]string{
+		"R-6.1.3-one-thing":  {"A/proven", "B/shared", "C/shared"},
+		"R-6.1.3-tagged-row": {"D/shared"},
+	}}, Caught: map[string][]string{"R-6.1.3-one-thing": {"A/proven"}}}
+	md := string(cited.RenderMarkdown())
+	assert.Contains(t, md, "| `A/proven` (evaluated in 2 more checks, not proven by a mutant) |")
+	assert.Contains(t, md, "| no check yet proven by a mutant (evaluated in 1 more check, not proven by a mutant) |")
+	assert.NotContains(t, md, "`B/shared`", "a check without a mutant is not cited")
 
 	m := &trace.Matrix{Spec: spec, Checks: &trace.Checks{ByID: map[string][]string{"R-9-nowhere": {"X/y"}}}}
 	problems := strings.Join(m.Problems(), "\n")

@@ -23,7 +23,11 @@ func Load(root string) (*Matrix, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Matrix{Spec: Parse(string(src)), Checks: checks}, nil
+	caught, err := ReadCaught(root)
+	if err != nil {
+		return nil, err
+	}
+	return &Matrix{Spec: Parse(string(src)), Checks: checks, Caught: caught}, nil
 }
 
 // Generate returns the generated files, by path relative to root.

@@ -15,6 +15,9 @@ import (
 type Matrix struct {
 	Spec   *Spec
 	Checks *Checks
+	// Caught are the checks a mutant proves to catch each sentence broken
+	// (CaughtPath); the matrix cites only those, and counts the others.
+	Caught map[string][]string
 }
 
 // Problems lists what keeps the matrix from being complete: sentences
@@ -109,9 +112,12 @@ func (m *Matrix) RenderMarkdown() []byte {
 docs/driver-api.md, the suite's rules and conformance/internal/trace/reasons.go. Do not edit. -->
 
 Every normative sentence of the [Driver API](driver-api.md) and every row of its error tables carries
-an id ([§1.3](driver-api.md#s1-3)). This table maps each id to the conformance checks that can fail
-with it ([`+"`docs/conformance.md`"+`](conformance.md)), or says why no check can exercise it from outside
-the driver. A failing check prints the id and the sentence.
+an id ([§1.3](driver-api.md#s1-3)). This table maps each id to the conformance checks proven to catch
+it broken ([`+"`docs/conformance.md`"+`](conformance.md)): for each check cited, a deliberately broken driver
+that breaks that sentence fails that check (`+"`conformance/broken_test.go`"+`, `+"`mutants_clause*_test.go`"+`;
+`+"`TestTraceability`"+` fails on a citation without one). Checks that evaluate a rule without such a proof
+(a rule asserted in a helper every check calls) are only counted. A sentence no check can exercise from
+outside the driver says why. A failing check prints the id and the sentence.
 
 - Sentences with an id: **%d**
 - Exercised by at least one check: **%d**
@@ -123,20 +129,67 @@ the driver. A failing check prints the id and the sentence.
 |---|---|---|---|
 `, total, checked, unchecked)
 	for _, s := range m.Spec.Sentences {
-		var why string
-		if checks := m.Checks.ByID[s.ID]; len(checks) > 0 {
-			quoted := make([]string, len(checks))
-			for i, c := range checks {
-				quoted[i] = "`" + c + "`"
-			}
-			why = strings.Join(quoted, ", ")
-		} else {
-			why = "none: " + Unchecked[s.ID]
-		}
+		why := m.citation(s.ID)
 		fmt.Fprintf(&b, "| <a id=%q></a>`%s` | [%s](driver-api.md#s%s) | %s | %s |\n",
 			strings.ToLower(s.ID), s.ID, s.Section, strings.ReplaceAll(s.Section, ".", "-"), cell(s.Text), cell(why))
 	}
 	return b.Bytes()
+}
+
+// citation is the matrix's last column for id: the checks a mutant proves
+// to catch the sentence broken; the checks that evaluate the rule without
+// such proof only counted (a rule checked in a shared helper is evaluated
+// by every check that calls it, which is no proof that each one would
+// notice a driver breaking it); the reason for a sentence no driver can
+// break on purpose; or why no check exercises it.
+func (m *Matrix) citation(id string) string {
+	checks := m.Checks.ByID[id]
+	if len(checks) == 0 {
+		return "none: " + Unchecked[id]
+	}
+	if reason := NoMutant[id]; reason != "" {
+		return quote(checks) + " (no mutant: " + reason + ")"
+	}
+	var caught, others []string
+	for _, c := range checks {
+		if contains(m.Caught[id], c) {
+			caught = append(caught, c)
+		} else {
+			others = append(others, c)
+		}
+	}
+	out := quote(caught)
+	if len(caught) == 0 {
+		out = "no check yet proven by a mutant"
+	}
+	if len(others) > 0 {
+		out += fmt.Sprintf(" (evaluated in %d more %s, not proven by a mutant)", len(others), plural(len(others), "check", "checks"))
+	}
+	return out
+}
+
+func quote(checks []string) string {
+	quoted := make([]string, len(checks))
+	for i, c := range checks {
+		quoted[i] = "`" + c + "`"
+	}
+	return strings.Join(quoted, ", ")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // cell makes text safe for a table cell: the spec's own escapes stay.
