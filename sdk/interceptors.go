@@ -39,8 +39,10 @@ const (
 //  6. request validation, INVALID_ARGUMENT before the driver is reached.
 func (s *Server) interceptors() []grpc.UnaryServerInterceptor {
 	logger := slogAdapter(s.opts.logger)
+	// The service and method are compared apart: CallMeta.FullMethod
+	// formats a new string on every call.
 	isProbe := selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool {
-		return c.FullMethod() == driverv1alpha1.IdentityService_Probe_FullMethodName
+		return c.Method == "Probe" && c.Service == driverv1alpha1.IdentityService_ServiceDesc.ServiceName
 	})
 	notProbe := selector.MatchFunc(func(ctx context.Context, c interceptors.CallMeta) bool {
 		return !isProbe.Match(ctx, c)
@@ -74,11 +76,16 @@ func probeLevel(c codes.Code) logging.Level {
 // call's log line. They are stored as messages and stripped of secrets when
 // the line is written (see slogAdapter), so nothing is marshalled for a
 // line that is not logged.
+//
+// Both are added at once, after the handler: each AddFields grows the
+// call's field list, and the line is written only after the handler
+// returned (panics are recovered below this interceptor).
 func logPayloads(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	logging.AddFields(ctx, logging.Fields{requestField, req})
 	resp, err := handler(ctx, req)
 	if err == nil {
-		logging.AddFields(ctx, logging.Fields{responseField, resp})
+		logging.AddFields(ctx, logging.Fields{requestField, req, responseField, resp})
+	} else {
+		logging.AddFields(ctx, logging.Fields{requestField, req})
 	}
 	return resp, err
 }

@@ -85,7 +85,7 @@ func validateRequest(req any) error {
 	case *driverv1alpha1.UpdateMachineRequest:
 		return firstError(
 			validateMachine(r.GetMachine(), true),
-			validateClass("old_machine_class", r.GetOldMachineClass()),
+			validateClass(oldMachineClassFields, r.GetOldMachineClass()),
 			validateMachineClass(r.GetMachineClass()),
 			validateSecrets(r.GetSecrets()),
 			maxBytes("last_known_state", len(r.GetLastKnownState()), maxLastKnownState),
@@ -124,22 +124,36 @@ func validateMachine(m *driverv1alpha1.Machine, needProviderID bool) error {
 }
 
 func validateMachineClass(c *driverv1alpha1.MachineClass) error {
-	return validateClass("machine_class", c)
+	return validateClass(machineClassFields, c)
 }
+
+// classFields names a class's fields in the errors of validateClass. They
+// are built once rather than per call: every call that carries a class is
+// validated, and only a refused one needs the names.
+type classFields struct{ class, name, namespace, providerSpec string }
+
+func classFieldNames(class string) classFields {
+	return classFields{class, class + ".name", class + ".namespace", class + ".provider_spec"}
+}
+
+var (
+	machineClassFields    = classFieldNames("machine_class")
+	oldMachineClassFields = classFieldNames("old_machine_class")
+)
 
 // validateClass checks the class in the request's field of that name
 // (UpdateMachine carries two).
-func validateClass(field string, c *driverv1alpha1.MachineClass) error {
+func validateClass(field classFields, c *driverv1alpha1.MachineClass) error {
 	if c == nil {
-		return fmt.Errorf("%s is required", field)
+		return fmt.Errorf("%s is required", field.class)
 	}
-	if err := validateObjectName(field+".name", c.GetName()); err != nil {
+	if err := validateObjectName(field.name, c.GetName()); err != nil {
 		return err
 	}
-	if err := validateNamespace(field+".namespace", c.GetNamespace()); err != nil {
+	if err := validateNamespace(field.namespace, c.GetNamespace()); err != nil {
 		return err
 	}
-	return validateProviderSpecField(field+".provider_spec", c.GetProviderSpec())
+	return validateProviderSpecField(field.providerSpec, c.GetProviderSpec())
 }
 
 // validateSameNamespace refuses a create whose class is in another
@@ -209,8 +223,10 @@ func isJSONObject(b []byte) bool {
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return false
 	}
-	var obj map[string]json.RawMessage
-	return json.Unmarshal(b, &obj) == nil
+	// json.Valid accepts exactly what json.Unmarshal decodes, one value
+	// with white space around it, without building the object: every call
+	// that carries a class is checked.
+	return json.Valid(b)
 }
 
 func validateSecrets(secrets map[string][]byte) error {

@@ -196,3 +196,46 @@ func isSecret(fd protoreflect.FieldDescriptor) bool {
 	secretCache.Store(fd, secret)
 	return secret
 }
+
+// strippable remembers needsStripping per message descriptor: String asks
+// for every message it renders, the SDK and the core for every logged call.
+var strippable sync.Map // protoreflect.MessageDescriptor -> bool
+
+// needsStripping reports whether a message of type md can hold anything
+// stripMessage changes for String: a secret field, a JSON field, or a
+// google.protobuf.Any (whose payload may be of any type), here or in a
+// message type it contains.
+func needsStripping(md protoreflect.MessageDescriptor) bool {
+	if v, ok := strippable.Load(md); ok {
+		return v.(bool)
+	}
+	needs := typeNeedsStripping(md, map[protoreflect.FullName]bool{})
+	strippable.Store(md, needs)
+	return needs
+}
+
+// typeNeedsStripping is needsStripping without the cache; seen holds the
+// types being looked at, so that a type that contains itself ends.
+func typeNeedsStripping(md protoreflect.MessageDescriptor, seen map[protoreflect.FullName]bool) bool {
+	if md.FullName() == anyFullName {
+		return true
+	}
+	if seen[md.FullName()] {
+		return false
+	}
+	seen[md.FullName()] = true
+	fields := md.Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		if isSecret(fd) || jsonFields[fd.FullName()] {
+			return true
+		}
+		if fd.IsMap() {
+			fd = fd.MapValue()
+		}
+		if fd.Message() != nil && typeNeedsStripping(fd.Message(), seen) {
+			return true
+		}
+	}
+	return false
+}

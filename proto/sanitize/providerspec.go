@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
@@ -112,7 +113,7 @@ type jsonRenderings struct {
 
 // hold records the rendering of b and returns its placeholder.
 func (j *jsonRenderings) hold(b []byte) []byte {
-	j.rendered = append(j.rendered, renderJSONField(b))
+	j.rendered = append(j.rendered, renderedJSON.get(b))
 	return []byte(j.placeholder(len(j.rendered) - 1))
 }
 
@@ -133,4 +134,42 @@ func (j *jsonRenderings) fill(s string, asJSON bool) string {
 		}
 	}
 	return s
+}
+
+// renderedJSON keeps the renderings of the JSON fields rendered last. The
+// calls about the machines of one class carry the same provider spec, and
+// decoding and encoding it again is most of what logging such a call
+// costs. Small values only, and a bounded number of them: a key is the
+// field as it came, the same bytes the process holds in its requests.
+var renderedJSON = jsonCache{m: map[string]string{}}
+
+const (
+	jsonCacheEntries  = 128
+	jsonCacheMaxBytes = 8 << 10
+)
+
+type jsonCache struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+// get returns renderJSONField(b), from the cache when it holds it.
+func (c *jsonCache) get(b []byte) string {
+	if len(b) > jsonCacheMaxBytes {
+		return renderJSONField(b)
+	}
+	c.mu.Lock()
+	r, ok := c.m[string(b)]
+	c.mu.Unlock()
+	if ok {
+		return r
+	}
+	r = renderJSONField(b)
+	c.mu.Lock()
+	if len(c.m) >= jsonCacheEntries {
+		clear(c.m)
+	}
+	c.m[string(b)] = r
+	c.mu.Unlock()
+	return r
 }

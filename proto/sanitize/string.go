@@ -44,6 +44,14 @@ func messageString(m proto.Message) string {
 	if !m.ProtoReflect().IsValid() {
 		return "<nil>"
 	}
+	if !needsStripping(m.ProtoReflect().Descriptor()) {
+		// Nothing in a message of this type can hold a secret or JSON to
+		// render (a driver's response, mostly): marshal it as it is rather
+		// than a copy. protojson leaves unknown fields out.
+		if b, err := jsonOptions.Marshal(m); err == nil {
+			return string(b)
+		}
+	}
 	clean := proto.Clone(m)
 	var j jsonRenderings
 	stripMessage(clean.ProtoReflect(), false, 0, &j)

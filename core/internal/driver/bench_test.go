@@ -64,7 +64,7 @@ type benchEnv struct {
 // default level: the server writes one JSON line per call (to io.Discard
 // here, so the cost of formatting is measured but not of a terminal), the
 // client logs successful calls only at V(2), which is off by default.
-func startBenchEnv(b *testing.B) *benchEnv {
+func startBenchEnv(b testing.TB) *benchEnv {
 	b.Helper()
 	dir, err := os.MkdirTemp("", "m")
 	if err != nil {
