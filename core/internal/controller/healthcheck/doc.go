@@ -17,6 +17,20 @@
 //     Node is gone after the machine ran;
 //   - it carries the remediate-machine annotation.
 //
+// A reconcile of a check (reconcile.go) writes the check's status once,
+// after these phases:
+//
+//  1. judge: the selected machines and their Nodes, from the caches, each
+//     judged healthy or not; the earliest pending timeout is the next
+//     requeue. A selector or remediation template the check cannot use
+//     stops the phases;
+//  2. decide: the short-circuit (every selected machine that is not
+//     healthy counts against maxUnhealthy or unhealthyRange) and the API
+//     server freeze gate each stop the phases, as does a limit the check
+//     cannot read;
+//  3. remediate: delete the unhealthy machines a MachineSet controls, or,
+//     with a remediation template, ask for their external remediation.
+//
 // Timeouts are not polled: a check is reconciled again when the earliest
 // pending timeout expires, and whenever a selected Machine or its Node's
 // conditions change.

@@ -4,9 +4,9 @@
 //
 // A reconcile reads like a table of contents (machinedeployment_controller.go):
 // a deployment being deleted deletes its machine sets and then its finalizer
-// (delete.go); any other gets the finalizer, is gathered into a scope
-// (scope.go) and goes through these phases, in order, each in the file of its
-// name. A phase that settles the sync stops the ones after it.
+// (delete.go); any other gets the finalizer and is gathered into a scope
+// (scope.go). A phase that settles the sync stops the ones after it. The
+// phases:
 //
 //  1. validate (validate.go): a selector that selects the template, a
 //     strategy the controller can act on and template durations it can use;
@@ -29,6 +29,10 @@
 //     stops.
 //  9. rollout (rollout.go): one step of the strategy's rollout, then the
 //     rollout's status (progress.go, conditions.go).
+//  10. expire (expiry.go): once the rollout is complete, delete one machine
+//     of the new set at a time, within maxUnavailable: the oldest of those
+//     older than the template's expireAfter, then, with
+//     spec.disruption.replaceDrifted, those whose VM drifted from its class.
 //
 // Then the revision annotation and the status are written once, each only if
 // it changed (status.go).

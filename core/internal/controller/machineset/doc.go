@@ -3,9 +3,8 @@
 //
 // A reconcile reads like a table of contents (machineset_controller.go): a
 // set being deleted deletes its machines and then its finalizer (delete.go);
-// any other gets the finalizer, is gathered into a scope (scope.go) and goes
-// through these phases, in order. A phase that settles the sync stops the
-// ones after it.
+// any other gets the finalizer and is gathered into a scope (scope.go). A
+// phase that settles the sync stops the ones after it. The phases:
 //
 //  1. validate (validate.go): a selector that is not empty and selects the
 //     template; otherwise an InvalidSelector event, and stop. A template
@@ -17,10 +16,14 @@
 //     configuration and the class kind onto the existing machines, in place.
 //  4. holdWhileFrozen (freeze.go): while the API server freeze holds, report
 //     the counts only, and stop.
-//  5. manageReplicas (replicas.go): plan creations and deletions (slow-start
+//  5. autoPreserve (preserve.go): keep spec.autoPreserveFailedMachineMax
+//     Failed machines preserved automatically (the preserve value
+//     auto-preserved), the newest first, taking it from the oldest when
+//     more carry it than allowed.
+//  6. manageReplicas (replicas.go): plan creations and deletions (slow-start
 //     batches, Failed replacement, scale-down order from victims.go) against
 //     a fresh list, and carry them out.
-//  6. computeStatus (status.go): the counts and the ReplicaFailure
+//  7. computeStatus (status.go): the counts and the ReplicaFailure
 //     condition.
 //
 // Then the status is written once, only when it changed (status.go).

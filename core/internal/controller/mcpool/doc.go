@@ -2,22 +2,26 @@
 // (OpenShift's MachineConfigController node controller, docs/machine-config.md)
 // and the drain controller of their handshake.
 //
-// The pool controller reconciles one MachineConfigPool at a time, in named
-// phases (core/internal/controller/phase):
+// The pool controller reconciles one MachineConfigPool at a time in named
+// phases (core/internal/controller/phase), and writes the pool's status
+// once at the end, only when it changed. The phases:
 //
-//   - members (members.go): the pool's Nodes, chosen by spec.nodeSelector or
-//     by the MachineSet or MachineDeployment the pool names; a Node that two
-//     pools choose is driven by neither and both pools say so;
-//   - rollout (rollout.go): unless the pool is paused or a node is degraded,
+//  1. members (members.go): the pool's Nodes, chosen by spec.nodeSelector or
+//     by the MachineSet or MachineDeployment the pool names; a Node several
+//     pools choose goes to one by MCO's rule (master over any other, a
+//     custom pool over worker), and a Node that two custom pools choose is
+//     driven by neither and both pools say so;
+//  2. rollout (rollout.go): unless the pool is paused or a node is degraded,
 //     gives as many nodes desiredConfig=<spec.configuration.name> as
 //     maxUnavailable allows (the budget of core/internal/inplace), zone by
-//     zone, oldest first; a Node born after its pool's configuration gets it
-//     at once; a node degraded on a configuration the pool no longer targets
+//     zone, oldest first, passing over a node that asks not to be
+//     disrupted; a Node born after its pool's configuration gets it at
+//     once; a node degraded on a configuration the pool no longer targets
 //     (the bad MachineConfig was fixed or reverted) is given the target, as
 //     MCO does, within maxUnavailable;
-//   - status (status.go): the machine counts and the conditions Updated,
-//     Updating, NodeDegraded and Degraded, written once at the end, only
-//     when they changed.
+//  3. status (status.go): the machine counts and the conditions Updated,
+//     Updating, NodeDegraded and Degraded, and status.configuration once
+//     every node runs the target.
 //
 // The node agent answers on the Node's annotations (state, currentConfig,
 // reason) and asks for a drain with desiredDrain; the drain controller

@@ -3,27 +3,27 @@
 // docs/machine-config.md), and the collector of rendered configurations no
 // longer used.
 //
-// The render controller reconciles one MachineConfigPool at a time, in
-// named phases (core/internal/controller/phase):
+// The render controller reconciles one MachineConfigPool at a time in
+// named phases (core/internal/controller/phase). The phases:
 //
-//   - selectFragments (select.go): the MachineConfigs the pool's
+//  1. selectFragments (select.go): the MachineConfigs the pool's
 //     machineConfigSelector selects, rendered ones left out, in merge order
 //     (mcfg.SortFragments: the worker role's first, then by name);
-//   - render (select.go, merge.go, ignition_merge.go): one MachineConfig
+//  2. render (select.go, merge.go, ignition_merge.go): one MachineConfig
 //     spec from them, named rendered-<pool>-<hash of the spec> (hash.go);
 //     an extension outside SupportedExtensions (extensions.go), or
 //     kernel-devel with another kernel than the default, is refused;
-//   - refuse (refuse.go): what MCO refuses for the pool's nodes: a FIPS
+//  3. refuse (refuse.go): what MCO refuses for the pool's nodes: a FIPS
 //     change against the pool's target (day 2), the 64k-pages kernel on a
 //     node that is not arm64;
-//   - writeRendered (write.go): the rendered MachineConfig, owned by the
+//  4. writeRendered (write.go): the rendered MachineConfig, owned by the
 //     pool, created once: its name is its content;
-//   - pointPool (write.go): the pool's spec.configuration, the update
-//     controller's target, with the fragments as its source list;
+//  5. pointPool (write.go): the pool's spec.configuration, the update
+//     controller's target, with the fragments as its source list.
 //
-// then the RenderDegraded condition (status.go). A fragment that cannot be
-// rendered stops the phases: the pool keeps its last good target and
-// RenderDegraded names the fragment and what is wrong with it.
+// Then the RenderDegraded condition is written (status.go). A fragment
+// that cannot be rendered stops the phases: the pool keeps its last good
+// target and RenderDegraded names the fragment and what is wrong with it.
 //
 // The collector (gc.go) deletes a rendered MachineConfig that no pool
 // (spec or status) and no Node (currentConfig, desiredConfig) has referred
