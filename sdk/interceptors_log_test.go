@@ -6,10 +6,10 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 )
 
 // TestCallLogRendersOnlyWrittenLines: the request and response of a call
@@ -23,24 +23,32 @@ func TestCallLogRendersOnlyWrittenLines(t *testing.T) {
 		Secrets:  map[string][]byte{"password": []byte("hunter2")},
 	}
 	resp := &driverv1alpha1.CreateMachineResponse{ProviderId: "mem:///m1", NodeName: "node-1"}
-	fields := []any{requestField, req, responseField, resp, "grpc.code", "OK"}
+	info := &grpc.UnaryServerInfo{FullMethod: driverv1alpha1.MachineService_CreateMachine_FullMethodName}
+	handler := func(context.Context, any) (any, error) { return resp, nil }
 	ctx := context.Background()
+	serverLogging := func(out *bytes.Buffer, level slog.Level) *Server {
+		return &Server{opts: options{logger: slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: level}))}}
+	}
 
 	var out bytes.Buffer
-	dropping := slogAdapter(slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	dropping := serverLogging(&out, slog.LevelWarn)
 	allocs := testing.AllocsPerRun(100, func() {
-		dropping.Log(ctx, logging.LevelInfo, "finished call", fields...)
+		_, _ = dropping.logCalls(ctx, req, info, handler)
 	})
 	assert.Zero(t, allocs, "a dropped line renders nothing")
 	assert.Empty(t, out.String())
 
-	writing := slogAdapter(slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	writing := serverLogging(&out, slog.LevelInfo)
 	allocs = testing.AllocsPerRun(100, func() {
 		out.Reset()
-		writing.Log(ctx, logging.LevelInfo, "finished call", fields...)
+		_, _ = writing.logCalls(ctx, req, info, handler)
 	})
 	assert.Greater(t, allocs, 20.0, "a written line renders the request and response")
 	line := out.String()
+	require.Contains(t, line, `"msg":"finished call"`)
+	require.Contains(t, line, `"grpc.method":"CreateMachine"`)
+	require.Contains(t, line, `"grpc.service":"machina.driver.v1alpha1.MachineService"`)
+	require.Contains(t, line, `"grpc.code":"OK"`)
 	require.Contains(t, line, "mem:///m1")
 	require.Contains(t, line, "node-1")
 	assert.NotContains(t, line, "hunter2")
