@@ -3,6 +3,8 @@ package manager
 import (
 	"fmt"
 
+	"github.com/machina-io/machina/core/internal/controller/setup"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
@@ -65,7 +67,7 @@ func (m *Manager) setupControllers(drivers *driver.Set, mgr *term) error {
 	orphanScans := orphan.NewTrigger()
 	machines.OrphanScan = orphanScans.Fire
 	machines.Meltdown = meltdown.NewGuard(mgr.GetClient(), meltdown.MustParseLimit(m.opts.MachineMaxReplacements))
-	if err := machines.SetupWithManager(mgr, target); err != nil {
+	if err := machines.SetupWithManager(mgr, setup.Env{Target: target}); err != nil {
 		return fmt.Errorf("machine controller: %w", err)
 	}
 
@@ -77,7 +79,7 @@ func (m *Manager) setupControllers(drivers *driver.Set, mgr *term) error {
 	if m.target != nil {
 		sets.Target, sets.Pods = targetClient, m.target.GetAPIReader()
 	}
-	if err := sets.SetupWithManager(mgr, workers); err != nil {
+	if err := sets.SetupWithManager(mgr, setup.Env{Workers: workers}); err != nil {
 		return fmt.Errorf("machineset controller: %w", err)
 	}
 
@@ -88,13 +90,13 @@ func (m *Manager) setupControllers(drivers *driver.Set, mgr *term) error {
 	if m.target != nil {
 		deployments.Pods = m.target.GetAPIReader()
 	}
-	if err := deployments.SetupWithManager(mgr, workers); err != nil {
+	if err := deployments.SetupWithManager(mgr, setup.Env{Workers: workers}); err != nil {
 		return fmt.Errorf("machinedeployment controller: %w", err)
 	}
 
 	// The class controller reports on each class whether a driver serves
 	// its provider (condition DriverFound, and an event when none does).
-	if err := (&machineclass.Reconciler{Drivers: drivers}).SetupWithManager(mgr, workers); err != nil {
+	if err := (&machineclass.Reconciler{Drivers: drivers}).SetupWithManager(mgr, setup.Env{Workers: workers}); err != nil {
 		return fmt.Errorf("machineclass controller: %w", err)
 	}
 	// Class updates: a changed MachineClass reaches the running VMs of its
@@ -106,23 +108,23 @@ func (m *Manager) setupControllers(drivers *driver.Set, mgr *term) error {
 			Gate:    m.gate,
 			Options: classupdate.Options{MaxConcurrent: m.opts.ClassUpdateMaxConcurrent},
 		}
-		if err := classUpdates.SetupWithManager(mgr, workers); err != nil {
+		if err := classUpdates.SetupWithManager(mgr, setup.Env{Workers: workers}); err != nil {
 			return fmt.Errorf("class update controller: %w", err)
 		}
 	}
-	if err := (&secret.Reconciler{}).SetupWithManager(mgr, workers); err != nil {
+	if err := (&secret.Reconciler{}).SetupWithManager(mgr, setup.Env{Workers: workers}); err != nil {
 		return fmt.Errorf("secret controller: %w", err)
 	}
 	if target != nil {
 		nodes := &node.Reconciler{UnmanagedAfter: m.opts.MachineCreationTimeout}
-		if err := nodes.SetupWithManager(mgr, target, workers); err != nil {
+		if err := nodes.SetupWithManager(mgr, setup.Env{Target: target, Workers: workers}); err != nil {
 			return fmt.Errorf("node controller: %w", err)
 		}
 		// MachineHealthChecks remediate the machines they select whose
 		// Node is unhealthy, within their short-circuit; they stand still
 		// with the health timeout while the API servers are unreachable.
 		checks := &healthcheck.Reconciler{Gate: m.gate}
-		if err := checks.SetupWithManager(mgr, target, workers); err != nil {
+		if err := checks.SetupWithManager(mgr, setup.Env{Target: target, Workers: workers}); err != nil {
 			return fmt.Errorf("machinehealthcheck controller: %w", err)
 		}
 	}
@@ -141,7 +143,7 @@ func (m *Manager) setupControllers(drivers *driver.Set, mgr *term) error {
 		Namespace: m.opts.Namespace,
 		Trigger:   orphanScans,
 	}
-	if err := orphans.SetupWithManager(mgr); err != nil {
+	if err := orphans.SetupWithManager(mgr, setup.Env{}); err != nil {
 		return fmt.Errorf("orphan VM collector: %w", err)
 	}
 
@@ -152,7 +154,7 @@ func (m *Manager) setupControllers(drivers *driver.Set, mgr *term) error {
 		SafetyDown: int32(m.opts.SafetyDown),
 		Period:     m.opts.MachineSafetyOvershootingPeriod,
 	}
-	if err := overshoots.SetupWithManager(mgr, workers); err != nil {
+	if err := overshoots.SetupWithManager(mgr, setup.Env{Workers: workers}); err != nil {
 		return fmt.Errorf("overshoot safety controller: %w", err)
 	}
 
@@ -173,7 +175,7 @@ func (m *Manager) setupControllers(drivers *driver.Set, mgr *term) error {
 		// The gate opens only once every cache has caught up.
 		CatchUp: m.caches.Wait,
 	}
-	if err := checker.SetupWithManager(mgr); err != nil {
+	if err := checker.SetupWithManager(mgr, setup.Env{}); err != nil {
 		return fmt.Errorf("API server safety check: %w", err)
 	}
 	return nil

@@ -3,6 +3,8 @@ package manager
 import (
 	"fmt"
 
+	"github.com/machina-io/machina/core/internal/controller/setup"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -38,13 +40,13 @@ func (m *Manager) setupMachineConfigRender(mgr ctrl.Manager, target cluster.Clus
 		return fmt.Errorf("looking up MachineConfigPools in the target cluster: %w", err)
 	}
 	workers := m.opts.ConcurrentSyncs
-	if err := (&mcrender.Reconciler{}).SetupWithManager(mgr, target, workers); err != nil {
+	if err := (&mcrender.Reconciler{}).SetupWithManager(mgr, setup.Env{Target: target, Workers: workers}); err != nil {
 		return fmt.Errorf("machine config render controller: %w", err)
 	}
-	if err := (&mcrender.Collector{Grace: m.opts.MachineConfigGCGrace}).SetupWithManager(mgr, target, 1); err != nil {
+	if err := (&mcrender.Collector{Grace: m.opts.MachineConfigGCGrace}).SetupWithManager(mgr, setup.Env{Target: target, Workers: 1}); err != nil {
 		return fmt.Errorf("rendered machine config collector: %w", err)
 	}
-	if err := (&mckubelet.Reconciler{}).SetupWithManager(mgr, target, workers); err != nil {
+	if err := (&mckubelet.Reconciler{}).SetupWithManager(mgr, setup.Env{Target: target, Workers: workers}); err != nil {
 		return fmt.Errorf("kubelet config controller: %w", err)
 	}
 	// The template and ContainerRuntimeConfig controllers need CRDs newer
@@ -52,24 +54,24 @@ func (m *Manager) setupMachineConfigRender(mgr ctrl.Manager, target cluster.Clus
 	if served, err := m.serves(target, "ControllerConfig"); err != nil {
 		return err
 	} else if served {
-		if err := (&mctemplate.Reconciler{}).SetupWithManager(mgr, target, 1); err != nil {
+		if err := (&mctemplate.Reconciler{}).SetupWithManager(mgr, setup.Env{Target: target, Workers: 1}); err != nil {
 			return fmt.Errorf("machine config template controller: %w", err)
 		}
 	}
 	if served, err := m.serves(target, "ContainerRuntimeConfig"); err != nil {
 		return err
 	} else if served {
-		if err := (&mcruntime.Reconciler{}).SetupWithManager(mgr, target, workers); err != nil {
+		if err := (&mcruntime.Reconciler{}).SetupWithManager(mgr, setup.Env{Target: target, Workers: workers}); err != nil {
 			return fmt.Errorf("container runtime config controller: %w", err)
 		}
 	}
 	// The update controller rolls each pool's rendered configuration out to
 	// its Nodes; the drain controller answers the node agents' drain and
 	// uncordon requests.
-	if err := (&mcpool.Reconciler{}).SetupWithManager(mgr, target, workers); err != nil {
+	if err := (&mcpool.Reconciler{}).SetupWithManager(mgr, setup.Env{Target: target, Workers: workers}); err != nil {
 		return fmt.Errorf("machine config pool update controller: %w", err)
 	}
-	if err := (&mcpool.DrainReconciler{}).SetupWithManager(mgr, target, workers); err != nil {
+	if err := (&mcpool.DrainReconciler{}).SetupWithManager(mgr, setup.Env{Target: target, Workers: workers}); err != nil {
 		return fmt.Errorf("machine config drain controller: %w", err)
 	}
 	return nil

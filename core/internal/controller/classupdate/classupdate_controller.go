@@ -97,7 +97,8 @@ type retryKey struct {
 
 // SetupWithManager registers the controller with the manager, with the
 // given number of concurrent workers (classes reconciled at a time).
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
+	workers := env.Workers
 	if r.Drivers == nil {
 		return errors.New("class update controller: Drivers is required")
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/machina-io/machina/core/internal/controller/setup"
+
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
@@ -169,10 +171,10 @@ func (w *world) start() {
 		ShortRetry: 100 * time.Millisecond, MediumRetry: time.Second, LongRetry: 5 * time.Second,
 		MaxConcurrentReconciles: 4,
 	}}
-	require.NoError(w.t, machines.SetupWithManager(mgr, nil))
+	require.NoError(w.t, machines.SetupWithManager(mgr, setup.Env{}))
 	drivers, err := driver.NewSet([]*driver.Client{w.dc}, true)
 	require.NoError(w.t, err)
-	require.NoError(w.t, (&Reconciler{Drivers: drivers, Options: w.opts}).SetupWithManager(mgr, 2))
+	require.NoError(w.t, (&Reconciler{Drivers: drivers, Options: w.opts}).SetupWithManager(mgr, setup.Env{Workers: 2}))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/machina-io/machina/core/internal/controller/setup"
+
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
@@ -82,17 +84,17 @@ func TestPerEventCostDoesNotGrowWithTheFleet(t *testing.T) {
 	})
 	require.NoError(t, err)
 	machines := &machine.Reconciler{Driver: startDriver(t)}
-	require.NoError(t, machines.SetupWithManager(mgr, mgr))
+	require.NoError(t, machines.SetupWithManager(mgr, setup.Env{Target: mgr}))
 	sets := &machineset.Reconciler{}
-	require.NoError(t, sets.SetupWithManager(mgr, 1))
+	require.NoError(t, sets.SetupWithManager(mgr, setup.Env{Workers: 1}))
 	nodes := &node.Reconciler{UnmanagedAfter: time.Hour}
-	require.NoError(t, nodes.SetupWithManager(mgr, mgr, 1))
+	require.NoError(t, nodes.SetupWithManager(mgr, setup.Env{Target: mgr, Workers: 1}))
 	drivers, err := driver.NewSet([]*driver.Client{machines.Driver}, true)
 	require.NoError(t, err)
 	classes := &classupdate.Reconciler{Drivers: drivers}
-	require.NoError(t, classes.SetupWithManager(mgr, 1))
+	require.NoError(t, classes.SetupWithManager(mgr, setup.Env{Workers: 1}))
 	overshoots := &overshoot.Reconciler{}
-	require.NoError(t, overshoots.SetupWithManager(mgr, 1))
+	require.NoError(t, overshoots.SetupWithManager(mgr, setup.Env{Workers: 1}))
 	cacheCtx, stopCache := context.WithCancel(context.Background())
 	cacheDone := make(chan error, 1)
 	go func() { cacheDone <- mgr.GetCache().Start(cacheCtx) }()

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/machina-io/machina/core/internal/controller/setup"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -41,7 +43,7 @@ func TestMachineHealthCheck(t *testing.T) {
 		if err := mgr.Add(tcl); err != nil {
 			return err
 		}
-		return (&healthcheck.Reconciler{Gate: gate}).SetupWithManager(mgr, tcl, 2)
+		return (&healthcheck.Reconciler{Gate: gate}).SetupWithManager(mgr, setup.Env{Target: tcl, Workers: 2})
 	})
 	require.True(t, tcl.GetCache().WaitForCacheSync(t.Context()), "the target cluster's cache did not sync")
 	f := &fixture{t: t, cc: control.Client, tc: target.Client, mgr: mgr}

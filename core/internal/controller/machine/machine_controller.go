@@ -99,7 +99,8 @@ const (
 // waiting for them), the freeze gate when it opens, and the target cluster's
 // Nodes (condition, label, annotation, taint and existence changes), each
 // mapped to the Machine whose label "node" names it.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
+	target := env.Target
 	if r.Drivers == nil {
 		if r.Driver == nil {
 			return errors.New("machine controller: Drivers or Driver is required")

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/machina-io/machina/core/internal/controller/setup"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
@@ -155,7 +157,7 @@ func testLostVMsReplacedBySet(t *testing.T, env *testenv.Env) {
 	setMgr := safetytest.NewManager(t, env.Config, env.Scheme)
 	setOpts := machineset.DefaultOptions()
 	setOpts.NewMachineFinalizers = []string{v1alpha1.MachineFinalizer}
-	require.NoError(t, (&machineset.Reconciler{Options: setOpts}).SetupWithManager(setMgr, 2))
+	require.NoError(t, (&machineset.Reconciler{Options: setOpts}).SetupWithManager(setMgr, setup.Env{Workers: 2}))
 	safetytest.Start(t, setMgr)
 	require.NoError(t, env.Client.Create(w.ctx, &v1alpha1.MachineSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "rs"},

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/machina-io/machina/core/internal/controller/setup"
+
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -220,7 +222,7 @@ func (w *world) start() {
 	if w.configure != nil {
 		w.configure(r, mgr.GetClient())
 	}
-	require.NoError(w.t, r.SetupWithManager(mgr, target))
+	require.NoError(w.t, r.SetupWithManager(mgr, setup.Env{Target: target}))
 
 	ctx, cancel := context.WithCancel(w.ctx)
 	done := make(chan error, 1)

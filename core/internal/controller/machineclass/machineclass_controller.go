@@ -59,7 +59,8 @@ type Reconciler struct {
 // SetupWithManager registers the controller, and the cache indexes it
 // reads referrers through, with the manager, with the given number of
 // concurrent workers.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
+	workers := env.Workers
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/machina-io/machina/core/internal/controller/setup"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -25,7 +27,7 @@ import (
 func TestMachineClassController(t *testing.T) {
 	env := testenv.Start(t)
 	mgr := controllertest.StartManager(t, env, func(mgr ctrl.Manager) error {
-		return (&machineclass.Reconciler{}).SetupWithManager(mgr, 2)
+		return (&machineclass.Reconciler{}).SetupWithManager(mgr, setup.Env{Workers: 2})
 	})
 	c := env.Client
 

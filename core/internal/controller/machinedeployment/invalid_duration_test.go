@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/machina-io/machina/core/internal/controller/setup"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -42,14 +44,14 @@ func TestInvalidDurationStopsOnlyItsDeployment(t *testing.T) {
 	env.CreateBypassingRules(t, u, "machinedeployments."+v1alpha1.GroupVersion.Group, "spec", "template", "spec", "drainTimeout")
 
 	machinesettest.StartManager(t, env.Config, env.Scheme, func(mgr ctrl.Manager) error {
-		if err := (&machineset.Reconciler{}).SetupWithManager(mgr, 4); err != nil {
+		if err := (&machineset.Reconciler{}).SetupWithManager(mgr, setup.Env{Workers: 4}); err != nil {
 			return err
 		}
 		return (&machinedeployment.Reconciler{
 			Target:  mgr.GetClient(),
 			Pods:    mgr.GetAPIReader(),
 			Options: machinedeployment.DefaultOptions(),
-		}).SetupWithManager(mgr, 4)
+		}).SetupWithManager(mgr, setup.Env{Workers: 4})
 	})
 	s.joiner(t, ns, 0)
 

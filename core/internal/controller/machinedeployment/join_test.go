@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/machina-io/machina/core/internal/controller/setup"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -46,13 +48,13 @@ func TestMachineDeploymentWithMachineController(t *testing.T) {
 				LongRetry:         2 * time.Second,
 				DrainPollInterval: 200 * time.Millisecond,
 			},
-		}).SetupWithManager(mgr, mgr); err != nil {
+		}).SetupWithManager(mgr, setup.Env{Target: mgr}); err != nil {
 			return err
 		}
-		if err := (&machineset.Reconciler{}).SetupWithManager(mgr, 4); err != nil {
+		if err := (&machineset.Reconciler{}).SetupWithManager(mgr, setup.Env{Workers: 4}); err != nil {
 			return err
 		}
-		return (&machinedeployment.Reconciler{Target: mgr.GetClient(), Pods: mgr.GetAPIReader(), Options: machinedeployment.DefaultOptions()}).SetupWithManager(mgr, 4)
+		return (&machinedeployment.Reconciler{Target: mgr.GetClient(), Pods: mgr.GetAPIReader(), Options: machinedeployment.DefaultOptions()}).SetupWithManager(mgr, setup.Env{Workers: 4})
 	})
 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "join"}}

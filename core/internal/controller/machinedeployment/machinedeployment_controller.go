@@ -86,7 +86,8 @@ type Reconciler struct {
 // SetupWithManager registers the controller with the manager, with the given
 // number of concurrent workers. The clients default to the manager's; Target
 // is left as given.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
+	workers := env.Workers
 	r.Clients.Default(mgr, ControllerName)
 	if r.Target != nil && r.Pods == nil {
 		return fmt.Errorf("%s controller: a target cluster needs a reader of its pods", ControllerName)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/machina-io/machina/core/internal/controller/setup"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -49,7 +51,7 @@ func TestMachineDeploymentController(t *testing.T) {
 	env := testenv.Start(t)
 	gate := &freeze.Gate{}
 	machinesettest.StartManager(t, env.Config, env.Scheme, func(mgr ctrl.Manager) error {
-		if err := (&machineset.Reconciler{Target: mgr.GetClient(), Pods: mgr.GetAPIReader()}).SetupWithManager(mgr, 4); err != nil {
+		if err := (&machineset.Reconciler{Target: mgr.GetClient(), Pods: mgr.GetAPIReader()}).SetupWithManager(mgr, setup.Env{Workers: 4}); err != nil {
 			return err
 		}
 		return (&machinedeployment.Reconciler{
@@ -57,7 +59,7 @@ func TestMachineDeploymentController(t *testing.T) {
 			Pods:    mgr.GetAPIReader(),
 			Gate:    gate,
 			Options: machinedeployment.DefaultOptions(),
-		}).SetupWithManager(mgr, 4)
+		}).SetupWithManager(mgr, setup.Env{Workers: 4})
 	})
 	s := &suite{env: env, c: env.Client, gate: gate}
 

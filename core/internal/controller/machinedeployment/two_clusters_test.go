@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/machina-io/machina/core/internal/controller/setup"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -28,10 +30,10 @@ func TestRolloutMarksNodesInTheTargetCluster(t *testing.T) {
 	control := testenv.Start(t)
 	target := testenv.Start(t, testenv.WithoutCRDs())
 	machinesettest.StartManager(t, control.Config, control.Scheme, func(mgr ctrl.Manager) error {
-		if err := (&machineset.Reconciler{}).SetupWithManager(mgr, 2); err != nil {
+		if err := (&machineset.Reconciler{}).SetupWithManager(mgr, setup.Env{Workers: 2}); err != nil {
 			return err
 		}
-		return (&machinedeployment.Reconciler{Target: target.Client, Pods: target.Client, Options: machinedeployment.DefaultOptions()}).SetupWithManager(mgr, 2)
+		return (&machinedeployment.Reconciler{Target: target.Client, Pods: target.Client, Options: machinedeployment.DefaultOptions()}).SetupWithManager(mgr, setup.Env{Workers: 2})
 	})
 	c := control.Client
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "two"}}

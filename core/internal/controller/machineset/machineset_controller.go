@@ -90,7 +90,8 @@ type Reconciler struct {
 
 // SetupWithManager registers the controller with the manager, with the given
 // number of concurrent workers.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
+	workers := env.Workers
 	r.Clients.Default(mgr, ControllerName)
 	r.Options = r.Options.withDefaults()
 	if err := setup.IndexMachines(mgr); err != nil {

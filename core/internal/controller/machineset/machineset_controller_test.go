@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/machina-io/machina/core/internal/controller/setup"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -42,7 +44,7 @@ func TestMachineSetController(t *testing.T) {
 	env := testenv.Start(t)
 	gate := &freeze.Gate{}
 	machinesettest.StartManager(t, env.Config, env.Scheme, func(mgr ctrl.Manager) error {
-		return (&machineset.Reconciler{Gate: gate}).SetupWithManager(mgr, 4)
+		return (&machineset.Reconciler{Gate: gate}).SetupWithManager(mgr, setup.Env{Workers: 4})
 	})
 	s := &suite{env: env, c: env.Client, gate: gate}
 

@@ -14,7 +14,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -89,7 +88,8 @@ type Reconciler struct {
 // SetupWithManager registers the controller with mgr (whose cluster holds
 // the machine objects), watching the pools, MachineConfigs and Nodes of
 // target (mgr itself when both are one cluster).
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, workers int) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
+	target, workers := env.Target, env.Workers
 	if r.Target == nil {
 		r.Target = target.GetClient()
 	}

@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -78,7 +77,8 @@ type DrainReconciler struct {
 
 // SetupWithManager registers the controller with mgr, watching the Nodes
 // of target.
-func (r *DrainReconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, workers int) error {
+func (r *DrainReconciler) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
+	target, workers := env.Target, env.Workers
 	if r.Target == nil {
 		r.Target = target.GetClient()
 	}

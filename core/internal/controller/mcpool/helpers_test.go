@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/machina-io/machina/core/internal/controller/setup"
+
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,8 +52,8 @@ func startControllers(t *testing.T, env *testenv.Env, extra ...func(ctrl.Manager
 		Controller:             config.Controller{SkipNameValidation: &skip},
 	})
 	require.NoError(t, err)
-	require.NoError(t, (&mcpool.Reconciler{}).SetupWithManager(mgr, mgr, 2))
-	require.NoError(t, (&mcpool.DrainReconciler{}).SetupWithManager(mgr, mgr, 2))
+	require.NoError(t, (&mcpool.Reconciler{}).SetupWithManager(mgr, setup.Env{Target: mgr, Workers: 2}))
+	require.NoError(t, (&mcpool.DrainReconciler{}).SetupWithManager(mgr, setup.Env{Target: mgr, Workers: 2}))
 	for _, setup := range extra {
 		require.NoError(t, setup(mgr))
 	}

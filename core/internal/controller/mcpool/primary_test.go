@@ -3,6 +3,8 @@ package mcpool_test
 import (
 	"testing"
 
+	"github.com/machina-io/machina/core/internal/controller/setup"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -50,7 +52,7 @@ func TestCustomPoolOverWorker(t *testing.T) {
 	env := testenv.Start(t)
 	c := env.Client
 	startControllers(t, env, func(mgr ctrl.Manager) error {
-		return (&mcrender.Reconciler{}).SetupWithManager(mgr, mgr, 2)
+		return (&mcrender.Reconciler{}).SetupWithManager(mgr, setup.Env{Target: mgr, Workers: 2})
 	})
 
 	// 10-infra sorts before 50-worker by name: only the role order (worker

@@ -3,6 +3,8 @@ package mcpool_test
 import (
 	"testing"
 
+	"github.com/machina-io/machina/core/internal/controller/setup"
+
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/stretchr/testify/assert"
@@ -32,7 +34,7 @@ func TestRevertHeals(t *testing.T) {
 	env := testenv.Start(t)
 	c := env.Client
 	startControllers(t, env, func(mgr ctrl.Manager) error {
-		return (&mcrender.Reconciler{}).SetupWithManager(mgr, mgr, 1)
+		return (&mcrender.Reconciler{}).SetupWithManager(mgr, setup.Env{Target: mgr, Workers: 1})
 	})
 
 	require.NoError(t, c.Create(t.Context(), healFragment("10-heal-base", "/etc/heal-base", "base")))

@@ -6,12 +6,13 @@ import (
 	"slices"
 	"time"
 
+	"github.com/machina-io/machina/core/internal/controller/setup"
+
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -50,7 +51,8 @@ type Collector struct {
 
 // SetupWithManager registers the collector with mgr, watching the rendered
 // MachineConfigs, pools and Nodes of target.
-func (c *Collector) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, workers int) error {
+func (c *Collector) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
+	target, workers := env.Target, env.Workers
 	if c.Client == nil {
 		c.Client = target.GetClient()
 	}

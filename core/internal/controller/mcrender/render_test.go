@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/machina-io/machina/core/internal/controller/setup"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -37,10 +39,10 @@ const gcGrace = 2 * time.Second
 func TestRender(t *testing.T) {
 	env := testenv.Start(t)
 	controllertest.StartManager(t, env, func(mgr ctrl.Manager) error {
-		if err := (&mcrender.Reconciler{}).SetupWithManager(mgr, mgr, 2); err != nil {
+		if err := (&mcrender.Reconciler{}).SetupWithManager(mgr, setup.Env{Target: mgr, Workers: 2}); err != nil {
 			return err
 		}
-		return (&mcrender.Collector{Grace: gcGrace}).SetupWithManager(mgr, mgr, 1)
+		return (&mcrender.Collector{Grace: gcGrace}).SetupWithManager(mgr, setup.Env{Target: mgr, Workers: 1})
 	})
 	c := env.Client
 

@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -58,7 +57,8 @@ type Reconciler struct {
 
 // SetupWithManager registers the controller with mgr, watching the
 // ContainerRuntimeConfigs, pools and MachineConfigs of target.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, workers int) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
+	target, workers := env.Target, env.Workers
 	if r.Client == nil {
 		r.Client = target.GetClient()
 	}

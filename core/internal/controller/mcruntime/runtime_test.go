@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/machina-io/machina/core/internal/controller/setup"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -31,13 +33,13 @@ import (
 func TestContainerRuntimeConfig(t *testing.T) {
 	env := testenv.Start(t)
 	controllertest.StartManager(t, env, func(mgr ctrl.Manager) error {
-		if err := (&mcrender.Reconciler{}).SetupWithManager(mgr, mgr, 1); err != nil {
+		if err := (&mcrender.Reconciler{}).SetupWithManager(mgr, setup.Env{Target: mgr, Workers: 1}); err != nil {
 			return err
 		}
-		if err := (&mctemplate.Reconciler{}).SetupWithManager(mgr, mgr, 1); err != nil {
+		if err := (&mctemplate.Reconciler{}).SetupWithManager(mgr, setup.Env{Target: mgr, Workers: 1}); err != nil {
 			return err
 		}
-		return (&mcruntime.Reconciler{}).SetupWithManager(mgr, mgr, 1)
+		return (&mcruntime.Reconciler{}).SetupWithManager(mgr, setup.Env{Target: mgr, Workers: 1})
 	})
 	c := env.Client
 	ctx := t.Context()

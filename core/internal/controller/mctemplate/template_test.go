@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/machina-io/machina/core/internal/controller/setup"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,13 +35,13 @@ import (
 func TestTemplates(t *testing.T) {
 	env := testenv.Start(t)
 	controllertest.StartManager(t, env, func(mgr ctrl.Manager) error {
-		if err := (&mcrender.Reconciler{}).SetupWithManager(mgr, mgr, 1); err != nil {
+		if err := (&mcrender.Reconciler{}).SetupWithManager(mgr, setup.Env{Target: mgr, Workers: 1}); err != nil {
 			return err
 		}
-		if err := (&mckubelet.Reconciler{}).SetupWithManager(mgr, mgr, 1); err != nil {
+		if err := (&mckubelet.Reconciler{}).SetupWithManager(mgr, setup.Env{Target: mgr, Workers: 1}); err != nil {
 			return err
 		}
-		return (&mctemplate.Reconciler{}).SetupWithManager(mgr, mgr, 1)
+		return (&mctemplate.Reconciler{}).SetupWithManager(mgr, setup.Env{Target: mgr, Workers: 1})
 	})
 	c := env.Client
 	ctx := t.Context()

@@ -13,7 +13,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -72,7 +71,8 @@ type Reconciler struct {
 // the Machines, watching the Nodes of target (mgr itself when both live in
 // one cluster, or a cluster.Cluster added to mgr), with the given number of
 // concurrent workers.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, workers int) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
+	target, workers := env.Target, env.Workers
 	if target == nil {
 		return errors.New("node controller: a target cluster is required")
 	}

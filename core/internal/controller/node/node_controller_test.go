@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/machina-io/machina/core/internal/controller/setup"
+
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -194,7 +196,7 @@ func startManager(t *testing.T, control, target *testenv.Env) ctrl.Manager {
 			return err
 		}
 		// Nodes without a Machine are marked not managed after 2s.
-		return (&node.Reconciler{UnmanagedAfter: 2 * time.Second}).SetupWithManager(mgr, tcl, 2)
+		return (&node.Reconciler{UnmanagedAfter: 2 * time.Second}).SetupWithManager(mgr, setup.Env{Target: tcl, Workers: 2})
 	})
 	require.True(t, tcl.GetCache().WaitForCacheSync(t.Context()), "the target cluster's cache did not sync")
 	return mgr

@@ -48,7 +48,8 @@ var secretGVK = corev1.SchemeGroupVersion.WithKind("Secret")
 // SetupWithManager registers the controller, and the cache index of classes
 // by the secrets they refer to, with the manager, with the given number of
 // concurrent workers.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
+	workers := env.Workers
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
 	}

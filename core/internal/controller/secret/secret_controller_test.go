@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/machina-io/machina/core/internal/controller/setup"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -22,7 +24,7 @@ import (
 func TestSecretController(t *testing.T) {
 	env := testenv.Start(t)
 	mgr := controllertest.StartManager(t, env, func(mgr ctrl.Manager) error {
-		return (&secret.Reconciler{}).SetupWithManager(mgr, 2)
+		return (&secret.Reconciler{}).SetupWithManager(mgr, setup.Env{Workers: 2})
 	})
 	c := env.Client
 

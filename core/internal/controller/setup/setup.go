@@ -9,6 +9,8 @@ package setup
 import (
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -65,4 +67,14 @@ func NewController(mgr ctrl.Manager, name string, forType client.Object, workers
 		For(forType).
 		WatchesRawSource(freeze.UnfreezeSource(gate, mgr.GetCache(), newList)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)})
+}
+
+// Env is what every controller is set up with, one signature for all:
+// SetupWithManager(mgr, env). The manager (mgr) holds the machine objects;
+// Target is the cluster of the Nodes, nil without one (a controller that
+// needs it is set up only with one); Workers is the number of concurrent
+// reconciles, 0 meaning the controller's own default.
+type Env struct {
+	Target  cluster.Cluster
+	Workers int
 }

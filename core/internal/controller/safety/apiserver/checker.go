@@ -107,7 +107,7 @@ var _ manager.Runnable = &Checker{}
 var _ manager.LeaderElectionRunnable = &Checker{}
 
 // SetupWithManager fills unset fields from mgr and adds the checker to mgr.
-func (c *Checker) SetupWithManager(mgr ctrl.Manager) error {
+func (c *Checker) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
 	if c.Client == nil {
 		c.Client = mgr.GetClient()
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/machina-io/machina/core/internal/controller/setup"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -85,7 +87,7 @@ func TestAPIServerFreeze(t *testing.T) {
 			}
 			return m.Status.UnhealthySince.UTC().Format(time.RFC3339)
 		})
-		require.NoError(t, chk.SetupWithManager(mgr))
+		require.NoError(t, chk.SetupWithManager(mgr, setup.Env{}))
 		safetytest.Start(t, mgr)
 		require.Eventually(t, func() bool { return rec.count(func(r apiserver.Round) bool { return len(r.Unreachable) == 0 }) >= 2 },
 			safetytest.WaitFor, safetytest.Tick)
@@ -159,7 +161,7 @@ func TestAPIServerFreeze(t *testing.T) {
 			Registerer: prometheus.NewRegistry(),
 			Observe:    rec.observer(nil),
 		}
-		require.NoError(t, chk.SetupWithManager(mgr))
+		require.NoError(t, chk.SetupWithManager(mgr, setup.Env{}))
 		safetytest.Start(t, mgr)
 		require.Eventually(t, func() bool { return rec.len() >= 1 }, safetytest.WaitFor, safetytest.Tick)
 

@@ -96,7 +96,7 @@ var _ manager.LeaderElectionRunnable = &Collector{}
 
 // SetupWithManager fills unset fields from mgr and adds the collector to
 // mgr.
-func (c *Collector) SetupWithManager(mgr ctrl.Manager) error {
+func (c *Collector) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
 	if c.Client == nil {
 		c.Client = mgr.GetClient()
 	}

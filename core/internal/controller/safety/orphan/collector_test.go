@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/machina-io/machina/core/internal/controller/setup"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
@@ -166,7 +168,7 @@ func TestOrphanCollector(t *testing.T) {
 		col := f.collector(mgr, nil)
 		col.Period = scanPeriod
 		col.Observe = rec.observe
-		require.NoError(t, col.SetupWithManager(mgr))
+		require.NoError(t, col.SetupWithManager(mgr, setup.Env{}))
 		safetytest.Start(t, mgr)
 
 		requireNever(t, func() bool { return f.drv.VMs.Calls(inmemory.MethodListMachines) > 0 }, 20*scanPeriod,
@@ -227,7 +229,7 @@ func TestOrphanCollector(t *testing.T) {
 		col1 := f.collector(mgr1, nil)
 		col1.Period = scanPeriod
 		col1.Observe = rec1.observe
-		require.NoError(t, col1.SetupWithManager(mgr1))
+		require.NoError(t, col1.SetupWithManager(mgr1, setup.Env{}))
 		run1 := safetytest.Start(t, mgr1)
 		require.Eventually(t, func() bool { return rec1.count(succeeded) >= 4 }, safetytest.WaitFor, safetytest.Tick)
 		run1.Stop(t)
@@ -248,7 +250,7 @@ func TestOrphanCollector(t *testing.T) {
 		col2 := f.collector(mgr2, nil)
 		col2.Period = scanPeriod
 		col2.Observe = rec2.observe
-		require.NoError(t, col2.SetupWithManager(mgr2))
+		require.NoError(t, col2.SetupWithManager(mgr2, setup.Env{}))
 		safetytest.Start(t, mgr2)
 		require.Eventually(t, func() bool { return rec2.count(succeeded) >= 6 }, safetytest.WaitFor, safetytest.Tick)
 

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/machina-io/machina/core/internal/controller/setup"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -28,7 +30,7 @@ func TestOrphanCollectorTrigger(t *testing.T) {
 	col.Period = time.Hour
 	col.Trigger = trigger
 	col.Observe = rec.observe
-	require.NoError(t, col.SetupWithManager(mgr))
+	require.NoError(t, col.SetupWithManager(mgr, setup.Env{}))
 	safetytest.Start(t, mgr)
 
 	require.Eventually(t, func() bool { return rec.count(every) == 1 }, safetytest.WaitFor, safetytest.Tick, "the first scan at start")

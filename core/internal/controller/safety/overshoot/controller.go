@@ -70,7 +70,8 @@ type Reconciler struct {
 
 // SetupWithManager registers the controller with mgr, with the given number
 // of workers.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
+	workers := env.Workers
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
 	}

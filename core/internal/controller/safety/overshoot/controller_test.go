@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/machina-io/machina/core/internal/controller/setup"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -141,7 +143,7 @@ func start(t *testing.T, env *testenv.Env, up, down int32) *fixture {
 	t.Helper()
 	mgr := safetytest.NewManager(t, env.Config, env.Scheme)
 	r := &overshoot.Reconciler{SafetyUp: up, SafetyDown: down, Period: period}
-	require.NoError(t, r.SetupWithManager(mgr, 2))
+	require.NoError(t, r.SetupWithManager(mgr, setup.Env{Workers: 2}))
 	safetytest.Start(t, mgr)
 	return &fixture{t: t, c: env.Client, ns: safetytest.Namespace(t, env.Client, "overshoot")}
 }

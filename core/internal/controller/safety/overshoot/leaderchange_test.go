@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/machina-io/machina/core/internal/controller/setup"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -54,15 +56,15 @@ func (l leader) controllers(burst int) *safetytest.Running {
 	setOpts := machineset.DefaultOptions()
 	setOpts.NewMachineFinalizers = []string{holdFinalizer}
 	setOpts.BurstReplicas = burst
-	require.NoError(l.t, (&machineset.Reconciler{Options: setOpts}).SetupWithManager(mgr, 2))
-	require.NoError(l.t, (&machinedeployment.Reconciler{Options: machinedeployment.DefaultOptions()}).SetupWithManager(mgr, 2))
+	require.NoError(l.t, (&machineset.Reconciler{Options: setOpts}).SetupWithManager(mgr, setup.Env{Workers: 2}))
+	require.NoError(l.t, (&machinedeployment.Reconciler{Options: machinedeployment.DefaultOptions()}).SetupWithManager(mgr, setup.Env{Workers: 2}))
 	return safetytest.Start(l.t, mgr)
 }
 
 // checker starts a fresh overshoot check with the default safety margins.
 func (l leader) checker() *safetytest.Running {
 	mgr := safetytest.NewManager(l.t, l.env.Config, l.env.Scheme)
-	require.NoError(l.t, (&overshoot.Reconciler{SafetyUp: 2, SafetyDown: 1, Period: period}).SetupWithManager(mgr, 2))
+	require.NoError(l.t, (&overshoot.Reconciler{SafetyUp: 2, SafetyDown: 1, Period: period}).SetupWithManager(mgr, setup.Env{Workers: 2}))
 	return safetytest.Start(l.t, mgr)
 }
 

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/machina-io/machina/core/internal/controller/setup"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -87,11 +89,11 @@ func TestOvershootCountsOnlyLiveMachines(t *testing.T) {
 func testScaleDown150To0(t *testing.T, env *testenv.Env) {
 	const replicas = 150
 	mgr := safetytest.NewManager(t, env.Config, env.Scheme)
-	require.NoError(t, (&overshoot.Reconciler{SafetyUp: 2, SafetyDown: 1, Period: period}).SetupWithManager(mgr, 2))
+	require.NoError(t, (&overshoot.Reconciler{SafetyUp: 2, SafetyDown: 1, Period: period}).SetupWithManager(mgr, setup.Env{Workers: 2}))
 	setOpts := machineset.DefaultOptions()
 	setOpts.NewMachineFinalizers = []string{holdFinalizer}
-	require.NoError(t, (&machineset.Reconciler{Options: setOpts}).SetupWithManager(mgr, 2))
-	require.NoError(t, (&machinedeployment.Reconciler{Options: machinedeployment.DefaultOptions()}).SetupWithManager(mgr, 2))
+	require.NoError(t, (&machineset.Reconciler{Options: setOpts}).SetupWithManager(mgr, setup.Env{Workers: 2}))
+	require.NoError(t, (&machinedeployment.Reconciler{Options: machinedeployment.DefaultOptions()}).SetupWithManager(mgr, setup.Env{Workers: 2}))
 	safetytest.Start(t, mgr)
 	f := &fixture{t: t, c: env.Client, ns: safetytest.Namespace(t, env.Client, "scaledown")}
 	ctx := context.Background()
