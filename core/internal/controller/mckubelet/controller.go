@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
+	"github.com/machina-io/machina/core/internal/controller/phase"
 	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/mcfg"
 )
@@ -124,54 +125,48 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := setup.AddFinalizer(ctx, r.Client, kc, mcfgv1.KubeletConfigFinalizer); err != nil {
 		return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
 	}
-	orig := kc.DeepCopy()
-	written, failure, err := r.apply(ctx, kc, log)
-	if err != nil {
+	s := &scope{kc: kc, orig: kc.DeepCopy(), log: log}
+	if _, err := phase.Run(ctx, s, r.validate, r.selectPools, r.claimSuffix, r.writeConfigs); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.writeStatus(ctx, orig, kc, written, failure, log); err != nil {
+	if err := r.writeStatus(ctx, s.orig, kc, s.written, s.failure, log); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: resync}, nil
 }
 
-// apply validates the KubeletConfig and writes its MachineConfigs. A
-// KubeletConfig that cannot be applied returns the reason as failure and
-// leaves the MachineConfigs it wrote before as they are; err is for the
-// API server's errors, retried.
-func (r *Reconciler) apply(ctx context.Context, kc *mcfgv1.KubeletConfig, log logr.Logger) (written []string, failure string, err error) {
-	user, verr := userConfig(kc)
-	if verr != nil {
-		return nil, verr.Error(), nil
+// scope is one sync of a KubeletConfig: what the phases read and found.
+// A phase that meets a KubeletConfig that cannot be applied sets failure
+// and stops the ones after it; the status says why.
+type scope struct {
+	kc, orig *mcfgv1.KubeletConfig
+	log      logr.Logger
+	user     *userSpec
+	pools    []mcfgv1.MachineConfigPool
+	suffix   string
+	// written are the MachineConfigs written, none after a failure.
+	written []string
+	failure string
+}
+
+// fail records why the KubeletConfig cannot be applied and stops the sync
+// (the MachineConfigs written before stay as they are).
+func (s *scope) fail(why string) (phase.Result, error) {
+	s.failure, s.written = why, nil
+	return phase.Result{Stop: true}, nil
+}
+
+// selectPools is the phase that finds the pools the KubeletConfig selects.
+func (r *Reconciler) selectPools(ctx context.Context, s *scope) (phase.Result, error) {
+	pools, failure, err := r.selectedPools(ctx, s.kc)
+	if err != nil {
+		return phase.Result{}, err
 	}
-	pools, failure, err := r.selectedPools(ctx, kc)
-	if err != nil || failure != "" {
-		return nil, failure, err
+	if failure != "" {
+		return s.fail(failure)
 	}
-	suffix, failure, err := r.suffix(ctx, kc, pools)
-	if err != nil || failure != "" {
-		return nil, failure, err
-	}
-	for _, pool := range pools {
-		name := generatedName(pool.Name, suffix)
-		fragments, err := r.poolFragments(ctx, &pool)
-		if err != nil {
-			return nil, "", err
-		}
-		base, berr := poolKubeletConfig(pool.Name, fragments)
-		if berr != nil {
-			return nil, berr.Error(), nil
-		}
-		mc, err := generatedMachineConfig(name, pool.Name, r.ControllerVersion, mergeConfig(base, user.overrides), kc.Spec.LogLevel, user.nodeSizing)
-		if err != nil {
-			return nil, "", err
-		}
-		if failure, err := r.write(ctx, kc, mc, log); err != nil || failure != "" {
-			return nil, failure, err
-		}
-		written = append(written, name)
-	}
-	return written, "", mcfg.DeleteOwned(ctx, r.Client, kc, written, "kubelet", log)
+	s.pools = pools
+	return phase.Result{}, nil
 }
 
 // selectedPools are the pools the KubeletConfig's selector selects; an

@@ -1,6 +1,7 @@
 package mckubelet
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -8,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
+	"github.com/machina-io/machina/core/internal/controller/phase"
+	"github.com/machina-io/machina/core/internal/mcfg"
 )
 
 // logLevelDropin is the kubelet unit's drop-in that sets its verbosity.
@@ -54,4 +57,35 @@ func file(path string, data []byte) map[string]any {
 		"overwrite": true,
 		"contents":  map[string]any{"source": mcfgv1.DataURL(data)},
 	}
+}
+
+// writeConfigs is the phase that writes, for every selected pool, the
+// pool's base kubelet configuration merged with the KubeletConfig's as a
+// MachineConfig the KubeletConfig owns, and deletes the ones of pools it no
+// longer selects.
+func (r *Reconciler) writeConfigs(ctx context.Context, s *scope) (phase.Result, error) {
+	var written []string
+	for _, pool := range s.pools {
+		name := generatedName(pool.Name, s.suffix)
+		fragments, err := r.poolFragments(ctx, &pool)
+		if err != nil {
+			return phase.Result{}, err
+		}
+		base, berr := poolKubeletConfig(pool.Name, fragments)
+		if berr != nil {
+			return s.fail(berr.Error())
+		}
+		mc, err := generatedMachineConfig(name, pool.Name, r.ControllerVersion, mergeConfig(base, s.user.overrides), s.kc.Spec.LogLevel, s.user.nodeSizing)
+		if err != nil {
+			return phase.Result{}, err
+		}
+		if failure, err := r.write(ctx, s.kc, mc, s.log); err != nil {
+			return phase.Result{}, err
+		} else if failure != "" {
+			return s.fail(failure)
+		}
+		written = append(written, name)
+	}
+	s.written = written
+	return phase.Result{}, mcfg.DeleteOwned(ctx, r.Client, s.kc, written, "kubelet", s.log)
 }

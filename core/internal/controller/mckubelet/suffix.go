@@ -1,9 +1,11 @@
 package mckubelet
 
 import (
+	"context"
 	"fmt"
 
 	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
+	"github.com/machina-io/machina/core/internal/controller/phase"
 	"github.com/machina-io/machina/core/internal/mcfg"
 )
 
@@ -30,4 +32,18 @@ func chooseSuffix(kc *mcfgv1.KubeletConfig, all []mcfgv1.KubeletConfig, pools []
 		return "", fmt.Errorf("KubeletConfigs: %w", err)
 	}
 	return s, nil
+}
+
+// claimSuffix is the phase that gives the KubeletConfig its name suffix
+// (suffix), once.
+func (r *Reconciler) claimSuffix(ctx context.Context, s *scope) (phase.Result, error) {
+	suffix, failure, err := r.suffix(ctx, s.kc, s.pools)
+	if err != nil {
+		return phase.Result{}, err
+	}
+	if failure != "" {
+		return s.fail(failure)
+	}
+	s.suffix = suffix
+	return phase.Result{}, nil
 }

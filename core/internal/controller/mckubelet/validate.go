@@ -1,6 +1,7 @@
 package mckubelet
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 
 	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
+	"github.com/machina-io/machina/core/internal/controller/phase"
 )
 
 // kubeletAPIVersion and kubeletKind are what the kubelet configuration
@@ -107,4 +109,15 @@ func refusedFields(cfg *kubeletv1beta1.KubeletConfiguration) []string {
 	add(cfg.MemorySwap.SwapBehavior != "", "memorySwap.swapBehavior")
 	add(cfg.StaticPodPath != "", "staticPodPath")
 	return out
+}
+
+// validate is the phase that decodes and checks spec.kubeletConfig and
+// the fields MCO refuses (userConfig).
+func (r *Reconciler) validate(_ context.Context, s *scope) (phase.Result, error) {
+	user, err := userConfig(s.kc)
+	if err != nil {
+		return s.fail(err.Error())
+	}
+	s.user = user
+	return phase.Result{}, nil
 }
