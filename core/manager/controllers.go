@@ -3,8 +3,6 @@ package manager
 import (
 	"fmt"
 
-	"github.com/machina-io/machina/core/internal/controller/setup"
-
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
@@ -20,6 +18,7 @@ import (
 	"github.com/machina-io/machina/core/internal/controller/safety/orphan"
 	"github.com/machina-io/machina/core/internal/controller/safety/overshoot"
 	"github.com/machina-io/machina/core/internal/controller/secret"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/driver"
 	"github.com/machina-io/machina/core/internal/meltdown"
 )

@@ -3,8 +3,6 @@ package manager
 import (
 	"fmt"
 
-	"github.com/machina-io/machina/core/internal/controller/setup"
-
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -16,6 +14,7 @@ import (
 	"github.com/machina-io/machina/core/internal/controller/mcrender"
 	"github.com/machina-io/machina/core/internal/controller/mcruntime"
 	"github.com/machina-io/machina/core/internal/controller/mctemplate"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 )
 
 // setupMachineConfigRender sets up the render controller, the collector of

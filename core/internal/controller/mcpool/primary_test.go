@@ -3,8 +3,6 @@ package mcpool_test
 import (
 	"testing"
 
-	"github.com/machina-io/machina/core/internal/controller/setup"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +13,7 @@ import (
 
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/core/internal/controller/mcrender"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/mcfg"
 	"github.com/machina-io/machina/core/testenv"
 )

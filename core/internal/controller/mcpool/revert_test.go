@@ -3,8 +3,6 @@ package mcpool_test
 import (
 	"testing"
 
-	"github.com/machina-io/machina/core/internal/controller/setup"
-
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/stretchr/testify/assert"
@@ -19,6 +17,7 @@ import (
 	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/internal/controller/mcpool"
 	"github.com/machina-io/machina/core/internal/controller/mcrender"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/testenv"
 )
 

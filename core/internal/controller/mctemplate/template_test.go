@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/machina-io/machina/core/internal/controller/setup"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,6 +23,7 @@ import (
 	"github.com/machina-io/machina/core/internal/controller/mckubelet"
 	"github.com/machina-io/machina/core/internal/controller/mcrender"
 	"github.com/machina-io/machina/core/internal/controller/mctemplate"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/testenv"
 )
 

@@ -4,13 +4,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/machina-io/machina/core/internal/controller/setup"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/machina-io/machina/core/internal/controller/safety/orphan"
 	"github.com/machina-io/machina/core/internal/controller/safety/safetytest"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/testenv"
 	"github.com/machina-io/machina/drivers/inmemory"
 )
