@@ -73,3 +73,35 @@ func (s *suite) testRollingUpdateHonoursDoNotDisrupt(t *testing.T) {
 	}, waitTimeout, poll, "machine %s was not replaced once its pod was gone", held.Name)
 	s.waitComplete(t, d)
 }
+
+// testLargeScaleDownHonoursDoNotDisrupt: a scale-down by more than a few
+// machines looks the holds up with one list of pods (disruption.HoldAll)
+// and passes over the held machine all the same.
+func (s *suite) testLargeScaleDownHonoursDoNotDisrupt(t *testing.T) {
+	ctx := context.Background()
+	ns := s.namespace(t)
+	s.joiner(t, ns, 0)
+	d := newDeployment(ns, "dnd-scale", 20)
+	require.NoError(t, s.c.Create(ctx, d))
+	s.waitComplete(t, d)
+	all := s.machines(t, ns)
+	require.Len(t, all, 20)
+	ptrs := make([]*v1alpha1.Machine, len(all))
+	for i := range all {
+		ptrs[i] = &all[i]
+	}
+	scaledown.Sort(ptrs, time.Now())
+	held := ptrs[0]
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "batch", Namespace: ns, Annotations: map[string]string{"karpenter.sh/do-not-disrupt": "true"}},
+		Spec:       corev1.PodSpec{NodeName: held.Name, Containers: []corev1.Container{{Name: "c", Image: "batch"}}},
+	}
+	require.NoError(t, s.c.Create(ctx, pod))
+
+	s.update(t, d, func(d *v1alpha1.MachineDeployment) { d.Spec.Replicas = 2 })
+	s.waitComplete(t, d)
+	left := s.machines(t, ns)
+	require.Len(t, left, 2)
+	names := []string{left[0].Name, left[1].Name}
+	require.Contains(t, names, held.Name, "the held machine was deleted by a scale-down of 18")
+}

@@ -76,6 +76,7 @@ func TestMachineDeploymentController(t *testing.T) {
 	t.Run("machines older than expireAfter are replaced within maxUnavailable", s.testExpireAfter)
 	t.Run("an expired machine whose node asks not to be disrupted waits", s.testExpiryHonoursDoNotDisrupt)
 	t.Run("a rolling update passes over a node that asks not to be disrupted", s.testRollingUpdateHonoursDoNotDisrupt)
+	t.Run("a large scale-down passes over a node that asks not to be disrupted", s.testLargeScaleDownHonoursDoNotDisrupt)
 	t.Run("a drifted machine is replaced only with replaceDrifted", s.testReplaceDrifted)
 	t.Run("a disruption budget holds a rollout back", s.testRolloutBudget)
 	t.Run("a disruption budget paces Recreate", s.testRecreateBudget)

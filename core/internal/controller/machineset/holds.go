@@ -34,9 +34,19 @@ func (r *Reconciler) spareHeld(ctx context.Context, ms *v1alpha1.MachineSet, p *
 		return nil
 	}
 	want := len(p.scaleDown)
+	var known map[string]string // machine name -> why, when looked up at once
+	if want > holdAllAbove {
+		var err error
+		if known, err = r.holdsOf(ctx, p.candidates); err != nil {
+			return err
+		}
+	}
 	picked, held, err := disruption.Pick(p.candidates, func(m *v1alpha1.Machine) (string, error) {
-		if chosenByName(m) {
+		switch {
+		case chosenByName(m):
 			return "", nil
+		case known != nil:
+			return known[m.Name], nil
 		}
 		return r.nodeHold(ctx, m)
 	}, int32(want))
@@ -56,6 +66,42 @@ func (r *Reconciler) spareHeld(ctx context.Context, ms *v1alpha1.MachineSet, p *
 	r.Recorder.Eventf(ms, nil, corev1.EventTypeNormal, reasonDisruptionHeld, "ScaleDown",
 		"Keeping %d surplus machine(s) for now: %s", p.short, strings.Join(held, "; "))
 	return nil
+}
+
+// holdAllAbove is the scale-down beyond which the holds of every candidate
+// are looked up with one list of the cluster's pods (disruption.HoldAll)
+// rather than one list per node as the victims are picked.
+const holdAllAbove = 16
+
+// holdsOf is why each of machines' nodes may not be disrupted, by machine
+// name, from one list of pods.
+func (r *Reconciler) holdsOf(ctx context.Context, machines []*v1alpha1.Machine) (map[string]string, error) {
+	var nodes []*corev1.Node
+	machineOf := map[string]string{}
+	for _, m := range machines {
+		name := m.Labels[v1alpha1.NodeLabelKey]
+		if name == "" {
+			continue
+		}
+		node := &corev1.Node{}
+		if err := r.Target.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("reading node %s of machine %s: %w", name, m.Name, err)
+		}
+		nodes = append(nodes, node)
+		machineOf[name] = m.Name
+	}
+	byNode, err := disruption.HoldAll(ctx, r.Pods, nodes)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(byNode))
+	for node, why := range byNode {
+		out[machineOf[node]] = "machine " + machineOf[node] + ": " + why
+	}
+	return out, nil
 }
 
 // chosenByName reports whether a person or a controller picked m to go:
