@@ -28,19 +28,7 @@ func (s *suite) testRollingUpdateHonoursDoNotDisrupt(t *testing.T) {
 	require.NoError(t, s.c.Create(ctx, d))
 	s.waitComplete(t, d)
 
-	old := s.machines(t, ns)
-	require.Len(t, old, 3)
-	ptrs := make([]*v1alpha1.Machine, len(old))
-	for i := range old {
-		ptrs[i] = &old[i]
-	}
-	scaledown.Sort(ptrs, time.Now())
-	held := ptrs[0] // the first the set would delete; the joiner names its Node after it
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "batch", Namespace: ns, Annotations: map[string]string{"machina.io/do-not-disrupt": "true"}},
-		Spec:       corev1.PodSpec{NodeName: held.Name, Containers: []corev1.Container{{Name: "c", Image: "batch"}}},
-	}
-	require.NoError(t, s.c.Create(ctx, pod))
+	held, pod := s.holdFirstVictim(t, ns, 3, "machina.io/do-not-disrupt")
 
 	s.update(t, d, func(d *v1alpha1.MachineDeployment) { d.Spec.Template.Spec.Class.Name = "class-v2" })
 	went := false
@@ -84,19 +72,7 @@ func (s *suite) testLargeScaleDownHonoursDoNotDisrupt(t *testing.T) {
 	d := newDeployment(ns, "dnd-scale", 20)
 	require.NoError(t, s.c.Create(ctx, d))
 	s.waitComplete(t, d)
-	all := s.machines(t, ns)
-	require.Len(t, all, 20)
-	ptrs := make([]*v1alpha1.Machine, len(all))
-	for i := range all {
-		ptrs[i] = &all[i]
-	}
-	scaledown.Sort(ptrs, time.Now())
-	held := ptrs[0]
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "batch", Namespace: ns, Annotations: map[string]string{"karpenter.sh/do-not-disrupt": "true"}},
-		Spec:       corev1.PodSpec{NodeName: held.Name, Containers: []corev1.Container{{Name: "c", Image: "batch"}}},
-	}
-	require.NoError(t, s.c.Create(ctx, pod))
+	held, _ := s.holdFirstVictim(t, ns, 20, "karpenter.sh/do-not-disrupt")
 
 	s.update(t, d, func(d *v1alpha1.MachineDeployment) { d.Spec.Replicas = 2 })
 	s.waitComplete(t, d)
@@ -104,4 +80,24 @@ func (s *suite) testLargeScaleDownHonoursDoNotDisrupt(t *testing.T) {
 	require.Len(t, left, 2)
 	names := []string{left[0].Name, left[1].Name}
 	require.Contains(t, names, held.Name, "the held machine was deleted by a scale-down of 18")
+}
+
+// holdFirstVictim puts a pod annotated key=true on the Node of the machine
+// of ns (which has want machines) that its set would delete first; the
+// joiner names each Node after its machine.
+func (s *suite) holdFirstVictim(t *testing.T, ns string, want int, key string) (*v1alpha1.Machine, *corev1.Pod) {
+	t.Helper()
+	all := s.machines(t, ns)
+	require.Len(t, all, want)
+	ptrs := make([]*v1alpha1.Machine, len(all))
+	for i := range all {
+		ptrs[i] = &all[i]
+	}
+	scaledown.Sort(ptrs, time.Now())
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "batch", Namespace: ns, Annotations: map[string]string{key: "true"}},
+		Spec:       corev1.PodSpec{NodeName: ptrs[0].Name, Containers: []corev1.Container{{Name: "c", Image: "batch"}}},
+	}
+	require.NoError(t, s.c.Create(context.Background(), pod))
+	return ptrs[0], pod
 }

@@ -218,32 +218,16 @@ func waitingSummary(expired, drifted int, expireAfter time.Duration) string {
 // to be disrupted (a machine without a node holds nothing), and why each one
 // before it waits.
 func (r *Reconciler) firstDisruptable(ctx context.Context, candidates []replacement) (*replacement, []string, error) {
-	picked, held, err := disruption.Pick(candidates, func(c replacement) (string, error) { return r.nodeHold(ctx, c.m) }, 1)
+	picked, held, err := disruption.Pick(candidates, func(c replacement) (string, error) {
+		if r.Target == nil {
+			return "", nil
+		}
+		return disruption.MachineHold(ctx, r.Target, r.Pods, c.m)
+	}, 1)
 	if err != nil || len(picked) == 0 {
 		return nil, held, err
 	}
 	return &picked[0], held, nil
-}
-
-// nodeHold is why m's node may not be disrupted now, "" when it may or m
-// has no node (yet, or any more).
-func (r *Reconciler) nodeHold(ctx context.Context, m *v1alpha1.Machine) (string, error) {
-	name := m.Labels[v1alpha1.NodeLabelKey]
-	if r.Target == nil || name == "" {
-		return "", nil
-	}
-	node := &corev1.Node{}
-	if err := r.Target.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
-		if apierrors.IsNotFound(err) {
-			return "", nil
-		}
-		return "", fmt.Errorf("reading node %s of machine %s: %w", name, m.Name, err)
-	}
-	why, err := disruption.Hold(ctx, r.Pods, node)
-	if why != "" {
-		why = "machine " + m.Name + ": " + why
-	}
-	return why, err
 }
 
 // ageStart is when a machine's age starts: the machine controller's first

@@ -2,13 +2,10 @@ package machineset
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/disruption"
@@ -48,7 +45,7 @@ func (r *Reconciler) spareHeld(ctx context.Context, ms *v1alpha1.MachineSet, p *
 		case known != nil:
 			return known[m.Name], nil
 		}
-		return r.nodeHold(ctx, m)
+		return disruption.MachineHold(ctx, r.Target, r.Pods, m)
 	}, int32(want))
 	if err != nil {
 		return err
@@ -79,19 +76,14 @@ func (r *Reconciler) holdsOf(ctx context.Context, machines []*v1alpha1.Machine) 
 	var nodes []*corev1.Node
 	machineOf := map[string]string{}
 	for _, m := range machines {
-		name := m.Labels[v1alpha1.NodeLabelKey]
-		if name == "" {
-			continue
+		node, err := disruption.MachineNode(ctx, r.Target, m)
+		if err != nil {
+			return nil, err
 		}
-		node := &corev1.Node{}
-		if err := r.Target.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return nil, fmt.Errorf("reading node %s of machine %s: %w", name, m.Name, err)
+		if node != nil {
+			nodes = append(nodes, node)
+			machineOf[node.Name] = m.Name
 		}
-		nodes = append(nodes, node)
-		machineOf[name] = m.Name
 	}
 	byNode, err := disruption.HoldAll(ctx, r.Pods, nodes)
 	if err != nil {
@@ -109,25 +101,4 @@ func (r *Reconciler) holdsOf(ctx context.Context, machines []*v1alpha1.Machine) 
 func chosenByName(m *v1alpha1.Machine) bool {
 	return m.Annotations[v1alpha1.MachinePriorityAnnotation] == v1alpha1.TriggeredForDeletionPriority ||
 		m.Annotations[v1alpha1.MarkedForDeletionTimeAnnotation] != ""
-}
-
-// nodeHold is why m's node may not be disrupted now, "" when it may or m
-// has no node (yet, or any more).
-func (r *Reconciler) nodeHold(ctx context.Context, m *v1alpha1.Machine) (string, error) {
-	name := m.Labels[v1alpha1.NodeLabelKey]
-	if name == "" {
-		return "", nil
-	}
-	node := &corev1.Node{}
-	if err := r.Target.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
-		if apierrors.IsNotFound(err) {
-			return "", nil
-		}
-		return "", fmt.Errorf("reading node %s of machine %s: %w", name, m.Name, err)
-	}
-	why, err := disruption.Hold(ctx, r.Pods, node)
-	if why != "" {
-		why = "machine " + m.Name + ": " + why
-	}
-	return why, err
 }
