@@ -1,0 +1,192 @@
+package setup
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Patcher writes what a reconcile changed in the object it reconciles, once,
+// at the end: it keeps a copy of the object as read, and Patch compares the
+// object with it and sends at most two JSON merge patches, one for the
+// metadata and spec and one for the status subresource, each only if that
+// part changed. Merge patches name only the fields that changed, so a field
+// another writer set meanwhile is kept; lists (finalizers, conditions) are
+// replaced whole, which is why a part whose list another writer may change
+// is written with the object's resourceVersion (LockObject, LockStatus).
+// Nothing changed, nothing is written.
+//
+// The idea is Cluster API's util/patch helper, cut down to what machina's
+// controllers need: no condition merging (a conflict is retried by the
+// reconcile, RequeueOnConflict) and no field owners.
+type Patcher struct {
+	c          client.Client
+	before     client.Object
+	lockObject bool
+	lockStatus bool
+}
+
+// PatchOption changes how a Patcher writes.
+type PatchOption func(*Patcher)
+
+// LockObject makes the metadata and spec patch carry the resourceVersion the
+// object was read at: a change meanwhile (another writer's label or
+// finalizer) fails the write with a conflict instead of being overwritten.
+func LockObject() PatchOption { return func(p *Patcher) { p.lockObject = true } }
+
+// LockStatus does the same for the status patch, for a status whose lists
+// (conditions) another writer may change.
+func LockStatus() PatchOption { return func(p *Patcher) { p.lockStatus = true } }
+
+// NewPatcher starts a Patcher from obj as read at the start of a reconcile.
+// The reconcile then changes obj in place and hands it to Patch.
+func NewPatcher(c client.Client, obj client.Object, opts ...PatchOption) *Patcher {
+	p := &Patcher{c: c, before: obj.DeepCopyObject().(client.Object)}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+// Patch writes what changed in obj since the Patcher's copy: metadata and
+// spec first, then status. obj ends up as the API server answered (with the
+// new resourceVersion), and becomes the copy the next Patch compares with.
+// After a failed write obj may hold the answer to the metadata write, without
+// the status computed: the reconcile is retried from a fresh read.
+func (p *Patcher) Patch(ctx context.Context, obj client.Object) error {
+	objectPatch, statusPatch, err := p.diff(obj)
+	if err != nil {
+		return err
+	}
+	if objectPatch != nil {
+		if p.lockObject {
+			objectPatch["metadata"] = withVersion(objectPatch["metadata"], obj.GetResourceVersion())
+		}
+		data, err := json.Marshal(objectPatch)
+		if err != nil {
+			return fmt.Errorf("encoding patch: %w", err)
+		}
+		if err := p.c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, data)); err != nil {
+			return err
+		}
+	}
+	if statusPatch != nil {
+		if p.lockStatus {
+			// After a metadata write obj holds its new version, the one
+			// this status is computed against.
+			statusPatch["metadata"] = withVersion(nil, obj.GetResourceVersion())
+		}
+		data, err := json.Marshal(statusPatch)
+		if err != nil {
+			return fmt.Errorf("encoding status patch: %w", err)
+		}
+		if err := p.c.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, data)); err != nil {
+			return err
+		}
+	}
+	p.before = obj.DeepCopyObject().(client.Object)
+	return nil
+}
+
+// Changed reports whether obj differs from the Patcher's copy in its
+// metadata and spec, and in its status: what Patch would write.
+func (p *Patcher) Changed(obj client.Object) (object, status bool, err error) {
+	o, s, err := p.diff(obj)
+	return o != nil, s != nil, err
+}
+
+// diff returns the merge patches from the copy to obj, metadata and spec
+// apart from status; nil for a part that did not change. The patch of the
+// status part is computed before any write, as a write answers with the
+// stored (old) status.
+func (p *Patcher) diff(obj client.Object) (object, status map[string]any, err error) {
+	before, err := parts(p.before)
+	if err != nil {
+		return nil, nil, err
+	}
+	after, err := parts(obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	if object, err = mergePatch(before.object, after.object); err != nil {
+		return nil, nil, err
+	}
+	if status, err = mergePatch(before.status, after.status); err != nil {
+		return nil, nil, err
+	}
+	return object, status, nil
+}
+
+type split struct{ object, status map[string]any }
+
+// parts splits obj into its status and the rest. The fields the API server
+// keeps (resourceVersion, managedFields) are left out of the comparison: a
+// write elsewhere in the reconcile (a finalizer) moves them without
+// anything left to write.
+func parts(obj client.Object) (split, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return split{}, fmt.Errorf("converting %T: %w", obj, err)
+	}
+	status, _ := m["status"].(map[string]any)
+	delete(m, "status")
+	unstructured.RemoveNestedField(m, "metadata", "resourceVersion")
+	unstructured.RemoveNestedField(m, "metadata", "managedFields")
+	out := split{object: m}
+	if status != nil {
+		out.status = map[string]any{"status": status}
+	}
+	return out, nil
+}
+
+// mergePatch returns the JSON merge patch from before to after, nil when
+// they are equal.
+func mergePatch(before, after map[string]any) (map[string]any, error) {
+	data, err := client.MergeFrom(&unstructured.Unstructured{Object: before}).Data(&unstructured.Unstructured{Object: after})
+	if err != nil {
+		return nil, fmt.Errorf("computing patch: %w", err)
+	}
+	var patch map[string]any
+	if err := json.Unmarshal(data, &patch); err != nil {
+		return nil, fmt.Errorf("decoding patch: %w", err)
+	}
+	if len(patch) == 0 {
+		return nil, nil
+	}
+	return patch, nil
+}
+
+// withVersion adds resourceVersion to a patch's metadata (nil for none).
+func withVersion(metadata any, version string) map[string]any {
+	m, _ := metadata.(map[string]any)
+	if m == nil {
+		m = map[string]any{}
+	}
+	m["resourceVersion"] = version
+	return m
+}
+
+// ConflictRetry is how soon a reconcile whose write lost an optimistic-lock
+// race runs again (MCM's ConflictRetry).
+const ConflictRetry = 200 * time.Millisecond
+
+// RequeueOnConflict is every controller's conflict policy, wrapped around
+// its reconcile: a conflict means the object changed since the cache copy
+// the reconcile started from, so nothing was written and nothing failed. The
+// reconcile runs again soon, from the newer copy (whose event usually
+// arrives first), without an error log, a failure count or a growing
+// backoff. Any other result passes through.
+func RequeueOnConflict(res ctrl.Result, err error) (ctrl.Result, error) {
+	if err != nil && apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: ConflictRetry}, nil
+	}
+	return res, err
+}
