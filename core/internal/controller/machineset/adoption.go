@@ -146,15 +146,10 @@ func (r *Reconciler) release(ctx context.Context, ms *v1alpha1.MachineSet, m *v1
 		return fmt.Errorf("releasing machine %s: %w", m.Name, err)
 	}
 	err := r.Client.Patch(ctx, patched, client.MergeFromWithOptions(m, client.MergeFromWithOptimisticLock{}))
-	switch {
-	case err == nil, apierrors.IsNotFound(err):
-		return nil
-	case apierrors.IsConflict(err):
-		// Not returned as a conflict: Reconcile drops those and waits for the
-		// newer object's event, but a machine's newer version may be a status
-		// change that does not sync the set. A plain error retries.
-		return fmt.Errorf("releasing machine %s: it changed meanwhile, retrying", m.Name)
-	default:
+	// A conflict (the machine changed meanwhile) is retried soon by the
+	// conflict policy (Reconcile).
+	if client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("releasing machine %s: %w", m.Name, err)
 	}
+	return nil
 }

@@ -26,6 +26,8 @@
 //  7. computeStatus (status.go): the counts and the ReplicaFailure
 //     condition.
 //
-// Then the status is written once, only when it changed (status.go).
+// Then the status is written once, only when it changed, through
+// setup.Patcher with the set's resourceVersion (status.go); a conflict is
+// setup.RequeueOnConflict's: synced again soon, no error.
 // docs/machinedeployments.md describes the behaviour for users.
 package machineset

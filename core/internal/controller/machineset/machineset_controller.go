@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -140,17 +139,10 @@ func (r *Reconciler) setsForMachine(ctx context.Context, obj client.Object) []re
 // and then its finalizer (delete.go); any other gets the finalizer, is
 // gathered into a scope, and goes through the phases reconcileNormal lists;
 // the status they computed is written once, at the end.
+// A conflict (the set or a machine changed since the cache copy this sync
+// started from) is setup's conflict policy: synced again soon, no error.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	res, err := r.reconcile(ctx, req)
-	if apierrors.IsConflict(err) {
-		// The set (or a machine) changed since the cache copy this sync
-		// started from. The newer version is on its way to the cache, and its
-		// event syncs the set again; a rate-limited retry would only wait
-		// longer for the same thing.
-		ctrl.LoggerFrom(ctx).V(1).Info("Conflict; waiting for the newer version", "error", err.Error())
-		return ctrl.Result{}, nil
-	}
-	return res, err
+	return setup.RequeueOnConflict(r.reconcile(ctx, req))
 }
 
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -166,7 +158,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := setup.AddFinalizer(ctx, r.Client, ms, v1alpha1.MachineFinalizer); err != nil {
 		return ctrl.Result{}, fmt.Errorf("adding finalizer to machine set %s: %w", ms.Name, err)
 	}
-	s := newScope(ctx, ms)
+	s := newScope(ctx, r.Client, ms)
 	res, err := r.reconcileNormal(ctx, s)
 	if werr := r.writeStatus(ctx, s); werr != nil {
 		return ctrl.Result{}, werr

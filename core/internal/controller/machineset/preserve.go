@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
@@ -133,10 +132,8 @@ func (r *Reconciler) setPreserveAnnotation(ctx context.Context, m *v1alpha1.Mach
 		written.Annotations[v1alpha1.PreserveAnnotation] = value
 	}
 	// Locked: a user may have set a value of their own meanwhile.
+	// A conflict is retried soon by the conflict policy (Reconcile).
 	if err := r.Client.Patch(ctx, written, client.MergeFromWithOptions(m, client.MergeFromWithOptimisticLock{})); err != nil {
-		if apierrors.IsConflict(err) {
-			return nil, fmt.Errorf("machine %s changed meanwhile; retrying: %w", m.Name, err)
-		}
 		return nil, fmt.Errorf("annotating machine %s: %w", m.Name, err)
 	}
 	return written, nil

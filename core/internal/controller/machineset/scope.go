@@ -6,8 +6,10 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 )
 
 // scope is what one sync knows about one MachineSet. The phases read and
@@ -29,11 +31,19 @@ type scope struct {
 	// status is the status to write; nil writes nothing (a sync that failed
 	// before it knew the counts).
 	status *v1alpha1.MachineSetStatus
+	// patcher writes the status at the end of the sync (status.go).
+	patcher *setup.Patcher
 
 	log logr.Logger
 }
 
 // newScope gathers what a sync starts from.
-func newScope(ctx context.Context, ms *v1alpha1.MachineSet) *scope {
-	return &scope{ms: ms, log: ctrl.LoggerFrom(ctx)}
+func newScope(ctx context.Context, c client.Client, ms *v1alpha1.MachineSet) *scope {
+	// The status patch carries the resourceVersion: a status computed from
+	// a stale set is rejected and recomputed on the next sync rather than
+	// written. The counts always go in it: a count of 0 is stored, and
+	// kubectl get shows 0 rather than a blank.
+	p := setup.NewPatcher(c, ms, setup.LockStatus(),
+		setup.StatusCounts("replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas"))
+	return &scope{ms: ms, patcher: p, log: ctrl.LoggerFrom(ctx)}
 }

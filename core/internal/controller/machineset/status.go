@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"time"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
-	"github.com/machina-io/machina/core/internal/countpatch"
 )
 
 // computeStatus is the last phase: the status from the machines the set
@@ -163,36 +161,15 @@ func removeCondition(st *v1alpha1.MachineSetStatus, t v1alpha1.MachineSetConditi
 }
 
 // writeStatus is the one write at the end of a sync: the status the phases
-// computed, if any, and only if it differs from the stored one.
+// computed, if any, through the scope's patcher (only if it differs from
+// the stored one).
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	if s.status == nil {
 		return nil
 	}
-	return r.patchStatus(ctx, s.ms, *s.status)
-}
-
-// patchStatus writes the status if it differs from the stored one. The patch
-// carries the resourceVersion: a status computed from a stale object is
-// rejected and recomputed on the next sync rather than written.
-func (r *Reconciler) patchStatus(ctx context.Context, ms *v1alpha1.MachineSet, st v1alpha1.MachineSetStatus) error {
-	if apiequality.Semantic.DeepEqual(ms.Status, st) {
-		return nil
+	s.ms.Status = *s.status
+	if err := s.patcher.Patch(ctx, s.ms); err != nil {
+		return fmt.Errorf("updating status of machine set %s: %w", s.ms.Name, err)
 	}
-	patched := ms.DeepCopy()
-	patched.Status = st
-	// The counts always go in the patch: a count of 0 is stored, and
-	// kubectl get shows 0 rather than a blank.
-	patch, err := countpatch.Status(ms, patched, map[string]int32{
-		"replicas": st.Replicas, "fullyLabeledReplicas": st.FullyLabeledReplicas,
-		"readyReplicas": st.ReadyReplicas, "availableReplicas": st.AvailableReplicas,
-	})
-	if err != nil {
-		return err
-	}
-	if err := r.Client.Status().Patch(ctx, patched, patch); err != nil {
-		return fmt.Errorf("updating status of machine set %s: %w", ms.Name, err)
-	}
-	ms.Status = patched.Status
-	ms.ResourceVersion = patched.ResourceVersion
 	return nil
 }

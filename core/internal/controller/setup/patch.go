@@ -32,6 +32,7 @@ type Patcher struct {
 	before     client.Object
 	lockObject bool
 	lockStatus bool
+	counts     []string
 }
 
 // PatchOption changes how a Patcher writes.
@@ -45,6 +46,14 @@ func LockObject() PatchOption { return func(p *Patcher) { p.lockObject = true } 
 // LockStatus does the same for the status patch, for a status whose lists
 // (conditions) another writer may change.
 func LockStatus() PatchOption { return func(p *Patcher) { p.lockStatus = true } }
+
+// StatusCounts names status fields (JSON names) that every status patch
+// carries, 0 included. A merge patch computed from Go objects turns a count
+// that dropped to 0 into null (the fields are omitempty), so 0 would never
+// be stored and `kubectl get` would show a blank in the column that reads it.
+func StatusCounts(fields ...string) PatchOption {
+	return func(p *Patcher) { p.counts = append(p.counts, fields...) }
+}
 
 // NewPatcher starts a Patcher from obj as read at the start of a reconcile.
 // The reconcile then changes obj in place and hands it to Patch.
@@ -121,6 +130,20 @@ func (p *Patcher) diff(obj client.Object) (object, status map[string]any, err er
 	}
 	if status, err = mergePatch(before.status, after.status); err != nil {
 		return nil, nil, err
+	}
+	if status != nil && len(p.counts) > 0 {
+		st, _ := status["status"].(map[string]any)
+		if st == nil {
+			st = map[string]any{}
+			status["status"] = st
+		}
+		for _, f := range p.counts {
+			v, _, _ := unstructured.NestedFieldNoCopy(after.status, "status", f)
+			if v == nil {
+				v = int64(0)
+			}
+			st[f] = v
+		}
 	}
 	return object, status, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -113,6 +114,23 @@ func TestPatcher(t *testing.T) {
 		assert.Equal(t, int32(2), got.Spec.Replicas)
 		assert.Equal(t, int32(2), got.Status.Replicas, "the status keeps what the reconcile computed")
 		assert.Equal(t, int32(1), got.Status.FullyLabeledReplicas)
+	})
+
+	t.Run("a count that drops to 0 is stored", func(t *testing.T) {
+		obj := read()
+		require.NotZero(t, obj.Status.Replicas)
+		p := setup.NewPatcher(c, obj, setup.StatusCounts("replicas", "readyReplicas"))
+		obj.Status.Replicas = 0
+		require.NoError(t, p.Patch(ctx, obj))
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("MachineSet"))
+		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(ms), u))
+		for _, f := range []string{"replicas", "readyReplicas"} {
+			v, found, err := unstructured.NestedInt64(u.Object, "status", f)
+			require.NoError(t, err)
+			assert.True(t, found, "status.%s is stored", f)
+			assert.Zero(t, v)
+		}
 	})
 
 	t.Run("a locked write from a stale copy conflicts", func(t *testing.T) {
