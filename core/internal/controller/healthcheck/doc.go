@@ -31,6 +31,9 @@
 //  3. remediate: delete the unhealthy machines a MachineSet controls, or,
 //     with a remediation template, ask for their external remediation.
 //
+// The status is written through setup.Patcher, only when it changed; a
+// conflict is setup.RequeueOnConflict's: checked again soon, no error.
+//
 // Timeouts are not polled: a check is reconciled again when the earliest
 // pending timeout expires, and whenever a selected Machine or its Node's
 // conditions change.

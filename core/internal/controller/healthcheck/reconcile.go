@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,6 +40,8 @@ type scope struct {
 	check *machinaio.MachineHealthCheck
 	orig  *machinaio.MachineHealthCheck
 	now   time.Time
+	// patcher writes the status at the end (writeStatus).
+	patcher *setup.Patcher
 
 	// requestKind is the kind of the remediation requests, when the check
 	// has a remediation template.
@@ -61,12 +62,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !check.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	s := &scope{check: check, orig: check.DeepCopy(), now: r.now()}
+	s := &scope{check: check, orig: check.DeepCopy(), now: r.now(), patcher: setup.NewPatcher(r.Control, check)}
 	res, err := phase.Run(ctx, s, r.judge, r.decide, r.remediate)
 	if werr := r.writeStatus(ctx, s); werr != nil && err == nil {
 		err = werr
 	}
-	return res.Requeue(setup.DefaultResyncPeriod), err
+	return setup.RequeueOnConflict(res.Requeue(setup.DefaultResyncPeriod), err)
 }
 
 // judge reads the check's machines and their Nodes and judges each.
@@ -223,10 +224,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	st.CurrentHealthy = int32(s.healthy)
 	st.RemediationsAllowed = int32(s.limit.remaining)
 	st.ObservedGeneration = s.check.Generation
-	if apiequality.Semantic.DeepEqual(s.orig.Status, *st) {
-		return nil
-	}
-	if err := r.Control.Status().Patch(ctx, s.check, client.MergeFrom(s.orig)); err != nil {
+	if err := s.patcher.Patch(ctx, s.check); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("writing the status of MachineHealthCheck %s: %w", s.check.Name, err))
 	}
 	return nil
