@@ -10,6 +10,11 @@
 // deleted would otherwise vanish under that Machine, which then could neither
 // be created nor, worse, have its VM deleted.
 //
+// A live class's ScaleFromZero and DriverFound conditions are written in one
+// status patch through setup.Patcher, only when one changed, and their events
+// follow the write; a conflict is setup.RequeueOnConflict's: reconciled again
+// soon, no error.
+//
 // The Machine controller learns of class changes by watching MachineClasses
 // itself; MachinesOfClass is the mapping it can use.
 package machineclass

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/driver"
@@ -25,11 +24,12 @@ const (
 	driverRecheck   = 10 * time.Minute
 )
 
-// reportDriver sets the class's DriverFound condition: True when one
-// driver serves its provider, False otherwise, with a Warning event when
-// it turns False (its machines are then left alone) and a Normal one when
-// it turns True again.
-func (r *Reconciler) reportDriver(ctx context.Context, class *v1alpha1.MachineClass) (ctrl.Result, error) {
+// setDriverCondition sets the class's DriverFound condition: True when one
+// driver serves its provider, False otherwise. It returns when to look
+// again and what to announce once the condition is written: a Warning
+// event when it turns False (its machines are then left alone) and a
+// Normal one when it turns True again; nil when it did not change.
+func (r *Reconciler) setDriverCondition(ctx context.Context, class *v1alpha1.MachineClass) (ctrl.Result, func(), error) {
 	cond := metav1.Condition{
 		Type:               v1alpha1.MachineClassDriverFound,
 		ObservedGeneration: class.Generation,
@@ -47,7 +47,7 @@ func (r *Reconciler) reportDriver(ctx context.Context, class *v1alpha1.MachineCl
 		cond.Message = err.Error() + "; the machines of this class are left alone until a driver serves it"
 		recheck = noDriverRecheck
 	default:
-		return ctrl.Result{}, err
+		return ctrl.Result{}, nil, err
 	}
 
 	// A copy: SetStatusCondition below changes the condition in place.
@@ -59,25 +59,23 @@ func (r *Reconciler) reportDriver(ctx context.Context, class *v1alpha1.MachineCl
 		}
 	}
 	if old != nil && old.Status == cond.Status && old.Reason == cond.Reason && old.Message == cond.Message && old.ObservedGeneration == cond.ObservedGeneration {
-		return ctrl.Result{RequeueAfter: recheck}, nil
+		return ctrl.Result{RequeueAfter: recheck}, nil, nil
 	}
-	patch := client.MergeFrom(class.DeepCopy())
 	if class.Status == nil {
 		class.Status = &v1alpha1.MachineClassStatus{}
 	}
 	meta.SetStatusCondition(&class.Status.Conditions, cond)
-	if err := r.Client.Status().Patch(ctx, class, patch); err != nil {
-		return writeResult(client.IgnoreNotFound(err), "writing machine class status")
+	announce := func() {
+		log := ctrl.LoggerFrom(ctx)
+		turned := old == nil || old.Status != cond.Status
+		switch {
+		case cond.Status == metav1.ConditionFalse && turned:
+			log.Info("No driver serves the machine class; its machines are left alone", "provider", class.Provider, "reason", err.Error())
+			r.Recorder.Eventf(class, nil, corev1.EventTypeWarning, v1alpha1.MachineClassNoDriver, "Route", "%s", cond.Message)
+		case cond.Status == metav1.ConditionTrue && old != nil && turned:
+			log.Info("A driver serves the machine class again", "provider", class.Provider, "driver", dc.Name())
+			r.Recorder.Eventf(class, nil, corev1.EventTypeNormal, v1alpha1.MachineClassDriverServes, "Route", "%s", cond.Message)
+		}
 	}
-	log := ctrl.LoggerFrom(ctx)
-	turned := old == nil || old.Status != cond.Status
-	switch {
-	case cond.Status == metav1.ConditionFalse && turned:
-		log.Info("No driver serves the machine class; its machines are left alone", "provider", class.Provider, "reason", err.Error())
-		r.Recorder.Eventf(class, nil, corev1.EventTypeWarning, v1alpha1.MachineClassNoDriver, "Route", "%s", cond.Message)
-	case cond.Status == metav1.ConditionTrue && old != nil && turned:
-		log.Info("A driver serves the machine class again", "provider", class.Provider, "driver", dc.Name())
-		r.Recorder.Eventf(class, nil, corev1.EventTypeNormal, v1alpha1.MachineClassDriverServes, "Route", "%s", cond.Message)
-	}
-	return ctrl.Result{RequeueAfter: recheck}, nil
+	return ctrl.Result{RequeueAfter: recheck}, announce, nil
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -34,10 +33,6 @@ const (
 	// ReasonReleased: the last reference is gone and the finalizer was removed.
 	ReasonReleased = "Released"
 )
-
-// conflictRetry is how soon a write that lost an optimistic-lock race is
-// retried (MCM's ConflictRetry): the next read sees the winner's version.
-const conflictRetry = 200 * time.Millisecond
 
 // blockedRecheck is how often a class whose deletion is blocked is looked at
 // again even without events. Every change of a referrer already triggers a
@@ -106,38 +101,47 @@ func classOfReferrer(_ context.Context, obj client.Object) []reconcile.Request {
 // Reconcile adds the finalizer to a live class and reports whether its node
 // template lets the cluster-autoscaler scale up from zero and which driver
 // serves it; it removes the finalizer from a class being deleted once
-// nothing refers to it.
+// nothing refers to it. A conflict is setup's conflict policy: reconciled
+// again soon, no error.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return setup.RequeueOnConflict(r.reconcile(ctx, req))
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	class := &v1alpha1.MachineClass{}
 	if err := r.Client.Get(ctx, req.NamespacedName, class); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if class.DeletionTimestamp.IsZero() {
-		res, err := r.ensureFinalizer(ctx, class)
-		if err != nil || !res.IsZero() {
-			return res, err
-		}
-		if err := r.reportNodeTemplate(ctx, class); err != nil {
-			return writeResult(client.IgnoreNotFound(err), "writing machine class status")
-		}
-		if r.Drivers == nil {
-			return res, nil
-		}
-		return r.reportDriver(ctx, class)
+	if !class.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, class)
 	}
-	return r.reconcileDelete(ctx, class)
-}
+	if !controllerutil.ContainsFinalizer(class, v1alpha1.MachineFinalizer) {
+		if err := setup.AddFinalizer(ctx, r.Client, class, v1alpha1.MachineFinalizer); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding finalizer to machine class: %w", err)
+		}
+		ctrl.LoggerFrom(ctx).V(1).Info("Added finalizer to machine class")
+	}
 
-// ensureFinalizer puts the finalizer on a live class.
-func (r *Reconciler) ensureFinalizer(ctx context.Context, class *v1alpha1.MachineClass) (ctrl.Result, error) {
-	if controllerutil.ContainsFinalizer(class, v1alpha1.MachineFinalizer) {
-		return ctrl.Result{}, nil
+	// Both conditions are written in one status patch; their events follow
+	// a successful write.
+	p := setup.NewPatcher(r.Client, class)
+	announce := []func(){setNodeTemplateCondition(ctx, r.Recorder, class)}
+	var res ctrl.Result
+	var driverErr error
+	if r.Drivers != nil {
+		var a func()
+		res, a, driverErr = r.setDriverCondition(ctx, class)
+		announce = append(announce, a)
 	}
-	if err := setup.AddFinalizer(ctx, r.Client, class, v1alpha1.MachineFinalizer); err != nil {
-		return writeResult(err, "adding finalizer to machine class")
+	if err := p.Patch(ctx, class); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("writing machine class status: %w", err))
 	}
-	ctrl.LoggerFrom(ctx).V(1).Info("Added finalizer to machine class")
-	return ctrl.Result{}, nil
+	for _, a := range announce {
+		if a != nil {
+			a()
+		}
+	}
+	return res, driverErr
 }
 
 // reconcileDelete releases a class being deleted once nothing refers to it,
@@ -160,23 +164,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, class *v1alpha1.Machin
 	patch := client.MergeFromWithOptions(class.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(class, v1alpha1.MachineFinalizer)
 	if err := r.Client.Patch(ctx, class, patch); err != nil {
-		return writeResult(client.IgnoreNotFound(err), "removing finalizer from machine class")
+		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("removing finalizer from machine class: %w", err))
 	}
 	ctrl.LoggerFrom(ctx).Info("Released machine class: nothing refers to it any more")
 	r.Recorder.Eventf(class, nil, corev1.EventTypeNormal, ReasonReleased, "Delete",
 		"No machine, machine set or machine deployment refers to the class any more; finalizer removed")
 	return ctrl.Result{}, nil
-}
-
-// writeResult turns the error of a write into the reconcile result: a lost
-// optimistic-lock race is retried soon and quietly, anything else is an
-// error (retried with the controller's backoff).
-func writeResult(err error, what string) (ctrl.Result, error) {
-	switch {
-	case err == nil:
-		return ctrl.Result{}, nil
-	case apierrors.IsConflict(err):
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
-	}
-	return ctrl.Result{}, fmt.Errorf("%s: %w", what, err)
 }

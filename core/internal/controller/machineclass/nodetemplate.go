@@ -8,8 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
 )
@@ -71,11 +71,13 @@ func scaleFromZeroCondition(class *v1alpha1.MachineClass) metav1.Condition {
 	return cond
 }
 
-// reportNodeTemplate sets the class's ScaleFromZero condition, with a
-// Warning event when the node template turns incomplete (or lacks
-// something else) and a Normal one when it turns complete. A class without
-// a node template gets the condition but no event: that is a choice.
-func (r *Reconciler) reportNodeTemplate(ctx context.Context, class *v1alpha1.MachineClass) error {
+// setNodeTemplateCondition sets the class's ScaleFromZero condition and
+// returns what to announce once it is written: a Warning event when the
+// node template turns incomplete (or lacks something else) and a Normal one
+// when it turns complete; nil when the condition did not change. A class
+// without a node template gets the condition but no event: that is a
+// choice.
+func setNodeTemplateCondition(ctx context.Context, rec events.EventRecorder, class *v1alpha1.MachineClass) func() {
 	cond := scaleFromZeroCondition(class)
 	var old *metav1.Condition
 	if class.Status != nil {
@@ -87,20 +89,17 @@ func (r *Reconciler) reportNodeTemplate(ctx context.Context, class *v1alpha1.Mac
 	if old != nil && old.Status == cond.Status && old.Reason == cond.Reason && old.Message == cond.Message && old.ObservedGeneration == cond.ObservedGeneration {
 		return nil
 	}
-	patch := client.MergeFrom(class.DeepCopy())
 	if class.Status == nil {
 		class.Status = &v1alpha1.MachineClassStatus{}
 	}
 	meta.SetStatusCondition(&class.Status.Conditions, cond)
-	if err := r.Client.Status().Patch(ctx, class, patch); err != nil {
-		return err
+	return func() {
+		switch {
+		case cond.Reason == v1alpha1.MachineClassNodeTemplateIncomplete && (old == nil || old.Message != cond.Message):
+			ctrl.LoggerFrom(ctx).Info("The machine class's nodeTemplate does not allow scaling up from zero", "reason", cond.Message)
+			rec.Eventf(class, nil, corev1.EventTypeWarning, v1alpha1.MachineClassNodeTemplateIncomplete, "Validate", "%s", cond.Message)
+		case cond.Status == metav1.ConditionTrue && old != nil && old.Status != cond.Status:
+			rec.Eventf(class, nil, corev1.EventTypeNormal, v1alpha1.MachineClassNodeTemplateComplete, "Validate", "%s", cond.Message)
+		}
 	}
-	switch {
-	case cond.Reason == v1alpha1.MachineClassNodeTemplateIncomplete && (old == nil || old.Message != cond.Message):
-		ctrl.LoggerFrom(ctx).Info("The machine class's nodeTemplate does not allow scaling up from zero", "reason", cond.Message)
-		r.Recorder.Eventf(class, nil, corev1.EventTypeWarning, v1alpha1.MachineClassNodeTemplateIncomplete, "Validate", "%s", cond.Message)
-	case cond.Status == metav1.ConditionTrue && old != nil && old.Status != cond.Status:
-		r.Recorder.Eventf(class, nil, corev1.EventTypeNormal, v1alpha1.MachineClassNodeTemplateComplete, "Validate", "%s", cond.Message)
-	}
-	return nil
 }
