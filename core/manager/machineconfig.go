@@ -9,6 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
+	"github.com/machina-io/machina/core/internal/controller/mcdrain"
+	"github.com/machina-io/machina/core/internal/controller/mcgc"
 	"github.com/machina-io/machina/core/internal/controller/mckubelet"
 	"github.com/machina-io/machina/core/internal/controller/mcpool"
 	"github.com/machina-io/machina/core/internal/controller/mcrender"
@@ -42,7 +44,7 @@ func (m *Manager) setupMachineConfigRender(mgr ctrl.Manager, target cluster.Clus
 	if err := (&mcrender.Reconciler{}).SetupWithManager(mgr, setup.Env{Target: target, Workers: workers}); err != nil {
 		return fmt.Errorf("machine config render controller: %w", err)
 	}
-	if err := (&mcrender.Collector{Grace: m.opts.MachineConfigGCGrace}).SetupWithManager(mgr, setup.Env{Target: target, Workers: 1}); err != nil {
+	if err := (&mcgc.Collector{Grace: m.opts.MachineConfigGCGrace}).SetupWithManager(mgr, setup.Env{Target: target, Workers: 1}); err != nil {
 		return fmt.Errorf("rendered machine config collector: %w", err)
 	}
 	if err := (&mckubelet.Reconciler{}).SetupWithManager(mgr, setup.Env{Target: target, Workers: workers}); err != nil {
@@ -70,7 +72,7 @@ func (m *Manager) setupMachineConfigRender(mgr ctrl.Manager, target cluster.Clus
 	if err := (&mcpool.Reconciler{}).SetupWithManager(mgr, setup.Env{Target: target, Workers: workers}); err != nil {
 		return fmt.Errorf("machine config pool update controller: %w", err)
 	}
-	if err := (&mcpool.DrainReconciler{}).SetupWithManager(mgr, setup.Env{Target: target, Workers: workers}); err != nil {
+	if err := (&mcdrain.Reconciler{}).SetupWithManager(mgr, setup.Env{Target: target, Workers: workers}); err != nil {
 		return fmt.Errorf("machine config drain controller: %w", err)
 	}
 	return nil

@@ -14,7 +14,7 @@ import (
 
 	"github.com/machina-io/machina/core/internal/controller/classupdate"
 	"github.com/machina-io/machina/core/internal/controller/machine"
-	"github.com/machina-io/machina/core/internal/controller/mcrender"
+	"github.com/machina-io/machina/core/internal/controller/mcgc"
 	"github.com/machina-io/machina/core/internal/driver"
 	"github.com/machina-io/machina/core/internal/meltdown"
 	"github.com/machina-io/machina/core/nodeconfig"
@@ -267,7 +267,7 @@ func DefaultOptions() Options {
 		MachineSafetyOrphanVMsPeriod:             15 * time.Minute,
 		MachineSafetyAPIServerStatusCheckPeriod:  time.Minute,
 		MachineSafetyAPIServerStatusCheckTimeout: 30 * time.Second,
-		MachineConfigGCGrace:                     mcrender.DefaultGCGrace,
+		MachineConfigGCGrace:                     mcgc.DefaultGrace,
 	}
 }
 

@@ -18,3 +18,11 @@ func IsBase(mc *mcv1.MachineConfig) bool {
 	ref := metav1.GetControllerOf(mc)
 	return ref == nil || ref.Kind == ControllerConfigKind
 }
+
+// IsRendered tells the render controller's output from users' fragments: a
+// rendered MachineConfig is controlled by a pool. The render controller
+// leaves them out of what it merges; the collector deletes only them.
+func IsRendered(mc *mcv1.MachineConfig) bool {
+	ref := metav1.GetControllerOf(mc)
+	return ref != nil && ref.Kind == "MachineConfigPool" && ref.APIVersion == mcv1.GroupVersion.String()
+}

@@ -1,6 +1,6 @@
 // Package mcpool is the update controller of machine configuration pools
-// (OpenShift's MachineConfigController node controller, docs/machine-config.md)
-// and the drain controller of their handshake.
+// (OpenShift's MachineConfigController node controller,
+// docs/machine-config.md).
 //
 // The pool controller reconciles one MachineConfigPool at a time in named
 // phases (core/internal/controller/phase), and writes the pool's status
@@ -25,8 +25,8 @@
 //
 // The node agent answers on the Node's annotations (state, currentConfig,
 // reason) and asks for a drain with desiredDrain; the drain controller
-// (drain_controller.go) cordons and drains, or uncordons a Node that is
-// Ready, and acknowledges with lastAppliedDrain.
+// (core/internal/controller/mcdrain) cordons and drains, or uncordons a
+// Node that is Ready, and acknowledges with lastAppliedDrain.
 //
 // A Node that a MachineDeployment's in-place rollout has marked
 // (candidate-for-update or selected-for-update) is not given a new

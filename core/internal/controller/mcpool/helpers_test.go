@@ -20,6 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
+	"github.com/machina-io/machina/core/internal/controller/mcdrain"
 	"github.com/machina-io/machina/core/internal/controller/mcpool"
 	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/testenv"
@@ -38,8 +39,9 @@ const (
 
 const waitFor = time.Minute
 
-// startControllers runs the pool and drain controllers, and any others
-// extra sets up, on env (one cluster for the pools, Nodes and machines)
+// startControllers runs the pool and drain controllers (the drain
+// controller answers the agents these tests play), and any others extra
+// sets up, on env (one cluster for the pools, Nodes and machines)
 // until the returned stop is called or the test ends.
 func startControllers(t *testing.T, env *testenv.Env, extra ...func(ctrl.Manager) error) (stop func()) {
 	t.Helper()
@@ -52,7 +54,7 @@ func startControllers(t *testing.T, env *testenv.Env, extra ...func(ctrl.Manager
 	})
 	require.NoError(t, err)
 	require.NoError(t, (&mcpool.Reconciler{}).SetupWithManager(mgr, setup.Env{Target: mgr, Workers: 2}))
-	require.NoError(t, (&mcpool.DrainReconciler{}).SetupWithManager(mgr, setup.Env{Target: mgr, Workers: 2}))
+	require.NoError(t, (&mcdrain.Reconciler{}).SetupWithManager(mgr, setup.Env{Target: mgr, Workers: 2}))
 	for _, setup := range extra {
 		require.NoError(t, setup(mgr))
 	}

@@ -87,7 +87,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
 	// renders again. A rendered configuration matters to its pool only: if
 	// it is deleted while still the pool's rendering, it is written again.
 	allPools := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, mc *mcfgv1.MachineConfig) []reconcile.Request {
-		if isRendered(mc) {
+		if mcfg.IsRendered(mc) {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: metav1.GetControllerOf(mc).Name}}}
 		}
 		return r.allPools(ctx)
@@ -176,13 +176,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	return res.Requeue(resync), nil
-}
-
-// isRendered tells the controller's own output from users' fragments: a
-// rendered configuration is controlled by a pool.
-func isRendered(mc *mcfgv1.MachineConfig) bool {
-	ref := metav1.GetControllerOf(mc)
-	return ref != nil && ref.Kind == "MachineConfigPool" && ref.APIVersion == mcfgv1.GroupVersion.String()
 }
 
 func mapsEqual(a, b map[string]string) bool {

@@ -1,7 +1,6 @@
 // Package mcrender is the render controller of machine configuration pools
 // (OpenShift's MachineConfigController render controller,
-// docs/machine-config.md), and the collector of rendered configurations no
-// longer used.
+// docs/machine-config.md).
 //
 // The render controller reconciles one MachineConfigPool at a time in
 // named phases (core/internal/controller/phase). The phases:
@@ -25,7 +24,8 @@
 // that cannot be rendered stops the phases: the pool keeps its last good
 // target and RenderDegraded names the fragment and what is wrong with it.
 //
-// The collector (gc.go) deletes a rendered MachineConfig that no pool
-// (spec or status) and no Node (currentConfig, desiredConfig) has referred
-// to for a grace period; MCO keeps them forever.
+// The collector (core/internal/controller/mcgc) deletes a rendered
+// MachineConfig that no pool (spec or status) and no Node (currentConfig,
+// desiredConfig) has referred to for a grace period; MCO keeps them
+// forever.
 package mcrender

@@ -23,25 +23,27 @@ import (
 
 	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/core/internal/controller/controllertest"
+	"github.com/machina-io/machina/core/internal/controller/mcgc"
 	"github.com/machina-io/machina/core/internal/controller/mcrender"
 	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/mcfg"
 	"github.com/machina-io/machina/core/testenv"
 )
 
-// gcGrace is the collector's grace in these tests: short, so that a test
-// waits for a deletion rather than sleeping.
+// gcGrace is the collector's grace in these tests: short, so that a
+// rendering the collector took for unused would go while the test runs.
 const gcGrace = 2 * time.Second
 
-// TestRender runs the render controller and the collector against a real
-// API server.
+// TestRender runs the render controller against a real API server, with
+// the collector (mcgc, tested there) as in the manager: a rendering the
+// collector deletes is one the render controller no longer needs.
 func TestRender(t *testing.T) {
 	env := testenv.Start(t)
 	controllertest.StartManager(t, env, func(mgr ctrl.Manager) error {
 		if err := (&mcrender.Reconciler{}).SetupWithManager(mgr, setup.Env{Target: mgr, Workers: 2}); err != nil {
 			return err
 		}
-		return (&mcrender.Collector{Grace: gcGrace}).SetupWithManager(mgr, setup.Env{Target: mgr, Workers: 1})
+		return (&mcgc.Collector{Grace: gcGrace}).SetupWithManager(mgr, setup.Env{Target: mgr, Workers: 1})
 	})
 	c := env.Client
 
@@ -49,7 +51,6 @@ func TestRender(t *testing.T) {
 	t.Run("merge order and hash do not depend on creation order", func(t *testing.T) { testCreationOrder(t, c) })
 	t.Run("a bad fragment keeps the last good rendering", func(t *testing.T) { testBadFragment(t, c) })
 	t.Run("a selector change renders again", func(t *testing.T) { testSelectorChange(t, c) })
-	t.Run("unreferenced renderings are collected after the grace", func(t *testing.T) { testGC(t, c) })
 	t.Run("a pool created again adopts its rendering", func(t *testing.T) { testAdopt(t, c) })
 	t.Run("a day-2 FIPS change is refused", func(t *testing.T) { testFIPSChange(t, c) })
 	t.Run("an unsupported extension is refused", func(t *testing.T) { testExtensions(t, c) })
@@ -389,50 +390,6 @@ func setRoles(t *testing.T, c client.Client, name string, roles ...string) {
 		p.Spec.MachineConfigSelector.MatchExpressions[0].Values = roles
 		return c.Update(t.Context(), p)
 	}))
-}
-
-// testGC changes a pool's configuration twice while a Node still runs the
-// first rendering: the second, referred to by nobody, is collected after
-// the grace; the first only once the Node moves on.
-func testGC(t *testing.T, c client.Client) {
-	ctx := t.Context()
-	require.NoError(t, c.Create(ctx, pool("gc", "gc")))
-	frag := fragment("10-gc", "gc", fileConfig("/etc/gc", "one"))
-	require.NoError(t, c.Create(ctx, frag))
-	first := target(t, c, "gc", "").Spec.Configuration.Name
-
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gc-node", Annotations: map[string]string{
-		mcfgv1.CurrentConfigAnnotation: first, mcfgv1.DesiredConfigAnnotation: first,
-	}}}
-	require.NoError(t, c.Create(ctx, node))
-
-	setFile := func(content string) {
-		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(frag), frag))
-		frag.Spec.Config.Raw = []byte(fileConfig("/etc/gc", content))
-		require.NoError(t, c.Update(ctx, frag))
-	}
-	setFile("two")
-	second := target(t, c, "gc", first).Spec.Configuration.Name
-	setFile("three")
-	third := target(t, c, "gc", second).Spec.Configuration.Name
-
-	gone := func(name string) bool {
-		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Name: name}, &mcfgv1.MachineConfig{}))
-	}
-	eventually(t, func() bool { return gone(second) }, "%s, referred to by nobody, was never collected", second)
-	mc := &mcfgv1.MachineConfig{}
-	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: first}, mc), "the Node's configuration must stay")
-	assert.NotContains(t, mc.Annotations, mcfgv1.UnreferencedSinceAnnotation)
-	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: third}, mc), "the pool's target must stay")
-	assert.NotContains(t, mc.Annotations, mcfgv1.UnreferencedSinceAnnotation)
-
-	// The Node moves on: the first rendering goes too, the target stays.
-	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(node), node))
-	node.Annotations[mcfgv1.CurrentConfigAnnotation] = third
-	node.Annotations[mcfgv1.DesiredConfigAnnotation] = third
-	require.NoError(t, c.Update(ctx, node))
-	eventually(t, func() bool { return gone(first) }, "%s was never collected after the Node moved on", first)
-	assert.False(t, gone(third))
 }
 
 // testAdopt deletes a pool and creates it again: the rendering, the same

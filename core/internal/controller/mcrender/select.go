@@ -50,7 +50,7 @@ func (r *Reconciler) selectFragments(ctx context.Context, s *scope) (phase.Resul
 		return phase.Result{}, fmt.Errorf("listing MachineConfigs: %w", err)
 	}
 	for _, mc := range list.Items {
-		if !isRendered(&mc) && mc.DeletionTimestamp.IsZero() {
+		if !mcfg.IsRendered(&mc) && mc.DeletionTimestamp.IsZero() {
 			s.fragments = append(s.fragments, mc)
 		}
 	}

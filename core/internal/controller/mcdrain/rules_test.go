@@ -1,4 +1,4 @@
-package mcpool_test
+package mcdrain_test
 
 import (
 	"strings"
@@ -15,7 +15,7 @@ import (
 
 	machinaio "github.com/machina-io/machina/core/api/machina/v1alpha1"
 	"github.com/machina-io/machina/core/api/v1alpha1"
-	"github.com/machina-io/machina/core/internal/controller/mcpool"
+	"github.com/machina-io/machina/core/internal/controller/mcdrain"
 	"github.com/machina-io/machina/core/testenv"
 )
 
@@ -27,10 +27,10 @@ func TestPoolDrainFollowsDrainRules(t *testing.T) {
 	env := testenv.Start(t)
 	c := env.Client
 	ctx := t.Context()
-	startControllers(t, env)
+	startController(t, env)
 	const ns = "pool-rules"
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	node := createNodes(t, c, "rules", 1, nil, "")[0]
+	node := createNodes(t, c, "rules", 1, nil)[0]
 	patchAnnotations(t, c, node, map[string]string{keyDesired: "rendered-r-2", keyCurrent: "rendered-r-1"})
 	require.NoError(t, c.Create(ctx, &v1alpha1.Machine{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "m1", Labels: map[string]string{v1alpha1.NodeLabelKey: node, "pool": "a"}},
@@ -89,7 +89,7 @@ func TestPoolDrainFollowsDrainRules(t *testing.T) {
 		list := &eventsv1.EventList{}
 		require.NoError(t, c.List(ctx, list))
 		for _, e := range list.Items {
-			if e.Reason == mcpool.ReasonDrainWaiting && e.Regarding.Name == node &&
+			if e.Reason == mcdrain.ReasonDrainWaiting && e.Regarding.Name == node &&
 				strings.Contains(e.Note, "waiting for pod "+ns+"/job-1 (MachineDrainRule wait-jobs) to complete") {
 				return true
 			}

@@ -1,4 +1,4 @@
-package mcpool_test
+package mcdrain_test
 
 import (
 	"testing"
@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/machina-io/machina/core/internal/controller/controllertest"
-	"github.com/machina-io/machina/core/internal/controller/mcpool"
+	"github.com/machina-io/machina/core/internal/controller/mcdrain"
 	"github.com/machina-io/machina/core/testenv"
 )
 
@@ -19,19 +19,19 @@ import (
 func TestDrainOnlyWhatARolloutAsked(t *testing.T) {
 	env := testenv.Start(t)
 	c := env.Client
-	startControllers(t, env)
-	names := createNodes(t, c, "ask", 3, nil, "")
+	startController(t, env)
+	names := createNodes(t, c, "ask", 3, nil)
 	outside, other, asked := names[0], names[1], names[2]
 	patchAnnotations(t, c, other, map[string]string{keyDesired: "rendered-a-2", keyCurrent: "rendered-a-1"})
 	patchAnnotations(t, c, asked, map[string]string{keyDesired: "rendered-a-2", keyCurrent: "rendered-a-1"})
 
 	// A Node no pool gave a configuration.
 	patchAnnotations(t, c, outside, map[string]string{keyDrain: "drain-rendered-a-2"})
-	controllertest.RequireEvent(t, c, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: outside}}, mcpool.ReasonBadDrainAction,
+	controllertest.RequireEvent(t, c, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: outside}}, mcdrain.ReasonBadDrainAction,
 		"is not acted on: the node has no machineconfiguration.openshift.io/desiredConfig: no pool is updating it")
 	// A request for a configuration the Node was not given.
 	patchAnnotations(t, c, other, map[string]string{keyDrain: "drain-rendered-evil"})
-	controllertest.RequireEvent(t, c, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: other}}, mcpool.ReasonBadDrainAction,
+	controllertest.RequireEvent(t, c, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: other}}, mcdrain.ReasonBadDrainAction,
 		`it names "rendered-evil", but the node's machineconfiguration.openshift.io/desiredConfig is "rendered-a-2"`)
 
 	// The one a rollout asked for is drained. The events above come from

@@ -1,4 +1,4 @@
-package mcrender
+package mcgc
 
 import (
 	"context"
@@ -20,15 +20,17 @@ import (
 
 	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/core/internal/controller/setup"
+	"github.com/machina-io/machina/core/internal/mcfg"
 )
 
-// CollectorName names the collector of rendered configurations.
-const CollectorName = "machineconfig-gc"
+// ControllerName names the collector of rendered configurations in logs,
+// metrics and events.
+const ControllerName = "machineconfig-gc"
 
-// DefaultGCGrace is how long a rendered configuration nobody refers to is
+// DefaultGrace is how long a rendered configuration nobody refers to is
 // kept: long enough to look at what a pool ran before, and to roll back
 // by hand.
-const DefaultGCGrace = time.Hour
+const DefaultGrace = time.Hour
 
 // Collector deletes rendered MachineConfigs that no pool (spec or status
 // configuration) and no Node (currentConfig or desiredConfig annotation)
@@ -42,7 +44,7 @@ type Collector struct {
 	// deletion must not be a stale cache's.
 	APIReader client.Reader
 	// Grace is how long an unreferenced rendered configuration is kept
-	// (DefaultGCGrace when not positive).
+	// (DefaultGrace when not positive).
 	Grace time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
@@ -59,12 +61,12 @@ func (c *Collector) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
 		c.APIReader = target.GetAPIReader()
 	}
 	if c.Grace <= 0 {
-		c.Grace = DefaultGCGrace
+		c.Grace = DefaultGrace
 	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	rendered := predicate.NewTypedPredicateFuncs(func(mc *mcfgv1.MachineConfig) bool { return isRendered(mc) })
+	rendered := predicate.NewTypedPredicateFuncs(func(mc *mcfgv1.MachineConfig) bool { return mcfg.IsRendered(mc) })
 	// For updates the map functions run with the old and the new object,
 	// so the configuration a pool or a Node stops naming is looked at too.
 	poolRefs := handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, p *mcfgv1.MachineConfigPool) []reconcile.Request {
@@ -79,7 +81,7 @@ func (c *Collector) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
 		},
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		Named(CollectorName).
+		Named(ControllerName).
 		WatchesRawSource(source.Kind(target.GetCache(), &mcfgv1.MachineConfig{},
 			&handler.TypedEnqueueRequestForObject[*mcfgv1.MachineConfig]{}, rendered)).
 		WatchesRawSource(source.Kind(target.GetCache(), &mcfgv1.MachineConfigPool{}, poolRefs)).
@@ -95,7 +97,7 @@ func (c *Collector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	if err := c.Client.Get(ctx, req.NamespacedName, mc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !isRendered(mc) || !mc.DeletionTimestamp.IsZero() {
+	if !mcfg.IsRendered(mc) || !mc.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
 	log := logr.FromContextOrDiscard(ctx).WithValues("machineConfig", mc.Name)
@@ -132,31 +134,6 @@ func (c *Collector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	return ctrl.Result{}, nil
 }
 
-// referenced tells whether a pool or a Node refers to name. It scans
-// them all: rendered configurations are few, and a scan of the cache costs
-// less than indexes every term would have to register once.
-func (c *Collector) referenced(ctx context.Context, r client.Reader, name string) (bool, error) {
-	pools := &mcfgv1.MachineConfigPoolList{}
-	if err := r.List(ctx, pools); err != nil {
-		return false, fmt.Errorf("listing pools: %w", err)
-	}
-	for i := range pools.Items {
-		if slices.Contains(poolConfigs(&pools.Items[i]), name) {
-			return true, nil
-		}
-	}
-	nodes := &corev1.NodeList{}
-	if err := r.List(ctx, nodes); err != nil {
-		return false, fmt.Errorf("listing Nodes: %w", err)
-	}
-	for i := range nodes.Items {
-		if slices.Contains(nodeConfigs(&nodes.Items[i]), name) {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
 // mark sets (or, with "", removes) the unreferenced-since annotation.
 func (c *Collector) mark(ctx context.Context, mc *mcfgv1.MachineConfig, since string) error {
 	patch := client.MergeFromWithOptions(mc.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -172,32 +149,4 @@ func (c *Collector) mark(ctx context.Context, mc *mcfgv1.MachineConfig, since st
 		return fmt.Errorf("marking %s: %w", mc.Name, client.IgnoreNotFound(err))
 	}
 	return nil
-}
-
-// poolConfigs are the rendered configurations a pool refers to.
-func poolConfigs(p *mcfgv1.MachineConfigPool) []string {
-	return nonEmpty(p.Spec.Configuration.Name, p.Status.Configuration.Name)
-}
-
-// nodeConfigs are the rendered configurations a Node refers to.
-func nodeConfigs(n *corev1.Node) []string {
-	return nonEmpty(n.Annotations[mcfgv1.CurrentConfigAnnotation], n.Annotations[mcfgv1.DesiredConfigAnnotation])
-}
-
-func nonEmpty(values ...string) []string {
-	var out []string
-	for _, v := range values {
-		if v != "" && !slices.Contains(out, v) {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-func requests(names []string) []reconcile.Request {
-	out := make([]reconcile.Request, 0, len(names))
-	for _, n := range names {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Name: n}})
-	}
-	return out
 }
