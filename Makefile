@@ -19,6 +19,7 @@ GOLANGCI_LINT  := go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@
 
 BIN := $(CURDIR)/bin
 TEST_FLAGS ?= -count=1 -timeout=30m
+SOAK_RUNS ?= 500
 # make fuzz: time per fuzz target, and a regexp that picks targets.
 FUZZTIME ?= 30s
 FUZZ ?= .
@@ -87,6 +88,11 @@ verify-node: ## Check the Node.js driver socket code of docs/writing-a-driver.md
 .PHONY: fuzz
 fuzz: ## Fuzz every FuzzXxx target for FUZZTIME each (default 30s; FUZZ=regexp picks targets).
 	FUZZTIME=$(FUZZTIME) FUZZ=$(FUZZ) hack/fuzz.sh
+
+.PHONY: conformance-soak
+conformance-soak: deps ## Run the whole conformance suite SOAK_RUNS times (default 500) against each reference driver; every run must pass.
+	assets=$$(hack/envtest-assets.sh); cd cmd/machina-conformance && KUBEBUILDER_ASSETS=$$assets \
+	  MACHINA_CONFORMANCE_SOAK_RUNS=$(SOAK_RUNS) go test -count=1 -timeout=0 -run '^TestConformanceSoak$$' -v .
 
 .PHONY: bench
 bench: ## Run the benchmarks (driver calls, scale-up/down, rollout, API server ceiling); BENCH_ARGS for options.
