@@ -177,8 +177,14 @@ func classOf(obj client.Object) []string {
 
 var _ reconcile.Reconciler = &Reconciler{}
 
-// Reconcile brings the VMs of a class's machines to the class's contents.
+// Reconcile brings the VMs of a class's machines to the class's contents. A
+// conflict (a machine changed since the cache copy) is setup's conflict
+// policy: reconciled again soon, no error.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return setup.RequeueOnConflict(r.reconcile(ctx, req))
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	class := &v1alpha1.MachineClass{}
 	if err := r.Client.Get(ctx, req.NamespacedName, class); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)

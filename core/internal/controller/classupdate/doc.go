@@ -26,6 +26,11 @@
 //     the same contents. An error: retried after the period its code calls
 //     for (retry.go).
 //
+// Each machine is written through setup.Patcher, only what changed: its
+// annotations with a merge patch, its status with the machine's
+// resourceVersion (the Machine controller writes the same conditions); a
+// conflict is setup.RequeueOnConflict's: reconciled again soon, no error.
+//
 // A driver without the UpdateMachine capability is never called: its
 // machines behave as before this controller existed. Nothing runs while the
 // API server freeze gate is closed.

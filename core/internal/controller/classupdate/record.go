@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 )
 
 // Reasons of the ClassUpdated condition and of the events on Machines.
@@ -89,9 +90,10 @@ func (r *Reconciler) recordFailure(ctx context.Context, s *scope, m *v1alpha1.Ma
 // writeStatus sets the ClassUpdated condition (and the driver's
 // last_known_state when it sent one). The patch carries the machine's
 // resourceVersion: the Machine controller writes the same status, and a
-// merge patch replaces the condition list whole.
+// merge patch replaces the condition list whole. A conflict is the conflict
+// policy's (Reconcile).
 func (r *Reconciler) writeStatus(ctx context.Context, m *v1alpha1.Machine, st metav1.ConditionStatus, reason, msg, lastKnownState string) error {
-	patch := client.MergeFromWithOptions(m.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	p := setup.NewPatcher(r.Client, m, setup.LockStatus())
 	changed := meta.SetStatusCondition(&m.Status.MachineConditions, metav1.Condition{
 		Type: v1alpha1.MachineConditionClassUpdated, Status: st, Reason: reason, Message: msg,
 	})
@@ -102,7 +104,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, m *v1alpha1.Machine, st me
 	if !changed {
 		return nil
 	}
-	if err := r.Client.Status().Patch(ctx, m, patch); client.IgnoreNotFound(err) != nil {
+	if err := p.Patch(ctx, m); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("writing the ClassUpdated condition of machine %s: %w", m.Name, err)
 	}
 	return nil
@@ -111,7 +113,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, m *v1alpha1.Machine, st me
 // writeAnnotations records the hash the VM now has (when set) and the hash
 // the driver refused (set, or cleared when empty).
 func (r *Reconciler) writeAnnotations(ctx context.Context, m *v1alpha1.Machine, hash, refused string) error {
-	patch := client.MergeFrom(m.DeepCopy())
+	p := setup.NewPatcher(r.Client, m)
 	if m.Annotations == nil {
 		m.Annotations = map[string]string{}
 	}
@@ -123,7 +125,7 @@ func (r *Reconciler) writeAnnotations(ctx context.Context, m *v1alpha1.Machine, 
 	} else {
 		delete(m.Annotations, v1alpha1.ClassHashNeedsNewVMAnnotation)
 	}
-	if err := r.Client.Patch(ctx, m, patch); client.IgnoreNotFound(err) != nil {
+	if err := p.Patch(ctx, m); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("recording the class hash of machine %s: %w", m.Name, err)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 )
 
 // stamp records the class's current hash on machines that have a VM but no
@@ -21,12 +22,12 @@ func (r *Reconciler) stamp(ctx context.Context, s *scope) (phase.Result, error) 
 			continue
 		}
 		m = m.DeepCopy() // the cache's object
-		patch := client.MergeFrom(m.DeepCopy())
+		p := setup.NewPatcher(r.Client, m)
 		if m.Annotations == nil {
 			m.Annotations = map[string]string{}
 		}
 		m.Annotations[v1alpha1.ClassHashAnnotation] = s.hash
-		if err := r.Client.Patch(ctx, m, patch); client.IgnoreNotFound(err) != nil {
+		if err := p.Patch(ctx, m); client.IgnoreNotFound(err) != nil {
 			return phase.Result{}, fmt.Errorf("recording the class hash on machine %s: %w", m.Name, err)
 		}
 		s.log.V(1).Info("Recorded the class contents of a machine without a record", "machine", m.Name, "classHash", s.hash)
