@@ -13,4 +13,10 @@
 // Machine was removed by force, say) is released at once, so that it does
 // not hang forever. Node events reach their Machine through the Machine
 // controller's own watch on Nodes; this controller does not duplicate it.
+//
+// Nodes are written through setup.Patcher: the finalizer with a strategic
+// merge patch (merged into the finalizers the Node has by then, so the
+// kubelet's writes cause no conflict), the not-managed annotation with a
+// merge patch; a conflict is setup.RequeueOnConflict's: reconciled again
+// soon, no error.
 package node

@@ -44,10 +44,6 @@ const (
 	ReasonTriggerDeletion = "TriggerDeletion"
 )
 
-// conflictRetry is how soon a write that lost an optimistic-lock race is
-// retried (MCM's ConflictRetry).
-const conflictRetry = 200 * time.Millisecond
-
 // Reconciler keeps the Node finalizer and turns a Node deletion into the
 // deletion of its Machine.
 type Reconciler struct {
@@ -138,8 +134,13 @@ func nodeOfMachine(_ context.Context, obj client.Object) []reconcile.Request {
 }
 
 // Reconcile keeps the finalizer on a Node of a live Machine and, when the
-// Node is being deleted, deletes its Machine or releases the Node.
+// Node is being deleted, deletes its Machine or releases the Node. A
+// conflict is setup's conflict policy: reconciled again soon, no error.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return setup.RequeueOnConflict(r.reconcile(ctx, req))
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	node := &corev1.Node{}
 	if err := r.Target.Get(ctx, req.NamespacedName, node); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -192,10 +193,10 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, node *corev1.Node, mac
 	// Node has by then: no resourceVersion is needed, so the kubelet's
 	// status updates (a Node changes every few seconds while it boots) do not
 	// make it fail with a conflict.
-	patch := client.StrategicMergeFrom(node.DeepCopy())
+	p := setup.NewPatcher(r.Target, node, setup.Strategic())
 	controllerutil.AddFinalizer(node, v1alpha1.NodeFinalizer)
-	if err := r.Target.Patch(ctx, node, patch); err != nil {
-		return writeResult(client.IgnoreNotFound(err), "adding finalizer to node")
+	if err := p.Patch(ctx, node); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("adding finalizer to node: %w", err))
 	}
 	r.added.record(node.UID, time.Now())
 	ctrl.LoggerFrom(ctx).V(1).Info("Added finalizer to node", "machine", klogRef(&machines[0]))
@@ -211,10 +212,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, node *corev1.Node, mac
 	}
 	if len(machines) == 0 {
 		log := ctrl.LoggerFrom(ctx)
-		patch := client.StrategicMergeFrom(node.DeepCopy())
+		p := setup.NewPatcher(r.Target, node, setup.Strategic())
 		controllerutil.RemoveFinalizer(node, v1alpha1.NodeFinalizer)
-		if err := r.Target.Patch(ctx, node, patch); err != nil {
-			return writeResult(client.IgnoreNotFound(err), "removing finalizer from node")
+		if err := p.Patch(ctx, node); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("removing finalizer from node: %w", err))
 		}
 		log.Info("Released node being deleted: no machine claims it")
 		r.TargetRecorder.Eventf(node, nil, corev1.EventTypeNormal, ReasonReleased, "Delete",
@@ -260,7 +261,7 @@ func (r *Reconciler) deleteMachineOf(ctx context.Context, node *corev1.Node, mac
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			// Gone, or replaced by another Machine of the same name: look
 			// again with a fresh cache.
-			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+			return ctrl.Result{RequeueAfter: setup.ConflictRetry}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("deleting machine %s of node (%s): %w", klogRef(m), why, err)
 	}
@@ -284,16 +285,4 @@ func anyLive(machines []v1alpha1.Machine) bool {
 
 func klogRef(m *v1alpha1.Machine) string {
 	return m.Namespace + "/" + m.Name
-}
-
-// writeResult turns the error of a write into the reconcile result: a lost
-// optimistic-lock race is retried soon and quietly.
-func writeResult(err error, what string) (ctrl.Result, error) {
-	switch {
-	case err == nil:
-		return ctrl.Result{}, nil
-	case apierrors.IsConflict(err):
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
-	}
-	return ctrl.Result{}, fmt.Errorf("%s: %w", what, err)
 }

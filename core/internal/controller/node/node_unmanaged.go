@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 )
 
 // DefaultUnmanagedAfter is how old a Node without a Machine must be before
@@ -51,7 +53,7 @@ func (r *Reconciler) markUnmanaged(ctx context.Context, node *corev1.Node, machi
 // patchUnmanaged sets or removes the annotation with a merge patch (no
 // conflict with the kubelet's writes).
 func (r *Reconciler) patchUnmanaged(ctx context.Context, node *corev1.Node, set bool) (ctrl.Result, error) {
-	patch := client.MergeFrom(node.DeepCopy())
+	p := setup.NewPatcher(r.Target, node)
 	if set {
 		if node.Annotations == nil {
 			node.Annotations = map[string]string{}
@@ -60,8 +62,8 @@ func (r *Reconciler) patchUnmanaged(ctx context.Context, node *corev1.Node, set 
 	} else {
 		delete(node.Annotations, v1alpha1.NotManagedByMCMAnnotation)
 	}
-	if err := r.Target.Patch(ctx, node, patch); err != nil {
-		return writeResult(client.IgnoreNotFound(err), "annotating node "+v1alpha1.NotManagedByMCMAnnotation)
+	if err := p.Patch(ctx, node); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("annotating node %s: %w", v1alpha1.NotManagedByMCMAnnotation, err))
 	}
 	ctrl.LoggerFrom(ctx).Info("Node annotation "+v1alpha1.NotManagedByMCMAnnotation, "set", set)
 	return ctrl.Result{}, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,6 +34,7 @@ type Patcher struct {
 	lockObject bool
 	lockStatus bool
 	counts     []string
+	strategic  bool
 }
 
 // PatchOption changes how a Patcher writes.
@@ -46,6 +48,12 @@ func LockObject() PatchOption { return func(p *Patcher) { p.lockObject = true } 
 // LockStatus does the same for the status patch, for a status whose lists
 // (conditions) another writer may change.
 func LockStatus() PatchOption { return func(p *Patcher) { p.lockStatus = true } }
+
+// Strategic makes the patches strategic merge patches, for built-in kinds
+// (a Node): a finalizer or taint added is merged into the list another
+// writer (the kubelet) may change meanwhile, rather than replacing it, so no
+// resourceVersion is needed.
+func Strategic() PatchOption { return func(p *Patcher) { p.strategic = true } }
 
 // StatusCounts names status fields (JSON names) that every status patch
 // carries, 0 included. A merge patch computed from Go objects turns a count
@@ -83,7 +91,7 @@ func (p *Patcher) Patch(ctx context.Context, obj client.Object) error {
 		if err != nil {
 			return fmt.Errorf("encoding patch: %w", err)
 		}
-		if err := p.c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, data)); err != nil {
+		if err := p.c.Patch(ctx, obj, client.RawPatch(p.patchType(), data)); err != nil {
 			return err
 		}
 	}
@@ -97,7 +105,7 @@ func (p *Patcher) Patch(ctx context.Context, obj client.Object) error {
 		if err != nil {
 			return fmt.Errorf("encoding status patch: %w", err)
 		}
-		if err := p.c.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, data)); err != nil {
+		if err := p.c.Status().Patch(ctx, obj, client.RawPatch(p.patchType(), data)); err != nil {
 			return err
 		}
 	}
@@ -125,10 +133,10 @@ func (p *Patcher) diff(obj client.Object) (object, status map[string]any, err er
 	if err != nil {
 		return nil, nil, err
 	}
-	if object, err = mergePatch(before.object, after.object); err != nil {
+	if object, err = p.mergePatch(obj, before.object, after.object); err != nil {
 		return nil, nil, err
 	}
-	if status, err = mergePatch(before.status, after.status); err != nil {
+	if status, err = p.mergePatch(obj, before.status, after.status); err != nil {
 		return nil, nil, err
 	}
 	if status != nil && len(p.counts) > 0 {
@@ -170,10 +178,27 @@ func parts(obj client.Object) (split, error) {
 	return out, nil
 }
 
-// mergePatch returns the JSON merge patch from before to after, nil when
-// they are equal.
-func mergePatch(before, after map[string]any) (map[string]any, error) {
-	data, err := client.MergeFrom(&unstructured.Unstructured{Object: before}).Data(&unstructured.Unstructured{Object: after})
+// mergePatch returns the merge patch from before to after, nil when they
+// are equal. A strategic merge patch is computed from objects of obj's type,
+// whose field tags say how each list merges.
+func (p *Patcher) mergePatch(obj client.Object, before, after map[string]any) (map[string]any, error) {
+	if before == nil && after == nil {
+		return nil, nil
+	}
+	var data []byte
+	var err error
+	if p.strategic {
+		b, a := newLike(obj), newLike(obj)
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(before, b); err != nil {
+			return nil, fmt.Errorf("converting to %T: %w", obj, err)
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(after, a); err != nil {
+			return nil, fmt.Errorf("converting to %T: %w", obj, err)
+		}
+		data, err = client.StrategicMergeFrom(b).Data(a)
+	} else {
+		data, err = client.MergeFrom(&unstructured.Unstructured{Object: before}).Data(&unstructured.Unstructured{Object: after})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("computing patch: %w", err)
 	}
@@ -185,6 +210,19 @@ func mergePatch(before, after map[string]any) (map[string]any, error) {
 		return nil, nil
 	}
 	return patch, nil
+}
+
+// patchType is the content type of the patches sent.
+func (p *Patcher) patchType() types.PatchType {
+	if p.strategic {
+		return types.StrategicMergePatchType
+	}
+	return types.MergePatchType
+}
+
+// newLike returns a new, empty object of obj's type.
+func newLike(obj client.Object) client.Object {
+	return reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
 }
 
 // withVersion adds resourceVersion to a patch's metadata (nil for none).

@@ -9,12 +9,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/controllertest"
@@ -161,6 +163,41 @@ func TestPatcher(t *testing.T) {
 		assert.Equal(t, "yes", got.Labels["mine"])
 		assert.Equal(t, "writer", got.Labels["third"])
 	})
+}
+
+// TestPatcherStrategic adds a finalizer to a Node from a stale copy with a
+// strategic merge patch: the finalizer another writer added meanwhile is
+// kept, no conflict.
+func TestPatcherStrategic(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := t.Context()
+	const ours, theirs = "test.machina.io/ours", "test.machina.io/theirs"
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "strategic"}}
+	require.NoError(t, env.Client.Create(ctx, node))
+	t.Cleanup(func() {
+		n := &corev1.Node{}
+		if env.Client.Get(context.Background(), client.ObjectKeyFromObject(node), n) == nil {
+			n.Finalizers = nil
+			_ = env.Client.Update(context.Background(), n)
+		}
+	})
+	stale := node.DeepCopy()
+	fresh := node.DeepCopy()
+	controllerutil.AddFinalizer(fresh, theirs)
+	require.NoError(t, env.Client.Update(ctx, fresh))
+
+	var w writes
+	p := setup.NewPatcher(w.client(t, env), stale, setup.Strategic())
+	require.NoError(t, p.Patch(ctx, stale))
+	assert.Zero(t, w.object.Load()+w.status.Load(), "nothing changed, nothing written")
+
+	controllerutil.AddFinalizer(stale, ours)
+	require.NoError(t, p.Patch(ctx, stale))
+	got := &corev1.Node{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(node), got))
+	assert.ElementsMatch(t, []string{ours, theirs}, got.Finalizers)
+	assert.Equal(t, int32(1), w.object.Load())
+	assert.Zero(t, w.status.Load())
 }
 
 // TestRequeueOnConflict holds the policy: a conflict requeues soon without
