@@ -113,7 +113,15 @@ func (r *Reconciler) all(ctx context.Context) []reconcile.Request {
 
 // Reconcile writes the MachineConfigs of one KubeletConfig, or deletes
 // them when it is deleted.
+//
+// A conflict (the object changed since the cache copy, or another one took
+// the same name suffix first) is setup's conflict policy: synced again
+// soon, no error.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return setup.RequeueOnConflict(r.reconcile(ctx, req))
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	kc := &mcfgv1.KubeletConfig{}
 	if err := r.Client.Get(ctx, req.NamespacedName, kc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -207,12 +215,12 @@ func (r *Reconciler) suffix(ctx context.Context, kc *mcfgv1.KubeletConfig, pools
 	}
 	// The optimistic lock makes two KubeletConfigs created together take
 	// turns: the second one syncs again and sees the first one's suffix.
-	patch := client.MergeFromWithOptions(kc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	p := setup.NewPatcher(r.Client, kc, setup.LockObject())
 	if kc.Annotations == nil {
 		kc.Annotations = map[string]string{}
 	}
 	kc.Annotations[mcfgv1.MCNameSuffixAnnotation] = s
-	if err := r.Client.Patch(ctx, kc, patch); err != nil {
+	if err := p.Patch(ctx, kc); err != nil {
 		return "", "", fmt.Errorf("recording the name suffix: %w", err)
 	}
 	return s, "", nil
@@ -266,11 +274,11 @@ func (r *Reconciler) write(ctx context.Context, kc *mcfgv1.KubeletConfig, want *
 	if equality.Semantic.DeepEqual(existing.Spec, want.Spec) && existing.Labels[mcfgv1.RoleLabel] == want.Labels[mcfgv1.RoleLabel] {
 		return "", nil
 	}
-	patch := client.MergeFromWithOptions(existing.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	p := setup.NewPatcher(r.Client, existing, setup.LockObject())
 	existing.Spec = want.Spec
 	existing.Labels = want.Labels
 	existing.Annotations = want.Annotations
-	if err := r.Client.Patch(ctx, existing, patch); err != nil {
+	if err := p.Patch(ctx, existing); err != nil {
 		return "", fmt.Errorf("updating %s: %w", want.Name, err)
 	}
 	log.Info("Updated generated kubelet MachineConfig", "machineConfig", want.Name)
@@ -302,9 +310,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, orig, kc *mcfgv1.KubeletCo
 	} else {
 		r.Recorder.Eventf(kc, nil, corev1.EventTypeNormal, ReasonApplied, "Apply", "Wrote %s", strings.Join(written, ", "))
 	}
-	patch := client.MergeFromWithOptions(kc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	p := setup.NewPatcher(r.Client, kc, setup.LockStatus())
 	kc.Status = *status
-	if err := r.Client.Status().Patch(ctx, kc, patch); err != nil {
+	if err := p.Patch(ctx, kc); err != nil {
 		return fmt.Errorf("writing the status of KubeletConfig %s: %w", kc.Name, err)
 	}
 	return nil

@@ -30,5 +30,9 @@
 //     longer selects are deleted. The render controller takes it from there.
 //
 // Then the status (Success or Failure, with the reason) is written once,
-// only when it changed, with an event.
+// only when it changed, with an event, through setup.Patcher with the
+// KubeletConfig's resourceVersion, as are the suffix annotation and the
+// generated MachineConfigs; a conflict (another KubeletConfig took the
+// suffix first, say) is setup.RequeueOnConflict's: synced again soon, no
+// error.
 package mckubelet
