@@ -105,7 +105,15 @@ func (r *Reconciler) all(ctx context.Context) []reconcile.Request {
 
 // Reconcile writes the MachineConfigs of one ContainerRuntimeConfig, or
 // deletes them when it is deleted.
+//
+// A conflict (the object changed since the cache copy, or another one took
+// the same name suffix first) is setup's conflict policy: synced again
+// soon, no error.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return setup.RequeueOnConflict(r.reconcile(ctx, req))
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	crc := &mcfgv1.ContainerRuntimeConfig{}
 	if err := r.Client.Get(ctx, req.NamespacedName, crc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -199,12 +207,12 @@ func (r *Reconciler) suffix(ctx context.Context, crc *mcfgv1.ContainerRuntimeCon
 		return "", "ContainerRuntimeConfigs: " + err.Error(), nil
 	}
 	// The optimistic lock makes two created together take turns.
-	patch := client.MergeFromWithOptions(crc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	p := setup.NewPatcher(r.Client, crc, setup.LockObject())
 	if crc.Annotations == nil {
 		crc.Annotations = map[string]string{}
 	}
 	crc.Annotations[mcfgv1.MCNameSuffixAnnotation] = s
-	if err := r.Client.Patch(ctx, crc, patch); err != nil {
+	if err := p.Patch(ctx, crc); err != nil {
 		return "", "", fmt.Errorf("recording the name suffix: %w", err)
 	}
 	return s, "", nil
@@ -233,9 +241,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, orig, crc *mcfgv1.Containe
 	} else {
 		r.Recorder.Eventf(crc, nil, corev1.EventTypeNormal, ReasonApplied, "Apply", "Wrote %s", strings.Join(written, ", "))
 	}
-	patch := client.MergeFromWithOptions(crc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	p := setup.NewPatcher(r.Client, crc, setup.LockStatus())
 	crc.Status = *status
-	if err := r.Client.Status().Patch(ctx, crc, patch); err != nil {
+	if err := p.Patch(ctx, crc); err != nil {
 		return fmt.Errorf("writing the status of ContainerRuntimeConfig %s: %w", crc.Name, err)
 	}
 	return nil

@@ -18,4 +18,9 @@
 //   - deletes the MachineConfigs of pools it no longer selects, and all of
 //     them when it is deleted (a finalizer holds it until then);
 //   - reports Success or Failure in its status, with the reason.
+//
+// The suffix annotation and the status are written through setup.Patcher
+// with the object's resourceVersion, only when they changed; a conflict
+// (another ContainerRuntimeConfig took the suffix first, say) is
+// setup.RequeueOnConflict's: synced again soon, no error.
 package mcruntime
