@@ -94,7 +94,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
 }
 
 // Reconcile writes the base MachineConfigs of the ControllerConfig.
+//
+// A conflict (the object changed since the cache copy) is setup's conflict
+// policy: synced again soon, no error.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return setup.RequeueOnConflict(r.reconcile(ctx, req))
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cc := &mcfgv1.ControllerConfig{}
 	if err := r.Client.Get(ctx, req.NamespacedName, cc); err != nil {
 		// Deleted: its MachineConfigs go with it (owner references).
@@ -213,9 +220,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, orig, cc *mcfgv1.Controlle
 		log.Info("Base MachineConfigs not written", "reason", failure)
 		r.Recorder.Eventf(cc, nil, corev1.EventTypeWarning, ReasonFailed, "Write", "%s", failure)
 	}
-	patch := client.MergeFromWithOptions(cc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	p := setup.NewPatcher(r.Client, cc, setup.LockStatus())
 	cc.Status = *status
-	if err := r.Client.Status().Patch(ctx, cc, patch); err != nil {
+	if err := p.Patch(ctx, cc); err != nil {
 		return fmt.Errorf("writing the status of ControllerConfig %s: %w", cc.Name, err)
 	}
 	return nil

@@ -16,5 +16,7 @@
 //     touched (a failure); the base MachineConfigs of a role whose pool is
 //     gone are deleted;
 //   - reports TemplateControllerCompleted or TemplateControllerFailing in
-//     the ControllerConfig's status.
+//     the ControllerConfig's status, written through setup.Patcher with the
+//     ControllerConfig's resourceVersion, only when it changed; a conflict
+//     is setup.RequeueOnConflict's: synced again soon, no error.
 package mctemplate
