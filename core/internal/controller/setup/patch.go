@@ -244,10 +244,25 @@ const ConflictRetry = 200 * time.Millisecond
 // the reconcile started from, so nothing was written and nothing failed. The
 // reconcile runs again soon, from the newer copy (whose event usually
 // arrives first), without an error log, a failure count or a growing
-// backoff. Any other result passes through.
+// backoff. Any other result passes through, and so does an error that
+// joins a conflict with another failure: that one must not be hidden.
 func RequeueOnConflict(res ctrl.Result, err error) (ctrl.Result, error) {
-	if err != nil && apierrors.IsConflict(err) {
+	if err != nil && onlyConflicts(err) {
 		return ctrl.Result{RequeueAfter: ConflictRetry}, nil
 	}
 	return res, err
+}
+
+// onlyConflicts reports whether err is a conflict, or joins (errors.Join,
+// fmt.Errorf with several %w) only conflicts.
+func onlyConflicts(err error) bool {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range joined.Unwrap() {
+			if e != nil && !onlyConflicts(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return apierrors.IsConflict(err)
 }

@@ -211,4 +211,14 @@ func TestRequeueOnConflict(t *testing.T) {
 	res, err = setup.RequeueOnConflict(ctrl.Result{RequeueAfter: 7}, nil)
 	assert.Equal(t, ctrl.Result{RequeueAfter: 7}, res)
 	assert.NoError(t, err)
+
+	conflict := apierrors.NewConflict(v1alpha1.GroupVersion.WithResource("machines").GroupResource(), "m", errors.New("changed"))
+	res, err = setup.RequeueOnConflict(ctrl.Result{}, errors.Join(fmt.Errorf("patching: %w", conflict), conflict))
+	assert.Equal(t, ctrl.Result{RequeueAfter: setup.ConflictRetry}, res)
+	assert.NoError(t, err)
+
+	joined := errors.Join(boom, fmt.Errorf("patching: %w", conflict))
+	res, err = setup.RequeueOnConflict(ctrl.Result{}, joined)
+	assert.Equal(t, ctrl.Result{}, res)
+	assert.Equal(t, joined, err, "a failure joined with a conflict is not hidden")
 }
