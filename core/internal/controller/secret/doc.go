@@ -6,4 +6,9 @@
 //
 // The controller watches Secrets as metadata only, so the values of the
 // secrets never enter its cache.
+//
+// The finalizer is added with setup.AddFinalizer and removed through
+// setup.Patcher with the Secret's resourceVersion (a live Secret may gain
+// another controller's finalizer meanwhile); a conflict is
+// setup.RequeueOnConflict's: reconciled again soon, no error.
 package secret

@@ -3,10 +3,8 @@ package secret
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -29,10 +27,6 @@ const ControllerName = "secret"
 // ReasonDeletionBlocked is the reason of the event on a Secret that is being
 // deleted while a MachineClass still refers to it.
 const ReasonDeletionBlocked = "DeletionBlocked"
-
-// conflictRetry is how soon a write that lost an optimistic-lock race is
-// retried (MCM's ConflictRetry).
-const conflictRetry = 200 * time.Millisecond
 
 // Reconciler keeps the finalizer on Secrets that MachineClasses refer to.
 type Reconciler struct {
@@ -104,8 +98,13 @@ func secretsOfClassObject(_ context.Context, obj client.Object) []reconcile.Requ
 }
 
 // Reconcile puts the finalizer on a referenced secret and removes it from a
-// secret no class refers to.
+// secret no class refers to. A conflict (the secret changed since the cache
+// copy) is setup's conflict policy: reconciled again soon, no error.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return setup.RequeueOnConflict(r.reconcile(ctx, req))
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	secret := &metav1.PartialObjectMetadata{}
 	secret.SetGroupVersionKind(secretGVK)
 	if err := r.Client.Get(ctx, req.NamespacedName, secret); err != nil {
@@ -123,10 +122,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// A live secret may gain another controller's finalizer meanwhile:
 		// unlike setup.RemoveFinalizer's (for objects being deleted), this
 		// patch carries the resourceVersion, so that it is not overwritten.
-		patch := client.MergeFromWithOptions(secret.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		p := setup.NewPatcher(r.Client, secret, setup.LockObject())
 		controllerutil.RemoveFinalizer(secret, v1alpha1.SecretFinalizer)
-		if err := r.Client.Patch(ctx, secret, patch); err != nil {
-			return writeResult(client.IgnoreNotFound(err), "removing finalizer from secret")
+		if err := p.Patch(ctx, secret); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("removing finalizer from secret: %w", err))
 		}
 		log.Info("Removed finalizer from secret: no machine class refers to it")
 	case len(classes) > 0 && !secret.DeletionTimestamp.IsZero():
@@ -137,23 +136,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.Info("Secret deletion blocked: still referenced", "machineClasses", classes)
 	case len(classes) > 0 && !has:
 		if err := setup.AddFinalizer(ctx, r.Client, secret, v1alpha1.SecretFinalizer); err != nil {
-			return writeResult(err, "adding finalizer to secret")
+			return ctrl.Result{}, fmt.Errorf("adding finalizer to secret: %w", err)
 		}
 		log.V(1).Info("Added finalizer to secret", "machineClasses", classes)
 	}
 	return ctrl.Result{}, nil
-}
-
-// writeResult turns the error of a write into the reconcile result: a lost
-// optimistic-lock race is retried soon and quietly.
-func writeResult(err error, what string) (ctrl.Result, error) {
-	switch {
-	case err == nil:
-		return ctrl.Result{}, nil
-	case apierrors.IsConflict(err):
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
-	}
-	return ctrl.Result{}, fmt.Errorf("%s: %w", what, err)
 }
 
 func equalStrings(a, b []string) bool {
