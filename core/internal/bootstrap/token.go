@@ -44,10 +44,10 @@ type Tokens struct {
 	Now func() time.Time
 }
 
-// TokenID returns the bootstrap token ID of a machine. It is derived from
+// tokenID returns the bootstrap token ID of a machine. It is derived from
 // the Machine's namespace and name, so every reconcile finds the Secret an
 // earlier one created (no state is kept in memory or on the Machine).
-func TokenID(machine types.NamespacedName) string {
+func tokenID(machine types.NamespacedName) string {
 	sum := sha256.Sum256([]byte(machine.String()))
 	n := new(big.Int).SetBytes(sum[:])
 	base := big.NewInt(int64(len(tokenAlphabet)))
@@ -62,7 +62,7 @@ func TokenID(machine types.NamespacedName) string {
 
 // SecretName is the name of the bootstrap-token Secret of a machine.
 func SecretName(machine types.NamespacedName) string {
-	return bootstrapapi.BootstrapTokenSecretPrefix + TokenID(machine)
+	return bootstrapapi.BootstrapTokenSecretPrefix + tokenID(machine)
 }
 
 // Ensure returns the bootstrap token ("<id>.<secret>") of a machine,
@@ -141,7 +141,7 @@ func (t *Tokens) newSecret(machine types.NamespacedName, ttl time.Duration) (*co
 	if err != nil {
 		return nil, "", err
 	}
-	id := TokenID(machine)
+	id := tokenID(machine)
 	data := map[string][]byte{
 		bootstrapapi.BootstrapTokenIDKey:               []byte(id),
 		bootstrapapi.BootstrapTokenSecretKey:           []byte(secretPart),

@@ -36,7 +36,7 @@ func TestTokens(t *testing.T) {
 	secret := &corev1.Secret{}
 	require.NoError(t, env.Client.Get(ctx, key, secret))
 	assert.Equal(t, bootstrapapi.SecretTypeBootstrapToken, secret.Type)
-	assert.Equal(t, TokenID(m), string(secret.Data[bootstrapapi.BootstrapTokenIDKey]))
+	assert.Equal(t, tokenID(m), string(secret.Data[bootstrapapi.BootstrapTokenIDKey]))
 	assert.Equal(t, token, string(secret.Data[bootstrapapi.BootstrapTokenIDKey])+"."+string(secret.Data[bootstrapapi.BootstrapTokenSecretKey]))
 	assert.Equal(t, "2030-01-01T00:20:00Z", string(secret.Data[bootstrapapi.BootstrapTokenExpirationKey]))
 	assert.Equal(t, "true", string(secret.Data[bootstrapapi.BootstrapTokenUsageAuthentication]))

@@ -9,19 +9,19 @@ import (
 // secret) may contain. They are MCM's, so existing cloud-init templates keep
 // working.
 const (
-	// MachineNamePlaceholder is replaced by the Machine's name.
-	MachineNamePlaceholder = "<<MACHINE_NAME>>"
-	// BootstrapTokenPlaceholder is replaced by a bootstrap token
+	// machineNamePlaceholder is replaced by the Machine's name.
+	machineNamePlaceholder = "<<MACHINE_NAME>>"
+	// bootstrapTokenPlaceholder is replaced by a bootstrap token
 	// ("<id>.<secret>") created for the machine.
-	BootstrapTokenPlaceholder = "<<BOOTSTRAP_TOKEN>>"
+	bootstrapTokenPlaceholder = "<<BOOTSTRAP_TOKEN>>"
 )
 
 // NeedsToken tells whether the user data asks for a bootstrap token, in
 // plain or URL-encoded form. Machines whose user data does not ask for one
 // get none.
 func NeedsToken(userData []byte) bool {
-	return bytes.Contains(userData, []byte(BootstrapTokenPlaceholder)) ||
-		bytes.Contains(userData, []byte(url.QueryEscape(BootstrapTokenPlaceholder)))
+	return bytes.Contains(userData, []byte(bootstrapTokenPlaceholder)) ||
+		bytes.Contains(userData, []byte(url.QueryEscape(bootstrapTokenPlaceholder)))
 }
 
 // Render returns a copy of userData with the placeholders replaced by
@@ -34,7 +34,7 @@ func Render(userData []byte, machineName, token string) []byte {
 		out = bytes.ReplaceAll(out, []byte(placeholder), []byte(value))
 		out = bytes.ReplaceAll(out, []byte(url.QueryEscape(placeholder)), []byte(url.QueryEscape(value)))
 	}
-	replace(MachineNamePlaceholder, machineName)
-	replace(BootstrapTokenPlaceholder, token)
+	replace(machineNamePlaceholder, machineName)
+	replace(bootstrapTokenPlaceholder, token)
 	return out
 }

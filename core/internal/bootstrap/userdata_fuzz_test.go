@@ -40,7 +40,7 @@ func FuzzRender(f *testing.F) {
 		if NeedsToken(userData) && !hasToken {
 			t.Fatalf("user data asked for a token and did not get it: %q -> %q", userData, out)
 		}
-		for _, p := range []string{MachineNamePlaceholder, BootstrapTokenPlaceholder} {
+		for _, p := range []string{machineNamePlaceholder, bootstrapTokenPlaceholder} {
 			if !bytes.Contains(userData, []byte(p)) && !bytes.Contains(userData, []byte(url.QueryEscape(p))) {
 				continue
 			}

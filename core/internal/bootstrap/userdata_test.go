@@ -23,10 +23,10 @@ func TestNeedsToken(t *testing.T) {
 }
 
 func TestTokenID(t *testing.T) {
-	a := TokenID(types.NamespacedName{Namespace: "ns", Name: "m1"})
+	a := tokenID(types.NamespacedName{Namespace: "ns", Name: "m1"})
 	assert.Regexp(t, `^[a-z0-9]{6}$`, a)
-	assert.Equal(t, a, TokenID(types.NamespacedName{Namespace: "ns", Name: "m1"}), "stable across calls")
-	assert.NotEqual(t, a, TokenID(types.NamespacedName{Namespace: "ns", Name: "m2"}))
-	assert.NotEqual(t, a, TokenID(types.NamespacedName{Namespace: "other", Name: "m1"}))
+	assert.Equal(t, a, tokenID(types.NamespacedName{Namespace: "ns", Name: "m1"}), "stable across calls")
+	assert.NotEqual(t, a, tokenID(types.NamespacedName{Namespace: "ns", Name: "m2"}))
+	assert.NotEqual(t, a, tokenID(types.NamespacedName{Namespace: "other", Name: "m1"}))
 	assert.Equal(t, "bootstrap-token-"+a, SecretName(types.NamespacedName{Namespace: "ns", Name: "m1"}))
 }

@@ -20,11 +20,11 @@ import (
 
 // Transform is a cache transform (cache.Options.DefaultTransform): it drops
 // metadata.managedFields from every object and, from Nodes, the status
-// fields listed at TrimNodeStatus.
+// fields listed at trimNodeStatus.
 func Transform() toolscache.TransformFunc {
 	return func(in any) (any, error) {
 		if node, ok := in.(*corev1.Node); ok {
-			TrimNodeStatus(node)
+			trimNodeStatus(node)
 		}
 		// A nil check first: setting nil on an object that has none
 		// allocates nothing and keeps the transform idempotent
@@ -36,7 +36,7 @@ func Transform() toolscache.TransformFunc {
 	}
 }
 
-// TrimNodeStatus keeps of a Node's status only what machina reads:
+// trimNodeStatus keeps of a Node's status only what machina reads:
 // conditions (health, readiness, the Terminating and in-place conditions),
 // capacity and allocatable (virtual capacity, machine_virtualcapacity.go),
 // addresses and phase (small, and what a person expects of a cached Node),
@@ -47,7 +47,7 @@ func Transform() toolscache.TransformFunc {
 // volumesInUse, config, runtimeHandlers, features, declaredFeatures. A field
 // of the status added in a later Kubernetes is dropped too until it is
 // listed here: read a new field live, or keep it here first.
-func TrimNodeStatus(node *corev1.Node) {
+func trimNodeStatus(node *corev1.Node) {
 	s := node.Status
 	node.Status = corev1.NodeStatus{
 		Capacity:        s.Capacity,

@@ -7,12 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// UnreachableThreshold is how long a Node may be NotReady, or report a
-// read-only filesystem, before its drain is forced: its kubelet cannot
-// evict anything gracefully any more, so waiting for PodDisruptionBudgets
-// only delays the deletion. MCM uses the same fixed five minutes.
-const UnreachableThreshold = 5 * time.Minute
-
 // conditionReadonlyFilesystem is the node-problem-detector condition for a
 // root filesystem remounted read-only.
 const conditionReadonlyFilesystem corev1.NodeConditionType = "ReadonlyFilesystem"

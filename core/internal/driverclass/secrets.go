@@ -12,9 +12,9 @@ import (
 	"github.com/machina-io/machina/core/api/v1alpha1"
 )
 
-// UserDataKey is the key of a class Secret that holds the user data: it is
+// userDataKey is the key of a class Secret that holds the user data: it is
 // sent as user_data (CreateMachine only), never among the secrets.
-const UserDataKey = "userData"
+const userDataKey = "userData"
 
 // MissingSecretError is a Secret the class refers to that does not exist:
 // a problem of that class for its owner to fix, not of the API server.
@@ -49,7 +49,7 @@ func Secrets(ctx context.Context, r client.Reader, c *v1alpha1.MachineClass) (se
 		// Later references win: credentialsSecretRef comes second.
 		maps.Copy(data, secret.Data)
 	}
-	userData = data[UserDataKey]
-	delete(data, UserDataKey)
+	userData = data[userDataKey]
+	delete(data, userDataKey)
 	return data, userData, nil
 }

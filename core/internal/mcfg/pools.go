@@ -20,7 +20,7 @@ import (
 const SelectingAll = "SelectingAll"
 
 // DrivenNodes returns the Nodes among nodes that pool p drives: those it
-// chooses (ChosenNodes) whose primary pool (PrimaryPool, among all of
+// chooses (chosenNodes) whose primary pool (PrimaryPool, among all of
 // pools that choose them) it is. conflicts are the Nodes p chooses that no
 // pool may drive, with the other pools choosing them; why says why p
 // chooses no nodes at all (an unusable spec). Only an error reading the
@@ -33,7 +33,7 @@ func DrivenNodes(ctx context.Context, control client.Client, pools []mcv1.Machin
 		if !q.DeletionTimestamp.IsZero() || q.Name == p.Name {
 			continue
 		}
-		names, _, err := ChosenNodes(ctx, control, q, nodes)
+		names, _, err := chosenNodes(ctx, control, q, nodes)
 		if err != nil {
 			return nil, nil, "", err
 		}
@@ -41,7 +41,7 @@ func DrivenNodes(ctx context.Context, control client.Client, pools []mcv1.Machin
 			chosenBy[n] = append(chosenBy[n], q.Name)
 		}
 	}
-	own, why, err = ChosenNodes(ctx, control, p, nodes)
+	own, why, err = chosenNodes(ctx, control, p, nodes)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -92,13 +92,13 @@ func PrimaryPool(pools []string) (primary string, ok bool) {
 	return "", false
 }
 
-// ChosenNodes returns the names of the Nodes among nodes that pool p
+// chosenNodes returns the names of the Nodes among nodes that pool p
 // chooses (by spec.nodeSelector, or the machines of its
 // spec.machineOwnerRef, read through control, which may be nil without
 // machine objects), or why it chooses none (an unusable spec). Only an
 // error reading the API is an error. A Node another pool chooses too is
 // among them; DrivenNodes says which pool drives it.
-func ChosenNodes(ctx context.Context, control client.Client, p *mcv1.MachineConfigPool, nodes []corev1.Node) ([]string, string, error) {
+func chosenNodes(ctx context.Context, control client.Client, p *mcv1.MachineConfigPool, nodes []corev1.Node) ([]string, string, error) {
 	if ref := machineRefOf(p); ref != nil {
 		return chooseByMachines(ctx, control, ref, nodes)
 	}

@@ -11,9 +11,9 @@ import (
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 )
 
-// MaxPerPool is how many KubeletConfigs (or ContainerRuntimeConfigs) may
+// maxPerPool is how many KubeletConfigs (or ContainerRuntimeConfigs) may
 // write MachineConfigs for one pool: the suffixes "" and 1 to 9, as in MCO.
-const MaxPerPool = 10
+const maxPerPool = 10
 
 // SuffixClaim is a KubeletConfig's or ContainerRuntimeConfig's hold on a
 // name suffix: the pools it selects and the suffix recorded in its
@@ -32,11 +32,11 @@ type SuffixClaim struct {
 func ChooseSuffix(self types.UID, claims []SuffixClaim, pools []mcv1.MachineConfigPool) (string, error) {
 	taken := map[string]bool{}
 	for _, c := range claims {
-		if c.UID != self && c.HasSuffix && SelectsAny(c.Selector, pools) {
+		if c.UID != self && c.HasSuffix && selectsAny(c.Selector, pools) {
 			taken[c.Suffix] = true
 		}
 	}
-	for i := range MaxPerPool {
+	for i := range maxPerPool {
 		s := ""
 		if i > 0 {
 			s = strconv.Itoa(i)
@@ -45,12 +45,12 @@ func ChooseSuffix(self types.UID, claims []SuffixClaim, pools []mcv1.MachineConf
 			return s, nil
 		}
 	}
-	return "", fmt.Errorf("%d others select its pools already; at most %d may write MachineConfigs for a pool", len(taken), MaxPerPool)
+	return "", fmt.Errorf("%d others select its pools already; at most %d may write MachineConfigs for a pool", len(taken), maxPerPool)
 }
 
-// SelectsAny reports a pool selector that selects one of pools; an empty
+// selectsAny reports a pool selector that selects one of pools; an empty
 // or invalid one selects none.
-func SelectsAny(sel *metav1.LabelSelector, pools []mcv1.MachineConfigPool) bool {
+func selectsAny(sel *metav1.LabelSelector, pools []mcv1.MachineConfigPool) bool {
 	if sel == nil || (len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0) {
 		return false
 	}

@@ -83,7 +83,7 @@ func (g *Guard) Admit(ctx context.Context, m *v1alpha1.Machine) (Decision, error
 		}
 		return d, fmt.Errorf("reading MachineDeployment %s: %w", key, err)
 	}
-	limit, err := LimitFor(md, g.defaultLimit())
+	limit, err := limitFor(md, g.defaultLimit())
 	if annErr := (*AnnotationError)(nil); errors.As(err, &annErr) {
 		d.Warning = annErr
 	} else if err != nil {
@@ -96,7 +96,7 @@ func (g *Guard) Admit(ctx context.Context, m *v1alpha1.Machine) (Decision, error
 		client.MatchingLabels{v1alpha1.MachineDeploymentNameLabel: name}); err != nil {
 		return d, fmt.Errorf("listing machines of MachineDeployment %s: %w", key, err)
 	}
-	busy := InProgress(machines.Items, g.now())
+	busy := inProgress(machines.Items, g.now())
 	d.InProgress = len(busy)
 	d.Allowed = g.permits().TryAcquire(d.Deployment, m.Name, limit, busy)
 	return d, nil

@@ -6,7 +6,7 @@ import (
 	"github.com/machina-io/machina/core/api/v1alpha1"
 )
 
-// InProgress returns the names of the machines that count as being
+// inProgress returns the names of the machines that count as being
 // replaced: every machine that is neither Running, Unknown nor Available.
 // That is a Failed machine waiting for its MachineSet, a machine being
 // deleted, and a new machine (replacement or not) that has not joined yet.
@@ -17,7 +17,7 @@ import (
 // A Failed machine under preservation (preserveExpiryTime after now) is not
 // counted: it is kept on purpose, and its MachineSet runs a machine in its
 // place (which counts while it has not joined).
-func InProgress(machines []v1alpha1.Machine, now time.Time) []string {
+func inProgress(machines []v1alpha1.Machine, now time.Time) []string {
 	var names []string
 	for i := range machines {
 		if replacing(&machines[i], now) {

@@ -40,6 +40,6 @@ func TestInProgress(t *testing.T) {
 	assert.Equal(t, []string{
 		"failed", "failed-preservation-over", "terminating", "running-deleted",
 		"pending", "creating", "crashloop", "inplace",
-	}, InProgress(machines, now))
-	assert.Empty(t, InProgress(nil, now))
+	}, inProgress(machines, now))
+	assert.Empty(t, inProgress(nil, now))
 }

@@ -50,7 +50,7 @@ func MustParseLimit(s string) intstr.IntOrString {
 	return v
 }
 
-// Resolve turns a limit into a machine count for a deployment of replicas
+// resolve turns a limit into a machine count for a deployment of replicas
 // machines. A percentage rounds up, so that any positive percentage of a
 // non-empty deployment allows at least one replacement: rounding down would
 // silently switch health replacement off for small deployments.
@@ -60,7 +60,7 @@ func MustParseLimit(s string) intstr.IntOrString {
 // (found by FuzzParseLimit). A count above the replicas allows as much as
 // the replicas do (no more machines than that can be replaced), so such a
 // count is returned as math.MaxInt32, the largest machine count.
-func Resolve(limit intstr.IntOrString, replicas int32) (int, error) {
+func resolve(limit intstr.IntOrString, replicas int32) (int, error) {
 	replicas = max(replicas, 0)
 	if limit.Type == intstr.Int {
 		if limit.IntVal < 0 {
@@ -96,20 +96,20 @@ func (e *AnnotationError) Error() string {
 
 func (e *AnnotationError) Unwrap() error { return e.Err }
 
-// LimitFor is the number of md's machines that may be replaced at the same
+// limitFor is the number of md's machines that may be replaced at the same
 // time: md's Annotation when it is set, def otherwise. A malformed annotation
 // yields def's limit together with an *AnnotationError, for an event on the
 // deployment; any other error means def itself is unusable.
-func LimitFor(md *v1alpha1.MachineDeployment, def intstr.IntOrString) (int, error) {
+func limitFor(md *v1alpha1.MachineDeployment, def intstr.IntOrString) (int, error) {
 	raw, ok := md.Annotations[Annotation]
 	if !ok {
-		return Resolve(def, md.Spec.Replicas)
+		return resolve(def, md.Spec.Replicas)
 	}
 	v, perr := ParseLimit(raw)
 	if perr == nil {
-		return Resolve(v, md.Spec.Replicas)
+		return resolve(v, md.Spec.Replicas)
 	}
-	n, err := Resolve(def, md.Spec.Replicas)
+	n, err := resolve(def, md.Spec.Replicas)
 	if err != nil {
 		return 0, err
 	}

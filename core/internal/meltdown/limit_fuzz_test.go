@@ -20,7 +20,7 @@ func FuzzParseLimit(f *testing.F) {
 		if err != nil {
 			return
 		}
-		n, err := Resolve(limit, replicas)
+		n, err := resolve(limit, replicas)
 		if err != nil {
 			t.Fatalf("%q parsed as %v but does not resolve for %d replicas: %v", s, limit, replicas, err)
 		}

@@ -54,11 +54,11 @@ func TestResolve(t *testing.T) {
 		{"10%", 0, 0},
 		{"0%", 100, 0},
 	} {
-		got, err := Resolve(MustParseLimit(tc.limit), tc.replicas)
+		got, err := resolve(MustParseLimit(tc.limit), tc.replicas)
 		require.NoError(t, err)
 		assert.Equal(t, tc.want, got, "%s of %d", tc.limit, tc.replicas)
 	}
-	_, err := Resolve(intstr.FromString("lots"), 3)
+	_, err := resolve(intstr.FromString("lots"), 3)
 	assert.Error(t, err)
 }
 
@@ -73,29 +73,29 @@ func TestLimitFor(t *testing.T) {
 	str := func(s string) *string { return &s }
 	def := MustParseLimit("1")
 
-	n, err := LimitFor(md(20, nil), def)
+	n, err := limitFor(md(20, nil), def)
 	require.NoError(t, err)
 	assert.Equal(t, 1, n, "flag default applies without the annotation")
 
-	n, err = LimitFor(md(20, str("4")), def)
+	n, err = limitFor(md(20, str("4")), def)
 	require.NoError(t, err)
 	assert.Equal(t, 4, n, "annotation overrides the flag")
 
-	n, err = LimitFor(md(20, str("15%")), def)
+	n, err = limitFor(md(20, str("15%")), def)
 	require.NoError(t, err)
 	assert.Equal(t, 3, n, "15% of 20 rounds up to 3")
 
-	n, err = LimitFor(md(20, str("0")), MustParseLimit("50%"))
+	n, err = limitFor(md(20, str("0")), MustParseLimit("50%"))
 	require.NoError(t, err)
 	assert.Equal(t, 0, n, "an annotation of 0 switches replacement off for the deployment")
 
-	n, err = LimitFor(md(20, str("many")), MustParseLimit("10%"))
+	n, err = limitFor(md(20, str("many")), MustParseLimit("10%"))
 	var annErr *AnnotationError
 	require.ErrorAs(t, err, &annErr)
 	assert.Contains(t, err.Error(), Annotation)
 	assert.Equal(t, 2, n, "a malformed annotation falls back to the flag")
 
-	_, err = LimitFor(md(20, nil), intstr.FromString("junk"))
+	_, err = limitFor(md(20, nil), intstr.FromString("junk"))
 	require.Error(t, err)
 	assert.NotErrorAs(t, err, &annErr)
 }

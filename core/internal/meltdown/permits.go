@@ -9,7 +9,7 @@ import (
 // DefaultPermitTTL is how long a permit counts without an explicit Release.
 // It only has to outlast the delay between the Machine controller's status
 // write and its cache showing the machine as Failed (after which the
-// machine counts through InProgress); it also bounds a permit leaked by a
+// machine counts through inProgress); it also bounds a permit leaked by a
 // caller that never releases.
 const DefaultPermitTTL = 5 * time.Minute
 
@@ -42,8 +42,9 @@ func NewPermits(ttl time.Duration) *Permits {
 // TryAcquire grants machine a permit to be replaced, as one of the machines
 // of deployment, if fewer than limit machines of that deployment are
 // being replaced: those named in inProgress (as the caller observed them,
-// see InProgress) together with those holding a permit. A machine that
-// already holds a permit, or is itself in inProgress, is granted at once.
+// counted by the function inProgress) together with those holding a
+// permit. A machine that already holds a permit, or is itself in
+// inProgress, is granted at once.
 // Permits of machines that inProgress now shows are dropped: the observed
 // state counts them from here on.
 func (p *Permits) TryAcquire(deployment, machine string, limit int, inProgress []string) bool {
