@@ -18,6 +18,6 @@
 // A machine may be failed only while fewer than the limit of its
 // deployment's machines are already being replaced: not Running, Unknown or
 // Available (inProgress), or holding a permit this process granted and the
-// cache does not show yet (Permits). The Guard puts the three together for
+// cache does not show yet (permits.go). The Guard puts the three together for
 // the Machine controller.
 package meltdown

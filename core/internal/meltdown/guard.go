@@ -17,7 +17,7 @@ import (
 // Guard is what the Machine controller asks before it moves a machine from
 // Unknown to Failed. It reads the machine's MachineDeployment and the
 // deployment's machines through Reader (the manager's cached client), and
-// takes a permit from Permits.
+// takes a permit from its permit set.
 type Guard struct {
 	// Reader reads MachineDeployments and Machines, usually the manager's
 	// cached client.
@@ -26,19 +26,19 @@ type Guard struct {
 	// (--machine-max-replacements); MustParseLimit(DefaultMaxReplacements)
 	// when unset.
 	Default *intstr.IntOrString
-	// Permits are the permits handed out; NewPermits(0) when nil. Share one
-	// Permits between all workers of the controller.
-	Permits *Permits
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 
-	once sync.Once
+	// grants are the permits handed out, shared by all workers of the
+	// controller; made on first use for a Guard built as a literal.
+	grants *permitSet
+	once   sync.Once
 }
 
 // NewGuard returns a Guard reading through reader with the default limit
 // def (a value of --machine-max-replacements).
 func NewGuard(reader client.Reader, def intstr.IntOrString) *Guard {
-	return &Guard{Reader: reader, Default: &def, Permits: NewPermits(0)}
+	return &Guard{Reader: reader, Default: &def, grants: newPermitSet(0)}
 }
 
 // Decision is the Guard's answer for one machine.
@@ -118,15 +118,15 @@ func (g *Guard) defaultLimit() intstr.IntOrString {
 	return MustParseLimit(DefaultMaxReplacements)
 }
 
-// permits returns g.Permits, creating it on first use for a Guard built as
-// a literal without one.
-func (g *Guard) permits() *Permits {
+// permits returns g.grants, creating it on first use for a Guard built as
+// a literal.
+func (g *Guard) permits() *permitSet {
 	g.once.Do(func() {
-		if g.Permits == nil {
-			g.Permits = NewPermits(0)
+		if g.grants == nil {
+			g.grants = newPermitSet(0)
 		}
 	})
-	return g.Permits
+	return g.grants
 }
 
 func (g *Guard) now() time.Time {

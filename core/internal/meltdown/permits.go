@@ -6,14 +6,14 @@ import (
 	"time"
 )
 
-// DefaultPermitTTL is how long a permit counts without an explicit Release.
+// defaultPermitTTL is how long a permit counts without an explicit Release.
 // It only has to outlast the delay between the Machine controller's status
 // write and its cache showing the machine as Failed (after which the
 // machine counts through inProgress); it also bounds a permit leaked by a
 // caller that never releases.
-const DefaultPermitTTL = 5 * time.Minute
+const defaultPermitTTL = 5 * time.Minute
 
-// Permits hands out replacement permits per MachineDeployment. A permit is
+// permitSet hands out replacement permits per MachineDeployment. A permit is
 // held by one machine; acquiring it again for the same machine succeeds
 // without taking a second one, so a reconcile that repeats after a failed
 // write cannot leak permits. It is safe for concurrent use.
@@ -22,7 +22,7 @@ const DefaultPermitTTL = 5 * time.Minute
 // machines of one deployment at the same moment, both read a cache that
 // shows neither as Failed yet. The permit of the first is what the second
 // sees.
-type Permits struct {
+type permitSet struct {
 	ttl time.Duration
 	now func() time.Time
 
@@ -30,13 +30,13 @@ type Permits struct {
 	held map[string]map[string]time.Time // deployment -> machine -> granted at
 }
 
-// NewPermits returns an empty set of permits whose grants count for ttl
-// (DefaultPermitTTL when ttl <= 0) unless released earlier.
-func NewPermits(ttl time.Duration) *Permits {
+// newPermitSet returns an empty set of permits whose grants count for ttl
+// (defaultPermitTTL when ttl <= 0) unless released earlier.
+func newPermitSet(ttl time.Duration) *permitSet {
 	if ttl <= 0 {
-		ttl = DefaultPermitTTL
+		ttl = defaultPermitTTL
 	}
-	return &Permits{ttl: ttl, now: time.Now, held: map[string]map[string]time.Time{}}
+	return &permitSet{ttl: ttl, now: time.Now, held: map[string]map[string]time.Time{}}
 }
 
 // TryAcquire grants machine a permit to be replaced, as one of the machines
@@ -47,7 +47,7 @@ func NewPermits(ttl time.Duration) *Permits {
 // inProgress, is granted at once.
 // Permits of machines that inProgress now shows are dropped: the observed
 // state counts them from here on.
-func (p *Permits) TryAcquire(deployment, machine string, limit int, inProgress []string) bool {
+func (p *permitSet) TryAcquire(deployment, machine string, limit int, inProgress []string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
@@ -80,7 +80,7 @@ func (p *Permits) TryAcquire(deployment, machine string, limit int, inProgress [
 // Release gives machine's permit back: after its replacement was decided
 // but failed to be recorded, or when the machine recovered or is gone.
 // Releasing a permit that is not held does nothing.
-func (p *Permits) Release(deployment, machine string) {
+func (p *permitSet) Release(deployment, machine string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	held := p.held[deployment]
@@ -91,7 +91,7 @@ func (p *Permits) Release(deployment, machine string) {
 }
 
 // Held is the number of unexpired permits of deployment.
-func (p *Permits) Held(deployment string) int {
+func (p *permitSet) Held(deployment string) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := 0

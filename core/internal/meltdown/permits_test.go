@@ -29,9 +29,9 @@ func (c *manualClock) advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-func newTestPermits(ttl time.Duration) (*Permits, *manualClock) {
+func newTestPermits(ttl time.Duration) (*permitSet, *manualClock) {
 	clock := &manualClock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
-	p := NewPermits(ttl)
+	p := newPermitSet(ttl)
 	p.now = clock.now
 	return p, clock
 }
@@ -101,7 +101,7 @@ func TestPermitsExpire(t *testing.T) {
 // limit of two, each holding its permit for a moment and giving it back,
 // and checks that never more than two hold one at a time.
 func TestPermitsConcurrency(t *testing.T) {
-	p := NewPermits(time.Hour)
+	p := newPermitSet(time.Hour)
 	const (
 		dep    = "ns/workers"
 		limit  = 2
