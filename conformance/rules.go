@@ -66,6 +66,9 @@ var warningRules = map[rule]string{
 	ruleLaunchGraceful:    warnShould,
 	ruleLaunchSocketGone:  warnShould,
 	ruleLaunchRestart:     warnNewCheck,
+	ruleLaunchBadEndpoint: warnNewCheck,
+	ruleLaunchLongPath:    warnShould,
+	ruleLaunchOtherFiles:  warnNewCheck,
 	// A provider may be down for a whole timeout; the check that made the
 	// call fails by its own rule, this names the code's rule besides.
 	ruleThrottled: warnNewCheck,
@@ -125,6 +128,9 @@ var (
 	ruleLaunchGraceful    = rule{"R-2.7-finish-within-pod-termination", "on SIGTERM the calls in flight finish and the driver exits with status 0 within the grace period"}
 	ruleLaunchSocketGone  = rule{"R-2.2-exit-remove-socket-file", "on exit the driver removes its socket"}
 	ruleLaunchRestart     = rule{"R-2.7-keep-idempotency-contract", "a restarted driver keeps the idempotency contract for the VMs of the process before"}
+	ruleLaunchBadEndpoint = rule{"R-2.1-refuse-start-message-naming", "an endpoint of another scheme or a relative unix:// path makes the driver exit non-zero with a message naming it"}
+	ruleLaunchLongPath    = rule{"R-2.2-report-message-naming-path", "a socket path over 107 bytes makes the driver exit non-zero with a message naming the path"}
+	ruleLaunchOtherFiles  = rule{"R-2.2-not-create-other-files", "the driver creates nothing next to its socket"}
 
 	ruleVersionServed      = rule{"R-5-implement-all-three-rpcs", "the driver serves machina.driver.v1alpha1"}
 	ruleKnownCapabilities  = rule{"R-3.4-not-list-type-unspecified", "a driver never advertises TYPE_UNSPECIFIED (values the suite does not know are logged, not failed)"}

@@ -63,6 +63,7 @@ var launcherChecks = []string{
 	"Launcher/endpoint_precedence", "Launcher/stale_socket_removed", "Launcher/live_socket_refused",
 	"Launcher/non_socket_refused", "Launcher/socket_directory_modes", "Launcher/socket_mode_at_first_answer",
 	"Launcher/sigterm_graceful_stop", "Launcher/restart_keeps_state",
+	"Launcher/bad_endpoint_refused", "Launcher/long_path_refused", "Launcher/no_other_files",
 }
 
 // requireCleanLaunch requires a passed run in which every Launcher check ran
@@ -104,8 +105,8 @@ const slowCreate = "--fault CreateMachine:latency=300ms"
 //     endpoint included), a create is in flight at SIGTERM, and the restart
 //     check sees its VM survive (the state file);
 //   - the Launcher checks against the broken driver: unbroken it passes them
-//     all without a warning; each breakage (a process mutant: eight of the
-//     nine sentences only the Launcher checks exercise) is reported by its
+//     all without a warning; each breakage (a process mutant: eleven of the
+//     twelve sentences only the Launcher checks exercise) is reported by its
 //     check with the sentence it breaks. Breaches are warnings for now (Driver API §3.2),
 //     so those runs still pass.
 func TestLauncherMode(t *testing.T) {
@@ -149,6 +150,10 @@ func TestLauncherMode(t *testing.T) {
 		{"take-over", "Launcher/live_socket_refused", "R-2.2-process-still-accepts-connections", "removed or replaced the socket"},
 		{"open-dir", "Launcher/socket_directory_modes", "R-2.2-parent-directory-not-exist", "with permissions for others"},
 		{"chmod-dir", "Launcher/socket_directory_modes", "R-2.2-not-change-mode-owner", "changed the mode of the existing directory"},
+		{"silent-refusal", "Launcher/bad_endpoint_refused", "R-2.1-refuse-start-message-naming", "without naming the value"},
+		{"silent-refusal", "Launcher/long_path_refused", "R-2.2-report-message-naming-path", "without naming the path"},
+		{"relative-path", "Launcher/bad_endpoint_refused", "R-2.1-refuse-start-message-naming", "the driver serves on"},
+		{"extra-file", "Launcher/no_other_files", "R-2.2-not-create-other-files", "driver.lock"},
 	} {
 		t.Run("broken/"+tc.breakage, func(t *testing.T) {
 			t.Parallel()

@@ -12,6 +12,9 @@ var NoMutant = map[string]string{
 	// processes (drivers/inmemory/testdata/brokendriver), caught in
 	// cmd/machina-conformance's TestLauncherMode where one exists.
 	"R-2.1-accept-flag-environment":           launcherOnly,
+	"R-2.1-refuse-start-message-naming":       launcherOnly,
+	"R-2.2-report-message-naming-path":        launcherOnly,
+	"R-2.2-not-create-other-files":            launcherOnly,
 	"R-2.2-socket-file-exists-path":           launcherOnly,
 	"R-2.2-process-still-accepts-connections": launcherOnly,
 	"R-2.2-anything-else-exists-path":         launcherOnly,

@@ -43,12 +43,9 @@ func restates(id string) string { return restatesPrefix + id + ", which the matr
 // Unchecked gives, for every sentence no check exercises, the reason.
 var Unchecked = map[string]string{
 	// §2 Transport and endpoint.
-	"R-2.1-refuse-start-message-naming":     startup,
-	"R-2.2-report-message-naming-path":      startup,
 	"R-2.2-name-end-sock":                   startup,
 	"R-2.2-two-drivers-not-configured":      notDriver,
 	"R-2.2-core-run-same-user":              notDriver,
-	"R-2.2-not-create-other-files":          startup,
 	"R-2.3-listen-tcp-only-operator":        startup,
 	"R-2.3-listening-tcp-log-warning":       startup,
 	"R-2.3-production-deployments":          notDriver,

@@ -34,10 +34,14 @@ const (
 	breakOpenDir       = "open-dir"       // creates the socket directory readable by others
 	breakHardStop      = "hard-stop"      // exits at once on SIGTERM, cutting calls in flight
 	breakChmodDir      = "chmod-dir"      // changes the mode of an existing socket directory
+	breakSilentRefusal = "silent-refusal" // refuses an endpoint it cannot serve without naming it
+	breakRelativePath  = "relative-path"  // serves a relative unix:// path (from its working directory)
+	breakExtraFile     = "extra-file"     // writes a lock file next to its socket
 )
 
 var breakages = []string{breakNone, breakLeaveSocket, breakRemoveFile, breakIgnoreSIGTERM,
-	breakEnvOverFlag, breakKeepStale, breakTakeOver, breakOpenDir, breakHardStop, breakChmodDir}
+	breakEnvOverFlag, breakKeepStale, breakTakeOver, breakOpenDir, breakHardStop, breakChmodDir,
+	breakSilentRefusal, breakRelativePath, breakExtraFile}
 
 func main() {
 	endpoint := flag.String("endpoint", "", "Driver API endpoint (default from "+sdk.EndpointEnv+", else "+sdk.DefaultEndpoint+")")
@@ -46,6 +50,10 @@ func main() {
 	stateFile := flag.String("state-file", "", "JSON file that keeps the VMs across restarts")
 	flag.Parse()
 	if err := run(*endpoint, *breakage, *faults, *stateFile); err != nil {
+		if *breakage == breakSilentRefusal {
+			fmt.Fprintln(os.Stderr, "brokendriver: cannot start")
+			os.Exit(1)
+		}
 		fmt.Fprintf(os.Stderr, "brokendriver: %v\n", err)
 		os.Exit(1)
 	}
@@ -77,7 +85,22 @@ func run(endpoint, breakage, faults, stateFile string) error {
 	path := strings.TrimPrefix(endpoint, "unix://")
 	signals := []os.Signal{syscall.SIGTERM, syscall.SIGINT}
 	switch breakage {
-	case breakNone, breakLeaveSocket, breakEnvOverFlag:
+	case breakNone, breakLeaveSocket, breakEnvOverFlag, breakSilentRefusal:
+	case breakRelativePath:
+		if strings.HasPrefix(endpoint, "unix://") && !filepath.IsAbs(path) {
+			abs, err := filepath.Abs(path)
+			if err != nil {
+				return err
+			}
+			endpoint, path = "unix://"+abs, abs
+		}
+	case breakExtraFile:
+		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(filepath.Dir(path), "driver.lock"), []byte("locked\n"), 0o600); err != nil {
+			return err
+		}
 	case breakKeepStale:
 		if _, err := os.Lstat(path); err == nil {
 			return fmt.Errorf("%s exists", path)
