@@ -7,8 +7,11 @@
 // A reconcile reads like a table of contents (machine_controller.go): it
 // gathers what it read into a scope, runs small phase functions over it,
 // and writes the Machine once at the end, only if something changed
-// (machine_status.go). A Machine that is not being deleted gets the
-// finalizer, then goes through these phases:
+// (machine_status.go), through setup.Patcher: metadata and spec locked,
+// status not; a conflict is setup.RequeueOnConflict's (reconciled again
+// soon, no error). Its Node writes go through setup.Patcher too. A Machine
+// that is not being deleted gets the finalizer, then goes through these
+// phases:
 //
 //  1. create (machine_create.go): look the VM up through the driver, create
 //     it with the Node's bootstrap if there is none, initialize it if the

@@ -238,7 +238,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	if err != nil {
-		return ctrl.Result{}, err
+		// A conflict (the Machine changed since the cache copy) is setup's
+		// conflict policy: reconciled again soon, no error.
+		return setup.RequeueOnConflict(ctrl.Result{}, err)
 	}
 	return ctrl.Result{RequeueAfter: res.RequeueAfter}, nil
 }

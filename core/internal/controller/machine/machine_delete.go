@@ -15,6 +15,7 @@ import (
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/drain"
 	"github.com/machina-io/machina/core/internal/driver"
 	"github.com/machina-io/machina/core/internal/driverclass"
@@ -405,7 +406,7 @@ func (r *Reconciler) deleteNode(ctx context.Context, name string) error {
 		// A strategic merge patch removes this one finalizer and keeps any
 		// other, so it needs no resourceVersion and cannot lose a race with
 		// the kubelet's status updates.
-		if err := r.Target.Patch(ctx, updated, client.StrategicMergeFrom(node)); err != nil {
+		if err := setup.NewPatcher(r.Target, node, setup.Strategic()).Patch(ctx, updated); err != nil {
 			return client.IgnoreNotFound(err)
 		}
 	}

@@ -10,10 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 )
 
 // reconcileNodeTemplate keeps the Node's labels, annotations and taints in
@@ -37,13 +37,13 @@ func (r *Reconciler) reconcileNodeTemplate(ctx context.Context, s *scope) (phase
 		return phase.Result{}, nil
 	}
 
-	opts := []client.MergeFromOption{}
+	var opts []setup.PatchOption
 	if !equality.Semantic.DeepEqual(node.Spec.Taints, updated.Spec.Taints) {
 		// A merge patch replaces the whole taint list: lock, so that a taint
 		// another controller added meanwhile is not lost.
-		opts = append(opts, client.MergeFromWithOptimisticLock{})
+		opts = append(opts, setup.LockObject())
 	}
-	if err := r.Target.Patch(ctx, updated, client.MergeFromWithOptions(node, opts...)); err != nil {
+	if err := setup.NewPatcher(r.Target, node, opts...).Patch(ctx, updated); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return phase.Result{RequeueAfter: r.Options.ShortRetry}, nil
 		}

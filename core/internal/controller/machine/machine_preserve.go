@@ -10,10 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/drain"
 )
 
@@ -336,11 +336,11 @@ func (r *Reconciler) patchNode(ctx context.Context, s *scope, before, after *cor
 	if equality.Semantic.DeepEqual(before.ObjectMeta, after.ObjectMeta) && equality.Semantic.DeepEqual(before.Spec, after.Spec) {
 		return nil
 	}
-	var opts []client.MergeFromOption
+	var opts []setup.PatchOption
 	if !equality.Semantic.DeepEqual(before.Spec.Taints, after.Spec.Taints) {
-		opts = append(opts, client.MergeFromWithOptimisticLock{})
+		opts = append(opts, setup.LockObject())
 	}
-	if err := r.Target.Patch(ctx, after, client.MergeFromWithOptions(before, opts...)); err != nil {
+	if err := setup.NewPatcher(r.Target, before, opts...).Patch(ctx, after); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -356,7 +356,7 @@ func (r *Reconciler) patchNode(ctx context.Context, s *scope, before, after *cor
 func (r *Reconciler) setNodePreservedCondition(ctx context.Context, s *scope, status corev1.ConditionStatus, reason, message string) error {
 	updated := s.node.DeepCopy()
 	if setPreservedCondition(&updated.Status.Conditions, status, reason, message, s.now) {
-		if err := r.Target.Status().Patch(ctx, updated, client.StrategicMergeFrom(s.node)); err != nil {
+		if err := setup.NewPatcher(r.Target, s.node, setup.Strategic()).Patch(ctx, updated); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil
 			}

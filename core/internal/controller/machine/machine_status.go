@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 )
 
 // setPhase sets the machine's phase. currentStatus.lastUpdateTime moves only
@@ -87,9 +87,10 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) error {
 	if controllerutil.ContainsFinalizer(s.machine, v1alpha1.MachineFinalizer) {
 		return nil
 	}
+	p := setup.NewPatcher(r.Control, s.original, setup.LockObject())
 	obj := s.original.DeepCopy()
 	controllerutil.AddFinalizer(obj, v1alpha1.MachineFinalizer)
-	if err := r.Control.Patch(ctx, obj, client.MergeFromWithOptions(s.original, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := p.Patch(ctx, obj); err != nil {
 		return fmt.Errorf("adding finalizer: %w", err)
 	}
 	r.written.record(obj.UID, obj.ResourceVersion)
@@ -108,9 +109,10 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) error {
 		s.released = true
 		return nil
 	}
+	p := setup.NewPatcher(r.Control, s.original, setup.LockObject())
 	obj := s.original.DeepCopy()
 	controllerutil.RemoveFinalizer(obj, v1alpha1.MachineFinalizer)
-	if err := r.Control.Patch(ctx, obj, client.MergeFromWithOptions(s.original, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+	if err := p.Patch(ctx, obj); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("removing finalizer: %w", err)
 	}
 	r.written.forget(obj.UID)
@@ -119,51 +121,30 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// patch writes the Machine once at the end of a reconcile: its metadata and
-// spec (labels, annotations, spec.providerID) if they changed, then its
-// status if it changed. Nothing changed, nothing written.
+// patch writes the Machine once at the end of a reconcile, through
+// setup.Patcher: its metadata and spec (labels, annotations, finalizers,
+// spec.providerID) if they changed, then its status if it changed. Nothing
+// changed, nothing written. The metadata and spec patch is locked: a
+// MachineSet may change the labels meanwhile, and a conflict retries the
+// reconcile (setup.RequeueOnConflict) rather than dropping its change. The
+// status is the controller's alone and goes unlocked.
 func (r *Reconciler) patch(ctx context.Context, s *scope) error {
 	if s.released {
 		return nil
 	}
-	desired := s.machine
-	base := s.original
-
-	objectChanged := !equality.Semantic.DeepEqual(base.Labels, desired.Labels) ||
-		!equality.Semantic.DeepEqual(base.Annotations, desired.Annotations) ||
-		!equality.Semantic.DeepEqual(base.Finalizers, desired.Finalizers) ||
-		!equality.Semantic.DeepEqual(base.Spec, desired.Spec)
-	if objectChanged {
-		obj := desired.DeepCopy()
-		// Optimistic locking: a MachineSet may change the labels meanwhile;
-		// a conflict retries the reconcile rather than dropping its change.
-		if err := r.Control.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-			if r.goneWhileDeleting(s, err) {
-				return nil
-			}
-			return fmt.Errorf("patching machine: %w", err)
-		}
-		r.written.record(obj.UID, obj.ResourceVersion)
-		// The patch answered with the stored object, whose status is still
-		// the old one: continue from it with the status computed here.
-		b := obj.DeepCopy()
-		b.Status = base.Status
-		base = b
-		desired = obj
-		desired.Status = s.machine.Status
+	p := setup.NewPatcher(r.Control, s.original, setup.LockObject())
+	err := p.Patch(ctx, s.machine)
+	// s.machine holds the API server's answer to the last write that
+	// succeeded, if any.
+	if rv := s.machine.ResourceVersion; rv != s.original.ResourceVersion {
+		r.written.record(s.machine.UID, rv)
 	}
-
-	if equality.Semantic.DeepEqual(base.Status, desired.Status) {
-		return nil
-	}
-	written := desired.DeepCopy()
-	if err := r.Control.Status().Patch(ctx, written, client.MergeFrom(base)); err != nil {
+	if err != nil {
 		if r.goneWhileDeleting(s, err) {
 			return nil
 		}
-		return fmt.Errorf("patching machine status: %w", err)
+		return fmt.Errorf("patching machine: %w", err)
 	}
-	r.written.record(written.UID, written.ResourceVersion)
 	return nil
 }
 

@@ -6,9 +6,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 )
 
 // markNodeTerminating sets the node condition Terminating=True on the
@@ -42,9 +42,9 @@ func (r *Reconciler) markNodeTerminating(ctx context.Context, s *scope) error {
 	}
 	// A strategic merge patch merges conditions by type: the kubelet's own
 	// conditions, written concurrently, are not overwritten.
-	base := node.DeepCopy()
+	p := setup.NewPatcher(r.Target, node, setup.Strategic())
 	node.Status.Conditions = append(node.Status.Conditions, cond)
-	if err := r.Target.Status().Patch(ctx, node, client.StrategicMergeFrom(base)); err != nil {
+	if err := p.Patch(ctx, node); err != nil {
 		return fmt.Errorf("setting condition %s on node %s: %w", v1alpha1.NodeTerminationCondition, node.Name, err)
 	}
 	return nil

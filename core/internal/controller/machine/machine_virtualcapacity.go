@@ -11,6 +11,7 @@ import (
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 )
 
 // reconcileVirtualCapacity puts the class's nodeTemplate.virtualCapacity
@@ -47,7 +48,7 @@ func (r *Reconciler) reconcileVirtualCapacity(ctx context.Context, s *scope) (ph
 	updated.Status.Capacity = withVirtual(node.Status.Capacity, last, desired)
 	updated.Status.Allocatable = withVirtual(node.Status.Allocatable, last, desired)
 	if !sameResources(node.Status.Capacity, updated.Status.Capacity) || !sameResources(node.Status.Allocatable, updated.Status.Allocatable) {
-		if err := r.Target.Status().Patch(ctx, updated, client.MergeFrom(node)); err != nil {
+		if err := setup.NewPatcher(r.Target, node).Patch(ctx, updated); err != nil {
 			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 				return phase.Result{RequeueAfter: r.Options.ShortRetry}, nil
 			}
@@ -65,7 +66,7 @@ func (r *Reconciler) reconcileVirtualCapacity(ctx context.Context, s *scope) (ph
 		s.node = updated
 		return phase.Result{}, nil
 	}
-	before := updated.DeepCopy()
+	p := setup.NewPatcher(r.Target, updated)
 	if updated.Annotations == nil {
 		updated.Annotations = map[string]string{}
 	}
@@ -74,7 +75,7 @@ func (r *Reconciler) reconcileVirtualCapacity(ctx context.Context, s *scope) (ph
 	} else {
 		updated.Annotations[v1alpha1.LastAppliedVirtualCapacityAnnotation] = string(record)
 	}
-	if err := r.Target.Patch(ctx, updated, client.MergeFrom(before)); err != nil {
+	if err := p.Patch(ctx, updated); err != nil {
 		if apierrors.IsNotFound(err) {
 			return phase.Result{}, nil
 		}
