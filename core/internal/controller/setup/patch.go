@@ -17,7 +17,8 @@ import (
 
 // Patcher writes what a reconcile changed in the object it reconciles, once,
 // at the end: it keeps a copy of the object as read, and Patch compares the
-// object with it and sends at most two JSON merge patches, one for the
+// object with it and sends at most two merge patches (JSON merge patches,
+// or strategic ones for built-in kinds: Strategic), one for the
 // metadata and spec and one for the status subresource, each only if that
 // part changed. Merge patches name only the fields that changed, so a field
 // another writer set meanwhile is kept; lists (finalizers, conditions) are
@@ -111,13 +112,6 @@ func (p *Patcher) Patch(ctx context.Context, obj client.Object) error {
 	}
 	p.before = obj.DeepCopyObject().(client.Object)
 	return nil
-}
-
-// Changed reports whether obj differs from the Patcher's copy in its
-// metadata and spec, and in its status: what Patch would write.
-func (p *Patcher) Changed(obj client.Object) (object, status bool, err error) {
-	o, s, err := p.diff(obj)
-	return o != nil, s != nil, err
 }
 
 // diff returns the merge patches from the copy to obj, metadata and spec
@@ -253,16 +247,21 @@ func RequeueOnConflict(res ctrl.Result, err error) (ctrl.Result, error) {
 	return res, err
 }
 
-// onlyConflicts reports whether err is a conflict, or joins (errors.Join,
-// fmt.Errorf with several %w) only conflicts.
+// onlyConflicts reports whether err is a conflict, or wraps or joins
+// (errors.Join, fmt.Errorf with several %w) only conflicts.
 func onlyConflicts(err error) bool {
-	if joined, ok := err.(interface{ Unwrap() []error }); ok {
-		for _, e := range joined.Unwrap() {
-			if e != nil && !onlyConflicts(e) {
+	switch e := err.(type) {
+	case apierrors.APIStatus:
+		return apierrors.IsConflict(err)
+	case interface{ Unwrap() []error }:
+		for _, inner := range e.Unwrap() {
+			if inner != nil && !onlyConflicts(inner) {
 				return false
 			}
 		}
 		return true
+	case interface{ Unwrap() error }:
+		return e.Unwrap() != nil && onlyConflicts(e.Unwrap())
 	}
-	return apierrors.IsConflict(err)
+	return false
 }

@@ -217,8 +217,12 @@ func TestRequeueOnConflict(t *testing.T) {
 	assert.Equal(t, ctrl.Result{RequeueAfter: setup.ConflictRetry}, res)
 	assert.NoError(t, err)
 
-	joined := errors.Join(boom, fmt.Errorf("patching: %w", conflict))
-	res, err = setup.RequeueOnConflict(ctrl.Result{}, joined)
-	assert.Equal(t, ctrl.Result{}, res)
-	assert.Equal(t, joined, err, "a failure joined with a conflict is not hidden")
+	for _, failed := range []error{
+		errors.Join(boom, fmt.Errorf("patching: %w", conflict)),
+		fmt.Errorf("reconciling: %w", errors.Join(conflict, boom)),
+	} {
+		res, err = setup.RequeueOnConflict(ctrl.Result{}, failed)
+		assert.Equal(t, ctrl.Result{}, res)
+		assert.Equal(t, failed, err, "a failure joined with a conflict is not hidden")
+	}
 }
