@@ -128,7 +128,7 @@ func (r *Reconciler) adopt(ctx context.Context, ms *v1alpha1.MachineSet, m *v1al
 	if err := controllerutil.SetControllerReference(ms, patched, r.Client.Scheme()); err != nil {
 		return nil, fmt.Errorf("adopting machine %s: %w", m.Name, err)
 	}
-	err := r.Client.Patch(ctx, patched, client.MergeFromWithOptions(m, client.MergeFromWithOptimisticLock{}))
+	err := setup.NewPatcher(r.Client, m, setup.LockObject()).Patch(ctx, patched)
 	switch {
 	case err == nil:
 		return patched, nil
@@ -145,7 +145,7 @@ func (r *Reconciler) release(ctx context.Context, ms *v1alpha1.MachineSet, m *v1
 	if err := controllerutil.RemoveControllerReference(ms, patched, r.Client.Scheme()); err != nil {
 		return fmt.Errorf("releasing machine %s: %w", m.Name, err)
 	}
-	err := r.Client.Patch(ctx, patched, client.MergeFromWithOptions(m, client.MergeFromWithOptimisticLock{}))
+	err := setup.NewPatcher(r.Client, m, setup.LockObject()).Patch(ctx, patched)
 	// A conflict (the machine changed meanwhile) is retried soon by the
 	// conflict policy (Reconcile).
 	if client.IgnoreNotFound(err) != nil {

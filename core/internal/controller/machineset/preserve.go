@@ -6,10 +6,10 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 )
 
 // Preservation on the set's side (the machine controller does the rest,
@@ -133,7 +133,7 @@ func (r *Reconciler) setPreserveAnnotation(ctx context.Context, m *v1alpha1.Mach
 	}
 	// Locked: a user may have set a value of their own meanwhile.
 	// A conflict is retried soon by the conflict policy (Reconcile).
-	if err := r.Client.Patch(ctx, written, client.MergeFromWithOptions(m, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := setup.NewPatcher(r.Client, m, setup.LockObject()).Patch(ctx, written); err != nil {
 		return nil, fmt.Errorf("annotating machine %s: %w", m.Name, err)
 	}
 	return written, nil

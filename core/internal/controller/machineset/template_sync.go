@@ -7,10 +7,10 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 )
 
 // syncTemplate is the phase that passes template changes on to the set's
@@ -34,7 +34,7 @@ func (r *Reconciler) syncTemplateToMachines(ctx context.Context, ms *v1alpha1.Ma
 		if !changed {
 			continue
 		}
-		if err := r.Client.Patch(ctx, updated, client.MergeFrom(m)); err != nil {
+		if err := setup.NewPatcher(r.Client, m).Patch(ctx, updated); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
