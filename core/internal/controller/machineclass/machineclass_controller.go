@@ -161,9 +161,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, class *v1alpha1.Machin
 			"Deletion waits until nothing refers to the class; still referenced by %s", who)
 		return ctrl.Result{RequeueAfter: blockedRecheck}, nil
 	}
-	patch := client.MergeFromWithOptions(class.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	// Locked: a class changed since it was read is looked at again
+	// (setup.RequeueOnConflict) rather than released from a stale copy.
+	p := setup.NewPatcher(r.Client, class, setup.LockObject())
 	controllerutil.RemoveFinalizer(class, v1alpha1.MachineFinalizer)
-	if err := r.Client.Patch(ctx, class, patch); err != nil {
+	if err := p.Patch(ctx, class); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("removing finalizer from machine class: %w", err))
 	}
 	ctrl.LoggerFrom(ctx).Info("Released machine class: nothing refers to it any more")
