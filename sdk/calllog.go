@@ -16,20 +16,31 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Log field keys of the request and response in a call's line.
+// Log field keys of the request and response in a call's line, and of the
+// Machine a call is about (the core's key).
 const (
 	requestField  = "grpc.request.content"
 	responseField = "grpc.response.content"
+	machineField  = "machine"
 )
+
+// machineOf is the Machine a request is about, or nil.
+func machineOf(req any) *driverv1alpha1.Machine {
+	if r, ok := req.(interface{ GetMachine() *driverv1alpha1.Machine }); ok {
+		return r.GetMachine()
+	}
+	return nil
+}
 
 // logCalls writes one line per finished call, "finished call", with the
 // fields go-grpc-middleware's logging interceptor gives it (which the SDK
 // used before, so the line reads the same): protocol, grpc.component,
 // grpc.service, grpc.method, grpc.method_type, peer.address,
-// grpc.start_time, grpc.request.deadline, the request and (on success) the
-// response stripped of secrets by sanitize.String, grpc.code, grpc.error
-// and grpc.time_ms. Successful probes are debug lines, other calls have
-// the level go-grpc-middleware gives their code.
+// grpc.start_time, grpc.request.deadline, machine (namespace/name, for a
+// call about one Machine), grpc.code, grpc.error and grpc.time_ms; when the
+// logger is at debug level also the request and (on success) the response,
+// stripped of secrets by sanitize.String. Successful probes are debug
+// lines, other calls have the level go-grpc-middleware gives their code.
 //
 // It is the middleware's line written directly: the middleware builds and
 // merges its field lists on every call, about fifty allocations, before it
@@ -63,9 +74,16 @@ func (s *Server) logCalls(ctx context.Context, req any, info *grpc.UnaryServerIn
 	if d, ok := ctx.Deadline(); ok {
 		attrs = append(attrs, slog.String("grpc.request.deadline", d.Format(time.RFC3339)))
 	}
-	attrs = append(attrs, slog.String(requestField, sanitize.String(req)))
-	if err == nil {
-		attrs = append(attrs, slog.String(responseField, sanitize.String(resp)))
+	if m := machineOf(req); m != nil {
+		attrs = append(attrs, slog.String(machineField, m.GetNamespace()+"/"+m.GetName()))
+	}
+	// The payloads are for debugging, as in the core (--v=4) and the CSI
+	// sidecars: rendering them is most of what a line costs.
+	if l.Enabled(ctx, slog.LevelDebug) {
+		attrs = append(attrs, slog.String(requestField, sanitize.String(req)))
+		if err == nil {
+			attrs = append(attrs, slog.String(responseField, sanitize.String(resp)))
+		}
 	}
 	attrs = append(attrs, slog.String("grpc.code", code.String()))
 	if err != nil {

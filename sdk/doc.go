@@ -17,8 +17,9 @@
 //   - INTERNAL for a driver method that panics, while the process keeps
 //     serving, and for a response over the API's 16 MiB limit (which gRPC
 //     would otherwise fail with a misleading RESOURCE_EXHAUSTED);
-//   - one log line per call with log/slog, requests and responses stripped
-//     of secret fields (package proto/sanitize);
+//   - one log line per call with log/slog (method, code, duration, the
+//     Machine), at debug level with the request and response stripped of
+//     secret fields (package proto/sanitize);
 //   - go-grpc-middleware's Prometheus server metrics:
 //     grpc_server_handled_total{grpc_method,grpc_code} and the histogram
 //     grpc_server_handling_seconds{grpc_method}, among others;

@@ -12,13 +12,14 @@ import (
 	"google.golang.org/grpc"
 )
 
-// TestCallLogRendersOnlyWrittenLines: the request and response of a call
-// are rendered (sanitize.String, JSON) when the call's line is written and
-// not at all when the log level drops it. A render of this request costs
-// dozens of allocations; a dropped line must cost none.
+// TestCallLogRendersOnlyWrittenLines: a call's line names the call and its
+// Machine at the default level and renders the request and response
+// (sanitize.String, JSON) only at debug level, as the core does; a line the
+// level drops renders nothing. A render of this request costs dozens of
+// allocations.
 func TestCallLogRendersOnlyWrittenLines(t *testing.T) {
 	req := &driverv1alpha1.CreateMachineRequest{
-		Machine:  &driverv1alpha1.Machine{Name: "m1"},
+		Machine:  &driverv1alpha1.Machine{Name: "m1", Namespace: "ns"},
 		UserData: []byte("#cloud-config secret-token"),
 		Secrets:  map[string][]byte{"password": []byte("hunter2")},
 	}
@@ -29,26 +30,32 @@ func TestCallLogRendersOnlyWrittenLines(t *testing.T) {
 	serverLogging := func(out *bytes.Buffer, level slog.Level) *Server {
 		return &Server{opts: options{logger: slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: level}))}}
 	}
+	write := func(level slog.Level) (float64, string) {
+		var out bytes.Buffer
+		s := serverLogging(&out, level)
+		allocs := testing.AllocsPerRun(100, func() {
+			out.Reset()
+			_, _ = s.logCalls(ctx, req, info, handler)
+		})
+		return allocs, out.String()
+	}
 
-	var out bytes.Buffer
-	dropping := serverLogging(&out, slog.LevelWarn)
-	allocs := testing.AllocsPerRun(100, func() {
-		_, _ = dropping.logCalls(ctx, req, info, handler)
-	})
+	allocs, line := write(slog.LevelWarn)
 	assert.Zero(t, allocs, "a dropped line renders nothing")
-	assert.Empty(t, out.String())
+	assert.Empty(t, line)
 
-	writing := serverLogging(&out, slog.LevelInfo)
-	allocs = testing.AllocsPerRun(100, func() {
-		out.Reset()
-		_, _ = writing.logCalls(ctx, req, info, handler)
-	})
-	assert.Greater(t, allocs, 20.0, "a written line renders the request and response")
-	line := out.String()
+	infoAllocs, line := write(slog.LevelInfo)
 	require.Contains(t, line, `"msg":"finished call"`)
 	require.Contains(t, line, `"grpc.method":"CreateMachine"`)
 	require.Contains(t, line, `"grpc.service":"machina.driver.v1alpha1.MachineService"`)
 	require.Contains(t, line, `"grpc.code":"OK"`)
+	require.Contains(t, line, `"machine":"ns/m1"`)
+	assert.NotContains(t, line, requestField, "the request is a debug field")
+	assert.NotContains(t, line, "mem:///m1", "the response is a debug field")
+
+	debugAllocs, line := write(slog.LevelDebug)
+	assert.Greater(t, debugAllocs, infoAllocs+20, "at debug level the request and response are rendered")
+	require.Contains(t, line, `"machine":"ns/m1"`)
 	require.Contains(t, line, "mem:///m1")
 	require.Contains(t, line, "node-1")
 	assert.NotContains(t, line, "hunter2")

@@ -186,8 +186,9 @@ func TestSIGTERMStopsGracefully(t *testing.T) {
 // TestLogShowsProviderSpecAsJSON: the SDK's call log shows the provider spec
 // as the JSON object it is, with a secret-looking key's value stripped, and
 // neither its base64 form (protojson's rendering of bytes) nor the secret.
+// Requests are logged at debug level.
 func TestLogShowsProviderSpecAsJSON(t *testing.T) {
-	p := start(t, nil)
+	p := start(t, nil, "--log-level", "DEBUG")
 	const secret = "hunter2-in-the-provider-spec"
 	spec := `{"capacity":{"cpu":"2"},"password":"` + secret + `"}`
 	req := request("m-spec")
