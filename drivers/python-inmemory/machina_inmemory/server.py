@@ -103,12 +103,19 @@ class MachineServicer(machine_pb2_grpc.MachineServiceServicer):
         except Exception:  # A bug must not kill the server; the core retries.
             log.exception("method=%s panic", method)
             code, message = grpc.StatusCode.INTERNAL, f"internal error in {method}"
+        # As the Go SDK and the core: the call at info, its request (stripped
+        # of secrets) only at debug level.
+        machine = ""
+        if "machine" in request.DESCRIPTOR.fields_by_name and request.HasField("machine"):
+            machine = f" machine={request.machine.namespace}/{request.machine.name}"
+        payload = f" request={sanitize.to_text(request)}" if log.isEnabledFor(logging.DEBUG) else ""
         log.info(
-            "method=%s code=%s duration=%.3fs request=%s%s",
+            "method=%s code=%s duration=%.3fs%s%s%s",
             method,
             code.name,
             time.monotonic() - start,
-            sanitize.to_text(request),
+            machine,
+            payload,
             f" error={message!r}" if message else "",
         )
         if code is not grpc.StatusCode.OK:
