@@ -13,9 +13,16 @@ type Budget struct {
 	// available now: phase Running or Available. A machine in any of the
 	// in-place phases is unavailable.
 	Available int32
-	// Undergoing is the number of old nodes labelled selected-for-update:
-	// selected earlier and not yet moved to the target.
+	// Undergoing is the number of old nodes labelled selected-for-update
+	// (selected earlier and not yet moved to the target) whose machines
+	// still count as available: they are about to be drained.
 	Undergoing int32
+	// Updating is the number of selected nodes whose machines no longer
+	// count as available (drained, updating, updated and not yet moved):
+	// they are out of Available already, so they take no slot again, but
+	// they are not to be selected twice either. Zero where the caller
+	// counts every selected node in Undergoing (the pool does).
+	Updating int32
 	// MaxUnavailable is how many of Desired may be unavailable at once,
 	// already resolved from a number or a percentage.
 	MaxUnavailable int32
@@ -24,11 +31,12 @@ type Budget struct {
 // Selectable is how many more nodes the step may select: none while the
 // nodes under way together with the updated ones already reach Desired,
 // otherwise min(available − undergoing − (desired − maxUnavailable),
-// desired − updated), never below zero. Nodes under way are subtracted
-// from the available ones because a selected node is about to be drained
-// even while it still counts as available.
+// desired − updated), never below zero. Nodes under way that are still
+// available are subtracted from the available ones because such a node is
+// about to be drained; an updating one is not in Available, and is not
+// subtracted again.
 func (b Budget) Selectable() int32 {
-	if b.Undergoing+b.Updated >= b.Desired {
+	if b.Undergoing+b.Updating+b.Updated >= b.Desired {
 		return 0
 	}
 	n := b.Available - b.Undergoing - (b.Desired - b.MaxUnavailable)

@@ -36,6 +36,16 @@ func TestSelectable(t *testing.T) {
 		// maxUnavailable 0 with an extra surge machine available.
 		{"surge machine available", Budget{Desired: 3, Updated: 1, Available: 4, MaxUnavailable: 0}, 1},
 		{"zero replicas", Budget{Desired: 0, MaxUnavailable: 1}, 0},
+		// 20 of 200 selected, 10 of them drained and updating: the 10
+		// still available are about to be drained, the 10 updating are
+		// out of Available already; the wave's slots are all taken.
+		{"wave under way, half updating", Budget{Desired: 200, Available: 190, Undergoing: 10, Updating: 10, MaxUnavailable: 20}, 0},
+		// 10 of them moved and Running again: their slots are free while
+		// the other 10 still update.
+		{"half the wave back", Budget{Desired: 200, Updated: 10, Available: 190, Updating: 10, MaxUnavailable: 20}, 10},
+		// Updating nodes are not selected twice: what is left to update
+		// is under way already.
+		{"the rest updating", Budget{Desired: 4, Updated: 2, Available: 2, Updating: 2, MaxUnavailable: 4}, 0},
 		{"maxUnavailable equals desired", Budget{Desired: 2, Available: 2, MaxUnavailable: 2}, 2},
 	}
 	for _, c := range cases {

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
@@ -206,11 +208,20 @@ func (r *Reconciler) rolloutInPlace(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
+	// Machines this controller moved that the cache still shows in their
+	// old set are taken where they are.
+	r.moved.apply(s)
 	state := &inPlaceState{running: s.oldMachinesLeft(), auto: s.d.Spec.Strategy.InPlaceUpdate.OrchestrationType == v1alpha1.OrchestrationTypeAuto}
 	if c := getCondition(&s.d.Status, v1alpha1.MachineDeploymentProgressing); c != nil {
 		state.prevProgressing = c.DeepCopy()
 	}
 	s.inPlace = state
+	// The rollout's marks go on first, the candidates' with them (one
+	// write per node); the machines are loaded after, with the nodes as
+	// written.
+	if err := r.syncRolloutNodesWith(ctx, s, candidateMark(s, newMS.Name)); err != nil {
+		return err
+	}
 	old, err := r.loadMachines(ctx, s, s.old)
 	if err != nil {
 		return err
@@ -235,9 +246,6 @@ func (r *Reconciler) rolloutInPlace(ctx context.Context, s *scope) error {
 	if err := r.syncScaleUpDisabled(ctx, s, state.running); err != nil {
 		return err
 	}
-	if err := r.syncRolloutNodes(ctx, s); err != nil {
-		return err
-	}
 	if err := r.syncCurrentMachines(ctx, s, current, stale); err != nil {
 		return err
 	}
@@ -252,13 +260,14 @@ func (r *Reconciler) rolloutInPlace(ctx context.Context, s *scope) error {
 	if err := r.replaceFailedInPlace(ctx, s, append(slices.Clone(old), current...)); err != nil {
 		return err
 	}
-	moved, err := r.moveUpdatedMachines(ctx, s, old)
-	if err != nil {
+	// The step goes on after moves: the moved machines' nodes are no
+	// longer candidates, the new set's replicas count them, and the
+	// machines that turned Running since the last sync free their slots of
+	// the budget now. A sync that stopped here would select nothing while
+	// the machines of a wave keep reporting, one after another, and the
+	// next wave would start only after the last of them.
+	if _, err := r.moveUpdatedMachines(ctx, s, old); err != nil {
 		return err
-	}
-	if moved > 0 {
-		// The next sync sees the sets as they are now.
-		return nil
 	}
 	d := s.d
 	candidates := append(slices.Clone(old), stale...)
@@ -345,6 +354,12 @@ func (r *Reconciler) loadMachines(ctx context.Context, s *scope, sets []*v1alpha
 			}
 			om := machineNode{ms: ms, m: m}
 			if name := m.Labels[v1alpha1.NodeLabelKey]; name != "" {
+				if n := s.writtenNode(name); n != nil {
+					// Written by this sync: newer than the cache's.
+					om.node = n.DeepCopy()
+					group = append(group, om)
+					continue
+				}
 				n := &corev1.Node{}
 				err := r.Target.Get(ctx, client.ObjectKey{Name: name}, n)
 				switch {
@@ -362,6 +377,23 @@ func (r *Reconciler) loadMachines(ctx context.Context, s *scope, sets []*v1alpha
 		out = append(out, group...)
 	}
 	return out, nil
+}
+
+// candidateMark returns the change that makes the node of a machine of an
+// old set a candidate of the rollout to target, for the machines
+// loadMachines takes (not being deleted); nil for the others.
+func candidateMark(s *scope, target string) func(*v1alpha1.Machine) func(*corev1.Node) bool {
+	old := map[types.UID]bool{}
+	for _, ms := range s.old {
+		old[ms.UID] = true
+	}
+	return func(m *v1alpha1.Machine) func(*corev1.Node) bool {
+		ref := metav1.GetControllerOf(m)
+		if ref == nil || !old[ref.UID] || m.DeletionTimestamp != nil || m.Status.CurrentStatus.Phase == v1alpha1.MachineTerminating {
+			return nil
+		}
+		return func(n *corev1.Node) bool { return inplace.MarkCandidate(n, target) }
+	}
 }
 
 // markCandidates makes every node of an old set a candidate of the rollout
@@ -390,9 +422,10 @@ func (r *Reconciler) changeNode(ctx context.Context, s *scope, node *corev1.Node
 	switch {
 	case err == nil:
 		*node = *updated
+		s.noteNodeWritten(updated.DeepCopy())
 		return nil
 	case apierrors.IsConflict(err):
-		s.retryNodes = true
+		s.noteNodeConflict()
 		return nil
 	case apierrors.IsNotFound(err):
 		return nil
@@ -438,6 +471,7 @@ func staleMachines(current []machineNode, target string) []machineNode {
 // replicas include them.
 func (r *Reconciler) syncCurrentMachines(ctx context.Context, s *scope, current, stale []machineNode) error {
 	newMS := s.new
+	var marked []*v1alpha1.Machine
 	isStale := map[*v1alpha1.Machine]bool{}
 	for _, mn := range stale {
 		isStale[mn.m] = true
@@ -464,16 +498,20 @@ func (r *Reconciler) syncCurrentMachines(ctx context.Context, s *scope, current,
 				return err
 			}
 		}
-		m := mn.m
-		if m.Labels[v1alpha1.LabelKeyNodeUpdateResult] != "" && newMS.Spec.Replicas >= int32(len(current)) {
-			updated := m.DeepCopy()
-			delete(updated.Labels, v1alpha1.LabelKeyNodeUpdateResult)
-			if err := r.Client.Patch(ctx, updated, client.MergeFrom(m)); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("removing the transfer marker of machine %s: %w", m.Name, err)
-			}
+		if mn.m.Labels[v1alpha1.LabelKeyNodeUpdateResult] != "" && newMS.Spec.Replicas >= int32(len(current)) {
+			marked = append(marked, mn.m)
 		}
 	}
-	return nil
+	// A wave's markers come off together (inParallel).
+	return inParallel(len(marked), func(i int) error {
+		m := marked[i]
+		updated := m.DeepCopy()
+		delete(updated.Labels, v1alpha1.LabelKeyNodeUpdateResult)
+		if err := r.Client.Patch(ctx, updated, client.MergeFrom(m)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("removing the transfer marker of machine %s: %w", m.Name, err)
+		}
+		return nil
+	})
 }
 
 // stripOldMarkers takes the transfer marker off machines of old sets: a
@@ -540,13 +578,11 @@ func (r *Reconciler) sizeInPlaceSets(ctx context.Context, s *scope, old []machin
 // (condition UpdateSuccessful, label update-result=successful, phase past
 // InPlaceUpdating) to the new set: one merge patch of the Machine (the new
 // set as controller, its selector labels instead of the old set's, the
-// transfer marker; the name is kept), the node uncordoned, then the old
+// transfer marker; the name is kept), the node cleared and uncordoned, then the old
 // sets shrink and the new one grows by the number moved.
 func (r *Reconciler) moveUpdatedMachines(ctx context.Context, s *scope, old []machineNode) (int32, error) {
 	newMS := s.new
-	fromSets := map[*v1alpha1.MachineSet]int32{}
-	var moved int32
-	var names []string
+	var todo []machineNode
 	for _, om := range old {
 		// The node must have been updated to this rollout's target: a
 		// result for an earlier target (a second template change) is
@@ -558,19 +594,43 @@ func (r *Reconciler) moveUpdatedMachines(ctx context.Context, s *scope, old []ma
 			om.m.Status.CurrentStatus.Phase == v1alpha1.MachineInPlaceUpdating {
 			continue
 		}
+		todo = append(todo, om)
+	}
+	// The moves of a wave go out together (inParallel); the sets are
+	// scaled once for all of them.
+	var (
+		mu       sync.Mutex
+		fromSets = map[*v1alpha1.MachineSet]int32{}
+		moved    int32
+		names    []string
+	)
+	err := inParallel(len(todo), func(i int) error {
+		om := todo[i]
 		if err := r.moveMachine(ctx, om, newMS); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				s.retryNodes = true
-				continue
+				s.noteNodeConflict()
+				return nil
 			}
-			return moved, err
+			return err
 		}
-		if err := r.changeNode(ctx, s, om.node, inplace.Uncordon); err != nil {
-			return moved, err
-		}
+		r.moved.add(om.m.UID, newMS.UID, s.now)
+		mu.Lock()
 		fromSets[om.ms]++
 		moved++
 		names = append(names, om.m.Name)
+		mu.Unlock()
+		// The node is done with the rollout: its marks come off with the
+		// uncordon, in one write, and its machine turns Running on this
+		// change (syncCurrentMachines would otherwise clear it on the next
+		// sync, one more write and one more round before its slot of the
+		// budget is free).
+		return r.changeNode(ctx, s, om.node, clearMoved)
+	})
+	if moved > 0 {
+		slices.Sort(names)
+	}
+	if err != nil && moved == 0 {
+		return 0, err
 	}
 	if moved == 0 {
 		return 0, nil
@@ -587,7 +647,14 @@ func (r *Reconciler) moveUpdatedMachines(ctx context.Context, s *scope, old []ma
 	}
 	r.Recorder.Eventf(s.d, newMS, corev1.EventTypeNormal, reasonInPlaceMoved, "UpdateInPlace", "Moved %d machines updated in place to machine set %s: %s",
 		moved, newMS.Name, strings.Join(names, ", "))
-	return moved, nil
+	return moved, err
+}
+
+// clearMoved takes the rollout's marks off the node of a machine just moved
+// to the new set and uncordons it (it was drained for the update).
+func clearMoved(n *corev1.Node) bool {
+	changed := inplace.Clear(n)
+	return inplace.Uncordon(n) || changed
 }
 
 // moveMachine writes the move of one machine to the new set in one merge
@@ -674,7 +741,16 @@ func (r *Reconciler) selectForUpdate(ctx context.Context, s *scope, candidates [
 			continue
 		}
 		if inplace.IsSelected(om.node) {
-			b.Undergoing++
+			// Only a selected node whose machine still counts as available
+			// is about to take a slot of the budget; one being drained or
+			// updated has taken it already (Available leaves it out), and
+			// counting it again would hold every further selection back
+			// until the whole wave is done.
+			if isAvailablePhase(om.m.Status.CurrentStatus.Phase) {
+				b.Undergoing++
+			} else {
+				b.Updating++
+			}
 			continue
 		}
 		// A node a machine configuration pool is updating is left until the
@@ -690,7 +766,7 @@ func (r *Reconciler) selectForUpdate(ctx context.Context, s *scope, candidates [
 	n := b.Selectable()
 	// A disruption budget of reason InPlace caps the nodes updating at once.
 	if n > 0 {
-		if room, limited := r.room(s, v1alpha1.DisruptionReasonInPlace, b.Undergoing); limited && room < n {
+		if room, limited := r.room(s, v1alpha1.DisruptionReasonInPlace, b.Undergoing+b.Updating); limited && room < n {
 			n = room
 		}
 	}
@@ -705,12 +781,13 @@ func (r *Reconciler) selectForUpdate(ctx context.Context, s *scope, candidates [
 		s.log.Info("Nodes wait: hooks or pods hold them", "held", held)
 		r.Recorder.Eventf(s.d, nil, corev1.EventTypeNormal, ReasonDisruptionHeld, "UpdateInPlace", "Not selected now: %s", strings.Join(held, "; "))
 	}
-	for _, om := range picked {
-		if err := r.changeNode(ctx, s, om.node, inplace.MarkSelected); err != nil {
-			return err
-		}
-		s.inPlace.counts.Selected++
+	// The wave's nodes are selected together (inParallel).
+	if err := inParallel(len(picked), func(i int) error {
+		return r.changeNode(ctx, s, picked[i].node, inplace.MarkSelected)
+	}); err != nil {
+		return err
 	}
+	s.inPlace.counts.Selected += int32(len(picked))
 	if len(picked) > 0 {
 		s.log.Info("Selected nodes for an in-place update", "count", len(picked), "budget", fmt.Sprintf("%+v", b))
 	}

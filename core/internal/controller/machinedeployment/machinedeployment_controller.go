@@ -81,6 +81,10 @@ type Reconciler struct {
 	Gate *freeze.Gate
 
 	Options
+
+	// moved are the machines in-place rollouts moved that the cache may
+	// not show moved yet (moved.go).
+	moved movedMachines
 }
 
 // SetupWithManager registers the controller with the manager, with the given

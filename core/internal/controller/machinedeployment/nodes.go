@@ -35,10 +35,26 @@ var preferNoScheduleTaint = corev1.Taint{Key: v1alpha1.PreferNoScheduleTaintKey,
 //
 // Without a target cluster there are no nodes and nothing to do.
 func (r *Reconciler) syncRolloutNodes(ctx context.Context, s *scope) error {
+	return r.syncRolloutNodesWith(ctx, s, nil)
+}
+
+// syncRolloutNodesWith is syncRolloutNodes with more marks for the nodes of
+// some machines: extra returns the change to make on a machine's node in
+// the same patch (nil for none). An in-place rollout marks its candidates
+// so: one write per node instead of one for the rollout's marks and one for
+// the candidate's, the second of which would start from the cache's copy
+// without the first and lose on the taints' resource version.
+func (r *Reconciler) syncRolloutNodesWith(ctx context.Context, s *scope, extra func(*v1alpha1.Machine) func(*corev1.Node) bool) error {
 	if r.Target == nil {
 		return nil
 	}
 	rollingOut := s.oldMachinesLeft()
+	type job struct {
+		node   string
+		want   rolloutMarks
+		change func(*corev1.Node) bool
+	}
+	var jobs []job
 	for _, ms := range s.sets {
 		isNew := s.new != nil && ms.UID == s.new.UID
 		for _, m := range s.machines[ms.UID] {
@@ -56,21 +72,27 @@ func (r *Reconciler) syncRolloutNodes(ctx context.Context, s *scope) error {
 			case m.DeletionTimestamp == nil:
 				want.taint = true
 			}
-			err := r.markNode(ctx, node, want)
-			var conflict errNodeConflict
-			if errors.As(err, &conflict) {
-				// The other nodes and the rollout step go on; this node is
-				// marked on the next sync.
-				ctrl.LoggerFrom(ctx).V(1).Info("Node changed while being marked; retrying soon", "node", conflict.name)
-				s.retryNodes = true
-				continue
+			j := job{node: node, want: want}
+			if extra != nil {
+				j.change = extra(m)
 			}
-			if err != nil {
-				return err
-			}
+			jobs = append(jobs, j)
 		}
 	}
-	return nil
+	// Most syncs write none of them; a rollout's first writes them all,
+	// together (inParallel).
+	return inParallel(len(jobs), func(i int) error {
+		err := r.markNode(ctx, s, jobs[i].node, jobs[i].want, jobs[i].change)
+		var conflict errNodeConflict
+		if errors.As(err, &conflict) {
+			// The other nodes and the rollout step go on; this node is
+			// marked on the next sync.
+			ctrl.LoggerFrom(ctx).V(1).Info("Node changed while being marked; retrying soon", "node", conflict.name)
+			s.noteNodeConflict()
+			return nil
+		}
+		return err
+	})
 }
 
 // rolloutMarks is what a rollout wants on one node: the PreferNoSchedule
@@ -112,36 +134,50 @@ func (w rolloutMarks) apply(n *corev1.Node) {
 	}
 }
 
-// markNode puts the marks on a node that misses one. The node is read from
-// the cache without a copy; only a node that needs a change is copied and
-// patched. A patch that changes the taints carries the resourceVersion,
-// because a merge patch replaces the whole taint list and must not
-// overwrite a concurrent change (by the kubelet or the node controller); on
-// a conflict the sync is retried soon (errNodeConflict: the deployment does
-// not watch nodes, so no event would bring it back). A patch of annotations
-// alone merges key by key and needs no lock, so a node's heartbeats cannot
-// make it fail. A missing node is skipped.
-func (r *Reconciler) markNode(ctx context.Context, name string, want rolloutMarks) error {
-	cached := &corev1.Node{}
-	if err := r.Target.Get(ctx, client.ObjectKey{Name: name}, cached, client.UnsafeDisableDeepCopy); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
+// markNode puts the marks on a node that misses one, with change (if not
+// nil) in the same patch. The node is read from the cache without a copy
+// (or is the one this sync wrote: s.writtenNode); only a node that needs a
+// change is copied and patched. A patch that changes the taints carries the
+// resourceVersion, because a merge patch replaces the whole taint list and
+// must not overwrite a concurrent change (by the kubelet or the node
+// controller); on a conflict the sync is retried soon (errNodeConflict: the
+// deployment does not watch nodes, so no event would bring it back). A
+// patch of annotations alone merges key by key and needs no lock, so a
+// node's heartbeats cannot make it fail. A missing node is skipped. The
+// written node is kept in the scope for the rest of the sync.
+func (r *Reconciler) markNode(ctx context.Context, s *scope, name string, want rolloutMarks, change func(*corev1.Node) bool) error {
+	cached := s.writtenNode(name)
+	if cached == nil {
+		cached = &corev1.Node{}
+		if err := r.Target.Get(ctx, client.ObjectKey{Name: name}, cached, client.UnsafeDisableDeepCopy); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("reading node %s: %w", name, err)
 		}
-		return fmt.Errorf("reading node %s: %w", name, err)
 	}
-	if !want.missing(cached) {
+	if !want.missing(cached) && change == nil {
 		return nil
 	}
 	orig := cached.DeepCopy()
 	n := orig.DeepCopy()
 	want.apply(n)
+	if change != nil {
+		change(n)
+	}
+	if apiequality.Semantic.DeepEqual(orig.ObjectMeta, n.ObjectMeta) && apiequality.Semantic.DeepEqual(orig.Spec, n.Spec) {
+		return nil
+	}
 	patch := client.MergeFrom(orig)
 	if !apiequality.Semantic.DeepEqual(orig.Spec.Taints, n.Spec.Taints) {
 		patch = client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
 	}
 	err := r.Target.Patch(ctx, n, patch)
 	switch {
-	case err == nil, apierrors.IsNotFound(err):
+	case err == nil:
+		s.noteNodeWritten(n)
+		return nil
+	case apierrors.IsNotFound(err):
 		return nil
 	case apierrors.IsConflict(err):
 		return errNodeConflict{name: name}

@@ -2,9 +2,11 @@ package machinedeployment
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -42,8 +44,9 @@ type scope struct {
 	// not read its machine sets: nothing more is written in this sync (the
 	// next one, triggered by the write or the retry, computes the status).
 	skipStatus bool
-	// retryNodes is set when a node could not be marked for the rollout
-	// because it changed meanwhile; the sync runs again soon for it.
+	// retryNodes is set (noteNodeConflict) when a node could not be marked
+	// for the rollout because it changed meanwhile; the sync runs again
+	// soon for it.
 	retryNodes bool
 	// inPlace is what an in-place rollout step found (inplace.go), for the
 	// status; nil for other strategies.
@@ -53,6 +56,43 @@ type scope struct {
 	// changes next (zero without scheduled budgets).
 	budgetHeld    string
 	budgetRecheck time.Time
+
+	// writtenNodes are the nodes this sync wrote, as the API server
+	// returned them: the cache shows a write only a moment later, and a
+	// second change of the same node in the same sync must start from the
+	// written node, not the cached one (a patch with the resource version
+	// would fail, one without would undo the first).
+	writtenNodes map[string]*corev1.Node
+
+	// mu guards retryNodes and writtenNodes: a sync writes many nodes at
+	// once (inParallel).
+	mu sync.Mutex
+}
+
+// noteNodeConflict asks for the sync to run again soon.
+func (s *scope) noteNodeConflict() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.retryNodes = true
+}
+
+// noteNodeWritten keeps n, as the API server returned it, for the rest of
+// the sync.
+func (s *scope) noteNodeWritten(n *corev1.Node) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.writtenNodes == nil {
+		s.writtenNodes = map[string]*corev1.Node{}
+	}
+	s.writtenNodes[n.Name] = n
+}
+
+// writtenNode returns the node of that name this sync wrote, or nil. It is
+// the scope's own: callers copy it before a change.
+func (s *scope) writtenNode(name string) *corev1.Node {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writtenNodes[name]
 }
 
 // newScope gathers what a sync starts from.
