@@ -1,9 +1,13 @@
 package conformance
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
+
+	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 )
 
 // The Launcher checks of how a driver refuses an endpoint it cannot serve,
@@ -106,4 +110,57 @@ func testLaunchNoOtherFiles(s *suite, t T) {
 	others("while the driver serves")
 	l.quietStop(p)
 	others("after the driver stopped")
+}
+
+// testLaunchNoTCP checks that a driver given a unix:// endpoint serves the
+// Driver API on no TCP port: neither beside the socket while it serves, nor
+// instead of it when the socket cannot be made (a regular file at the
+// path) (§2.3: TCP only when the operator asked for it, no fallback).
+func testLaunchNoTCP(s *suite, t T) {
+	l := needLaunch(s, t)
+	if _, err := tcpListeners(os.Getpid()); err != nil {
+		t.Skipf("%v", err)
+	}
+	ep := unixEndpoint(filepath.Join(l.newDir(t), "driver.sock"))
+	p := l.start(t, []string{"--endpoint", ep}, "")
+	if err := l.waitAnswer(p, ep); err != nil {
+		ruleLaunchNoTCP.errorf(t, "%v", err)
+	} else {
+		l.noDriverOnTCP(t, p, "serving on "+ep)
+	}
+	l.quietStop(p)
+
+	path := filepath.Join(l.newDir(t), "driver.sock")
+	if err := os.WriteFile(path, []byte("not a socket\n"), 0o600); err != nil {
+		ruleIdentityOK.fatalf(t, "cannot create %s: %v", path, err)
+	}
+	p = l.start(t, []string{"--endpoint", unixEndpoint(path)}, "")
+	if l.waitAnswerOrExit(p, unixEndpoint(path)) != exited {
+		l.noDriverOnTCP(t, p, "with a regular file at its socket path "+path)
+	}
+	l.quietStop(p)
+}
+
+// noDriverOnTCP asks every TCP port the driver's processes listen on for
+// GetPluginInfo; an answer is the Driver API served on TCP. Other
+// listeners (a metrics port) do not answer it.
+func (l *launcher) noDriverOnTCP(t T, p *process, when string) {
+	addrs, err := tcpListeners(p.cmd.Process.Pid)
+	if err != nil {
+		t.Logf("cannot list the driver's TCP listeners: %v", err)
+		return
+	}
+	for _, addr := range addrs {
+		conn, err := fastConn("tcp://" + addr)
+		if err != nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err = driverv1alpha1.NewIdentityServiceClient(conn).GetPluginInfo(ctx, &driverv1alpha1.GetPluginInfoRequest{})
+		cancel()
+		_ = conn.Close()
+		if err == nil {
+			ruleLaunchNoTCP.errorf(t, "%s, the driver also serves the Driver API on TCP %s", when, addr)
+		}
+	}
 }

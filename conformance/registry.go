@@ -189,6 +189,8 @@ func suiteTests() []testCase {
 			"started on a socket path over 107 bytes, the driver exits non-zero with a message naming the path (a SHOULD: warns)", testLaunchLongPath),
 		tc("Launcher/no_other_files", "§2.2", capNone,
 			"while it serves and after it stopped, the driver has created nothing but its socket in the socket's directory", testLaunchNoOtherFiles),
+		tc("Launcher/no_tcp_listener", "§2.3", capNone,
+			"given a unix:// endpoint, the driver serves the Driver API on no TCP port, neither beside its socket nor instead of it when a regular file is at the path (Linux only)", testLaunchNoTCP),
 		tc("Launcher/socket_directory_modes", "§2.2", capNone,
 			"a missing socket directory is created with no permissions for others; an existing one (0755) keeps its mode", testLaunchDirectories),
 		tc("Launcher/socket_mode_at_first_answer", "§2.2", capNone,

@@ -69,6 +69,7 @@ var warningRules = map[rule]string{
 	ruleLaunchBadEndpoint: warnNewCheck,
 	ruleLaunchLongPath:    warnShould,
 	ruleLaunchOtherFiles:  warnNewCheck,
+	ruleLaunchNoTCP:       warnNewCheck,
 	// A provider may be down for a whole timeout; the check that made the
 	// call fails by its own rule, this names the code's rule besides.
 	ruleThrottled: warnNewCheck,
@@ -131,6 +132,7 @@ var (
 	ruleLaunchBadEndpoint = rule{"R-2.1-refuse-start-message-naming", "an endpoint of another scheme or a relative unix:// path makes the driver exit non-zero with a message naming it"}
 	ruleLaunchLongPath    = rule{"R-2.2-report-message-naming-path", "a socket path over 107 bytes makes the driver exit non-zero with a message naming the path"}
 	ruleLaunchOtherFiles  = rule{"R-2.2-not-create-other-files", "the driver creates nothing next to its socket"}
+	ruleLaunchNoTCP       = rule{"R-2.3-listen-tcp-only-operator", "given a unix:// endpoint, the driver serves the Driver API on no TCP port, also when the socket cannot be made"}
 
 	ruleVersionServed      = rule{"R-5-implement-all-three-rpcs", "the driver serves machina.driver.v1alpha1"}
 	ruleKnownCapabilities  = rule{"R-3.4-not-list-type-unspecified", "a driver never advertises TYPE_UNSPECIFIED (values the suite does not know are logged, not failed)"}

@@ -64,6 +64,7 @@ var launcherChecks = []string{
 	"Launcher/non_socket_refused", "Launcher/socket_directory_modes", "Launcher/socket_mode_at_first_answer",
 	"Launcher/sigterm_graceful_stop", "Launcher/restart_keeps_state",
 	"Launcher/bad_endpoint_refused", "Launcher/long_path_refused", "Launcher/no_other_files",
+	"Launcher/no_tcp_listener",
 }
 
 // requireCleanLaunch requires a passed run in which every Launcher check ran
@@ -105,8 +106,8 @@ const slowCreate = "--fault CreateMachine:latency=300ms"
 //     endpoint included), a create is in flight at SIGTERM, and the restart
 //     check sees its VM survive (the state file);
 //   - the Launcher checks against the broken driver: unbroken it passes them
-//     all without a warning; each breakage (a process mutant: eleven of the
-//     twelve sentences only the Launcher checks exercise) is reported by its
+//     all without a warning; each breakage (a process mutant: twelve of the
+//     thirteen sentences only the Launcher checks exercise) is reported by its
 //     check with the sentence it breaks. Breaches are warnings for now (Driver API §3.2),
 //     so those runs still pass.
 func TestLauncherMode(t *testing.T) {
@@ -154,6 +155,7 @@ func TestLauncherMode(t *testing.T) {
 		{"silent-refusal", "Launcher/long_path_refused", "R-2.2-report-message-naming-path", "without naming the path"},
 		{"relative-path", "Launcher/bad_endpoint_refused", "R-2.1-refuse-start-message-naming", "the driver serves on"},
 		{"extra-file", "Launcher/no_other_files", "R-2.2-not-create-other-files", "driver.lock"},
+		{"tcp-fallback", "Launcher/no_tcp_listener", "R-2.3-listen-tcp-only-operator", "also serves the Driver API on TCP 127.0.0.1:"},
 	} {
 		t.Run("broken/"+tc.breakage, func(t *testing.T) {
 			t.Parallel()

@@ -56,7 +56,7 @@ func TestLauncherMode(t *testing.T) {
 		assert.Equal(t, conformance.StatusPassed, res.Status, "%s: %s", res.Name, res.SkipReason)
 		assert.Empty(t, res.Warnings, res.Name)
 	}
-	assert.Equal(t, 11, ran, "every Launcher check runs\n%s", progress.String())
+	assert.Equal(t, 12, ran, "every Launcher check runs\n%s", progress.String())
 	assert.NotContains(t, progress.String(), "answered before SIGTERM", "a create is in flight at SIGTERM")
 	t.Logf("%s", progress.String())
 }

@@ -15,6 +15,7 @@ var NoMutant = map[string]string{
 	"R-2.1-refuse-start-message-naming":       launcherOnly,
 	"R-2.2-report-message-naming-path":        launcherOnly,
 	"R-2.2-not-create-other-files":            launcherOnly,
+	"R-2.3-listen-tcp-only-operator":          launcherOnly,
 	"R-2.2-socket-file-exists-path":           launcherOnly,
 	"R-2.2-process-still-accepts-connections": launcherOnly,
 	"R-2.2-anything-else-exists-path":         launcherOnly,

@@ -46,7 +46,6 @@ var Unchecked = map[string]string{
 	"R-2.2-name-end-sock":                   startup,
 	"R-2.2-two-drivers-not-configured":      notDriver,
 	"R-2.2-core-run-same-user":              notDriver,
-	"R-2.3-listen-tcp-only-operator":        startup,
 	"R-2.3-listening-tcp-log-warning":       startup,
 	"R-2.3-production-deployments":          notDriver,
 	"R-2.4-not-depend-value":                sameAsCore,

@@ -37,11 +37,12 @@ const (
 	breakSilentRefusal = "silent-refusal" // refuses an endpoint it cannot serve without naming it
 	breakRelativePath  = "relative-path"  // serves a relative unix:// path (from its working directory)
 	breakExtraFile     = "extra-file"     // writes a lock file next to its socket
+	breakTCPFallback   = "tcp-fallback"   // serves on TCP when it cannot listen on its socket
 )
 
 var breakages = []string{breakNone, breakLeaveSocket, breakRemoveFile, breakIgnoreSIGTERM,
 	breakEnvOverFlag, breakKeepStale, breakTakeOver, breakOpenDir, breakHardStop, breakChmodDir,
-	breakSilentRefusal, breakRelativePath, breakExtraFile}
+	breakSilentRefusal, breakRelativePath, breakExtraFile, breakTCPFallback}
 
 func main() {
 	endpoint := flag.String("endpoint", "", "Driver API endpoint (default from "+sdk.EndpointEnv+", else "+sdk.DefaultEndpoint+")")
@@ -85,7 +86,7 @@ func run(endpoint, breakage, faults, stateFile string) error {
 	path := strings.TrimPrefix(endpoint, "unix://")
 	signals := []os.Signal{syscall.SIGTERM, syscall.SIGINT}
 	switch breakage {
-	case breakNone, breakLeaveSocket, breakEnvOverFlag, breakSilentRefusal:
+	case breakNone, breakLeaveSocket, breakEnvOverFlag, breakSilentRefusal, breakTCPFallback:
 	case breakRelativePath:
 		if strings.HasPrefix(endpoint, "unix://") && !filepath.IsAbs(path) {
 			abs, err := filepath.Abs(path)
@@ -142,7 +143,17 @@ func run(endpoint, breakage, faults, stateFile string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), signals...)
 	defer stop()
 	if err := s.Serve(ctx, endpoint); err != nil {
-		return err
+		if breakage != breakTCPFallback {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "brokendriver: %v; serving on TCP instead\n", err)
+		fallback, err := sdk.NewServer(inmemory.Info(""), d, d.SDKOptions()...)
+		if err != nil {
+			return err
+		}
+		if err := fallback.Serve(ctx, "tcp://127.0.0.1:0"); err != nil {
+			return err
+		}
 	}
 	if breakage == breakLeaveSocket {
 		// A socket file nobody serves, as if the driver had not removed
