@@ -101,18 +101,18 @@ func secretsOfClassObject(_ context.Context, obj client.Object) []reconcile.Requ
 // secret no class refers to. A conflict (the secret changed since the cache
 // copy) is setup's conflict policy: reconciled again soon, no error.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return setup.RequeueOnConflict(r.reconcile(ctx, req))
+	return setup.RequeueOnConflict(ctrl.Result{}, r.reconcile(ctx, req))
 }
 
-func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) error {
 	secret := &metav1.PartialObjectMetadata{}
 	secret.SetGroupVersionKind(secretGVK)
 	if err := r.Client.Get(ctx, req.NamespacedName, secret); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return client.IgnoreNotFound(err)
 	}
 	classes, err := classesReferring(ctx, r.Client, req.NamespacedName)
 	if err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
 	has := controllerutil.ContainsFinalizer(secret, v1alpha1.SecretFinalizer)
 	log := ctrl.LoggerFrom(ctx)
@@ -125,7 +125,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		p := setup.NewPatcher(r.Client, secret, setup.LockObject())
 		controllerutil.RemoveFinalizer(secret, v1alpha1.SecretFinalizer)
 		if err := p.Patch(ctx, secret); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("removing finalizer from secret: %w", err))
+			return client.IgnoreNotFound(fmt.Errorf("removing finalizer from secret: %w", err))
 		}
 		log.Info("Removed finalizer from secret: no machine class refers to it")
 	case len(classes) > 0 && !secret.DeletionTimestamp.IsZero():
@@ -136,11 +136,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.Info("Secret deletion blocked: still referenced", "machineClasses", classes)
 	case len(classes) > 0 && !has:
 		if err := setup.AddFinalizer(ctx, r.Client, secret, v1alpha1.SecretFinalizer); err != nil {
-			return ctrl.Result{}, fmt.Errorf("adding finalizer to secret: %w", err)
+			return fmt.Errorf("adding finalizer to secret: %w", err)
 		}
 		log.V(1).Info("Added finalizer to secret", "machineClasses", classes)
 	}
-	return ctrl.Result{}, nil
+	return nil
 }
 
 func equalStrings(a, b []string) bool {
