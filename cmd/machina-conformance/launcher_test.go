@@ -106,8 +106,8 @@ const slowCreate = "--fault CreateMachine:latency=300ms"
 //     endpoint included), a create is in flight at SIGTERM, and the restart
 //     check sees its VM survive (the state file);
 //   - the Launcher checks against the broken driver: unbroken it passes them
-//     all without a warning; each breakage (a process mutant: twelve of the
-//     thirteen sentences only the Launcher checks exercise) is reported by its
+//     all without a warning; each breakage (a process mutant: all thirteen
+//     sentences only the Launcher checks exercise) is reported by its
 //     check with the sentence it breaks. Breaches are warnings for now (Driver API §3.2),
 //     so those runs still pass.
 func TestLauncherMode(t *testing.T) {
@@ -156,6 +156,7 @@ func TestLauncherMode(t *testing.T) {
 		{"relative-path", "Launcher/bad_endpoint_refused", "R-2.1-refuse-start-message-naming", "the driver serves on"},
 		{"extra-file", "Launcher/no_other_files", "R-2.2-not-create-other-files", "driver.lock"},
 		{"tcp-fallback", "Launcher/no_tcp_listener", "R-2.3-listen-tcp-only-operator", "also serves the Driver API on TCP 127.0.0.1:"},
+		{"new-ids", "Launcher/restart_keeps_state", "R-2.7-keep-idempotency-contract", "after the restart GetMachineStatus of"},
 	} {
 		t.Run("broken/"+tc.breakage, func(t *testing.T) {
 			t.Parallel()
@@ -165,8 +166,11 @@ func TestLauncherMode(t *testing.T) {
 			if tc.check != "" {
 				focus = "^" + regexp.QuoteMeta(tc.check) + "$"
 			}
+			// A state file lets a VM outlive the process, for the restart
+			// check.
+			state := filepath.Join(t.TempDir(), "state.json")
 			out, code, rep := runLauncher(t, conf,
-				"--driver-command", broken+" --break "+tc.breakage+" "+slowCreate,
+				"--driver-command", broken+" --break "+tc.breakage+" "+slowCreate+" --state-file "+state,
 				"--driver-stop-timeout", "2s", "--focus", focus,
 				"--machine-class", filepath.Join(testdata, "machineclass.yaml"),
 				"--timeout-ready", "20s",

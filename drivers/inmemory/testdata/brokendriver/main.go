@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -38,11 +39,12 @@ const (
 	breakRelativePath  = "relative-path"  // serves a relative unix:// path (from its working directory)
 	breakExtraFile     = "extra-file"     // writes a lock file next to its socket
 	breakTCPFallback   = "tcp-fallback"   // serves on TCP when it cannot listen on its socket
+	breakNewIDs        = "new-ids"        // gives the VMs it finds at start new provider IDs
 )
 
 var breakages = []string{breakNone, breakLeaveSocket, breakRemoveFile, breakIgnoreSIGTERM,
 	breakEnvOverFlag, breakKeepStale, breakTakeOver, breakOpenDir, breakHardStop, breakChmodDir,
-	breakSilentRefusal, breakRelativePath, breakExtraFile, breakTCPFallback}
+	breakSilentRefusal, breakRelativePath, breakExtraFile, breakTCPFallback, breakNewIDs}
 
 func main() {
 	endpoint := flag.String("endpoint", "", "Driver API endpoint (default from "+sdk.EndpointEnv+", else "+sdk.DefaultEndpoint+")")
@@ -67,6 +69,11 @@ func run(endpoint, breakage, faults, stateFile string) error {
 	if endpoint == "" {
 		endpoint = sdk.DefaultEndpoint
 	}
+	if breakage == breakNewIDs && stateFile != "" {
+		if err := renumber(stateFile); err != nil {
+			return err
+		}
+	}
 	opts := inmemory.Options{StateFile: stateFile}
 	if faults != "" {
 		f, err := inmemory.ParseFaults(faults)
@@ -86,7 +93,7 @@ func run(endpoint, breakage, faults, stateFile string) error {
 	path := strings.TrimPrefix(endpoint, "unix://")
 	signals := []os.Signal{syscall.SIGTERM, syscall.SIGINT}
 	switch breakage {
-	case breakNone, breakLeaveSocket, breakEnvOverFlag, breakSilentRefusal, breakTCPFallback:
+	case breakNone, breakLeaveSocket, breakEnvOverFlag, breakSilentRefusal, breakTCPFallback, breakNewIDs:
 	case breakRelativePath:
 		if strings.HasPrefix(endpoint, "unix://") && !filepath.IsAbs(path) {
 			abs, err := filepath.Abs(path)
@@ -166,4 +173,29 @@ func run(endpoint, breakage, faults, stateFile string) error {
 		return lis.Close()
 	}
 	return nil
+}
+
+// renumber gives every VM of the state file a new provider ID, as a driver
+// that numbers VMs per process would after a restart.
+func renumber(stateFile string) error {
+	b, err := os.ReadFile(stateFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var vms []map[string]any
+	if err := json.Unmarshal(b, &vms); err != nil {
+		return err
+	}
+	for _, vm := range vms {
+		if id, ok := vm["providerID"].(string); ok {
+			vm["providerID"] = id + "-restarted"
+		}
+	}
+	if b, err = json.Marshal(vms); err != nil {
+		return err
+	}
+	return os.WriteFile(stateFile, b, 0o600)
 }
