@@ -55,6 +55,9 @@ const (
 	probeMachines = 3
 )
 
+// The logger drops everything, always: not controllertest.UseTestLogger,
+// because MACHINA_TEST_LOG would add a logger's allocations to what is
+// measured.
 func init() { ctrl.SetLogger(logr.Discard()) }
 
 // TestPerEventCostDoesNotGrowWithTheFleet measures one reconcile of a

@@ -4,13 +4,11 @@ import (
 	"os"
 	"testing"
 
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
 )
 
 func TestMain(m *testing.M) {
-	// The controller's logs, for a failing test's output (go test shows
-	// a package's output only when it fails, or with -v).
-	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
+	// The controllers' logs go to stderr when MACHINA_TEST_LOG is set.
+	controllertest.UseTestLogger()
 	os.Exit(m.Run())
 }
