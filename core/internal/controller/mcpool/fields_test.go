@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/testenv"
 )
 
@@ -23,7 +24,7 @@ func TestPoolFields(t *testing.T) {
 
 	t.Run("counts of 0 are stored", func(t *testing.T) {
 		createPool(t, c, "empty", "", nil)
-		waitPool(t, c, "empty", "synced", func(p *mcv1.MachineConfigPool) bool {
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: "empty"}, "synced", func(p *mcv1.MachineConfigPool) bool {
 			return p.Status.ObservedGeneration == p.Generation && conditionOf(p, mcv1.PoolUpdated).Type != ""
 		})
 		u := &unstructured.Unstructured{}
@@ -47,17 +48,17 @@ func TestPoolFields(t *testing.T) {
 		pool.Spec.OSImageStream = &mcv1.OSImageStreamReference{Name: "rhel-10"}
 		require.NoError(t, c.Create(t.Context(), pool))
 
-		got := waitPool(t, c, "pin", "degraded", func(p *mcv1.MachineConfigPool) bool {
+		got := controllertest.WaitObject(t, c, client.ObjectKey{Name: "pin"}, "degraded", func(p *mcv1.MachineConfigPool) bool {
 			return conditionIs(p, mcv1.PoolDegraded, metav1.ConditionTrue)
 		})
 		d := conditionOf(got, mcv1.PoolDegraded)
 		assert.Equal(t, "UnsupportedField", d.Reason)
 		assert.Contains(t, d.Message, "spec.pinnedImageSets is not supported")
 		assert.Contains(t, d.Message, `spec.osImageStream ("rhel-10") is not supported`)
-		waitNode(t, c, names[0], "given the configuration", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == "rendered-pin-a" })
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: names[0]}, "given the configuration", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == "rendered-pin-a" })
 
 		updatePool(t, c, "pin", func(p *mcv1.MachineConfigPool) { p.Spec.PinnedImageSets, p.Spec.OSImageStream = nil, nil })
-		waitPool(t, c, "pin", "no longer degraded", func(p *mcv1.MachineConfigPool) bool {
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: "pin"}, "no longer degraded", func(p *mcv1.MachineConfigPool) bool {
 			return conditionIs(p, mcv1.PoolDegraded, metav1.ConditionFalse)
 		})
 	})

@@ -20,6 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/internal/controller/mcdrain"
 	"github.com/machina-io/machina/core/internal/controller/mcpool"
 	"github.com/machina-io/machina/core/internal/controller/setup"
@@ -191,38 +192,12 @@ func agentUpdate(t *testing.T, c client.Client, name string) {
 	require.NotEmpty(t, desired)
 	patchAnnotations(t, c, name, map[string]string{keyState: "Working", keyReason: ""})
 	patchAnnotations(t, c, name, map[string]string{keyDrain: "drain-" + desired})
-	waitNode(t, c, name, "drain acknowledged", func(n *corev1.Node) bool { return n.Annotations[keyLastApplied] == "drain-"+desired })
+	controllertest.WaitObject(t, c, client.ObjectKey{Name: name}, "drain acknowledged", func(n *corev1.Node) bool { return n.Annotations[keyLastApplied] == "drain-"+desired })
 	require.True(t, getNode(t, c, name).Spec.Unschedulable, "a drained node is cordoned")
 	patchAnnotations(t, c, name, map[string]string{keyDrain: "uncordon-" + desired})
-	waitNode(t, c, name, "uncordon acknowledged", func(n *corev1.Node) bool { return n.Annotations[keyLastApplied] == "uncordon-"+desired })
+	controllertest.WaitObject(t, c, client.ObjectKey{Name: name}, "uncordon acknowledged", func(n *corev1.Node) bool { return n.Annotations[keyLastApplied] == "uncordon-"+desired })
 	require.False(t, getNode(t, c, name).Spec.Unschedulable, "an uncordoned node is schedulable")
 	patchAnnotations(t, c, name, map[string]string{keyCurrent: desired, keyState: "Done", keyReason: ""})
-}
-
-func waitNode(t *testing.T, c client.Client, name, what string, cond func(*corev1.Node) bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, waitFor, true, func(ctx context.Context) (bool, error) {
-		node := &corev1.Node{}
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
-			return false, nil
-		}
-		return cond(node), nil
-	})
-	require.NoError(t, err, "node %s: %s", name, what)
-}
-
-// waitPool waits until the pool satisfies cond, and returns it.
-func waitPool(t *testing.T, c client.Client, name, what string, cond func(*mcv1.MachineConfigPool) bool) *mcv1.MachineConfigPool {
-	t.Helper()
-	pool := &mcv1.MachineConfigPool{}
-	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, waitFor, true, func(ctx context.Context) (bool, error) {
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, pool); err != nil {
-			return false, nil
-		}
-		return cond(pool), nil
-	})
-	require.NoError(t, err, "pool %s: %s; status: %+v", name, what, pool.Status)
-	return pool
 }
 
 func conditionIs(p *mcv1.MachineConfigPool, typ string, status metav1.ConditionStatus) bool {

@@ -14,6 +14,7 @@ import (
 
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/testenv"
 )
 
@@ -32,20 +33,20 @@ func TestPoolRollout(t *testing.T) {
 		createRendered(t, c, "rendered-one-b")
 		names := createNodes(t, c, "one", 10, map[string]string{"pool": "one"}, "rendered-one-a")
 		createPool(t, c, "one", "rendered-one-a", nil)
-		waitPool(t, c, "one", "updated on a", func(p *mcv1.MachineConfigPool) bool {
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: "one"}, "updated on a", func(p *mcv1.MachineConfigPool) bool {
 			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.MachineCount == 10
 		})
 
 		peak := watchInFlight(t, c, names, "rendered-one-b")
 		updatePool(t, c, "one", func(p *mcv1.MachineConfigPool) { p.Spec.Configuration.Name = "rendered-one-b" })
-		pool := waitPool(t, c, "one", "updating", func(p *mcv1.MachineConfigPool) bool {
+		pool := controllertest.WaitObject(t, c, client.ObjectKey{Name: "one"}, "updating", func(p *mcv1.MachineConfigPool) bool {
 			return conditionIs(p, mcv1.PoolUpdating, metav1.ConditionTrue)
 		})
 		assert.Equal(t, "rendered-one-a", pool.Status.Configuration.Name, "status.configuration stays the current one while updating")
 
 		rounds := rollOut(t, c, names, "rendered-one-b", 1)
 		assert.Equal(t, []int{1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, rounds)
-		pool = waitPool(t, c, "one", "updated on b", func(p *mcv1.MachineConfigPool) bool {
+		pool = controllertest.WaitObject(t, c, client.ObjectKey{Name: "one"}, "updated on b", func(p *mcv1.MachineConfigPool) bool {
 			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.Configuration.Name == "rendered-one-b"
 		})
 		assert.Equal(t, int32(10), pool.Status.UpdatedMachineCount)
@@ -62,7 +63,7 @@ func TestPoolRollout(t *testing.T) {
 		names := createNodes(t, c, "pct", 10, map[string]string{"pool": "pct"}, "rendered-pct-a")
 		pct := intstr.FromString("30%")
 		createPool(t, c, "pct", "rendered-pct-a", &pct)
-		waitPool(t, c, "pct", "updated on a", func(p *mcv1.MachineConfigPool) bool {
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: "pct"}, "updated on a", func(p *mcv1.MachineConfigPool) bool {
 			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.MachineCount == 10
 		})
 		peak := watchInFlight(t, c, names, "rendered-pct-b")
@@ -70,7 +71,7 @@ func TestPoolRollout(t *testing.T) {
 		rounds := rollOut(t, c, names, "rendered-pct-b", 3)
 		require.NotEmpty(t, rounds)
 		assert.Equal(t, 3, rounds[0], "the first round fills the budget of 3")
-		waitPool(t, c, "pct", "updated on b", func(p *mcv1.MachineConfigPool) bool {
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: "pct"}, "updated on b", func(p *mcv1.MachineConfigPool) bool {
 			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.UpdatedMachineCount == 10
 		})
 		assert.Equal(t, 3, peak.peak(), "three nodes in flight at most, and three at some point")
@@ -86,7 +87,7 @@ func TestPoolRollout(t *testing.T) {
 			p.Spec.Paused = true
 			p.Spec.Configuration.Name = "rendered-pause-b"
 		})
-		pool := waitPool(t, c, "pause", "paused", func(p *mcv1.MachineConfigPool) bool {
+		pool := controllertest.WaitObject(t, c, client.ObjectKey{Name: "pause"}, "paused", func(p *mcv1.MachineConfigPool) bool {
 			return conditionIs(p, mcv1.PoolUpdating, metav1.ConditionFalse) && conditionOf(p, mcv1.PoolUpdating).Reason == "Paused"
 		})
 		assert.Contains(t, conditionOf(pool, mcv1.PoolUpdating).Message, "Pool is paused; will not update to rendered-pause-b")
@@ -99,7 +100,7 @@ func TestPoolRollout(t *testing.T) {
 		updatePool(t, c, "pause", func(p *mcv1.MachineConfigPool) { p.Spec.Paused = false })
 		rounds := rollOut(t, c, names, "rendered-pause-b", 2)
 		assert.Equal(t, []int{2, 2}, rounds)
-		waitPool(t, c, "pause", "updated", func(p *mcv1.MachineConfigPool) bool {
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: "pause"}, "updated", func(p *mcv1.MachineConfigPool) bool {
 			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.Configuration.Name == "rendered-pause-b"
 		})
 	})
@@ -119,10 +120,10 @@ func TestPoolRollout(t *testing.T) {
 			}
 			return first != ""
 		}
-		waitPool(t, c, "deg", "a node started", func(*mcv1.MachineConfigPool) bool { return waitFirst() })
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: "deg"}, "a node started", func(*mcv1.MachineConfigPool) bool { return waitFirst() })
 		patchAnnotations(t, c, first, map[string]string{keyState: "Degraded", keyReason: "writing /etc/motd: disk full"})
 
-		pool := waitPool(t, c, "deg", "node degraded", func(p *mcv1.MachineConfigPool) bool {
+		pool := controllertest.WaitObject(t, c, client.ObjectKey{Name: "deg"}, "node degraded", func(p *mcv1.MachineConfigPool) bool {
 			return conditionIs(p, mcv1.PoolNodeDegraded, metav1.ConditionTrue)
 		})
 		nd := conditionOf(pool, mcv1.PoolNodeDegraded)
@@ -138,7 +139,7 @@ func TestPoolRollout(t *testing.T) {
 		// The agent retries and succeeds: the rollout goes on.
 		agentUpdate(t, c, first)
 		rollOut(t, c, names, "rendered-deg-b", 1)
-		pool = waitPool(t, c, "deg", "updated", func(p *mcv1.MachineConfigPool) bool {
+		pool = controllertest.WaitObject(t, c, client.ObjectKey{Name: "deg"}, "updated", func(p *mcv1.MachineConfigPool) bool {
 			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue)
 		})
 		assert.True(t, conditionIs(pool, mcv1.PoolNodeDegraded, metav1.ConditionFalse))
@@ -160,7 +161,7 @@ func TestPoolRollout(t *testing.T) {
 		// They are already unavailable, but each is drained and updated once
 		// given b: with maxUnavailable 1, one at a time.
 		var flying []string
-		waitPool(t, c, "stale", "a degraded node re-targeted", func(*mcv1.MachineConfigPool) bool {
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: "stale"}, "a degraded node re-targeted", func(*mcv1.MachineConfigPool) bool {
 			flying = inFlight(t, c, names, "rendered-stale-b")
 			return len(flying) > 0
 		})
@@ -174,12 +175,12 @@ func TestPoolRollout(t *testing.T) {
 		assert.Equal(t, "rendered-stale-a", getNode(t, c, second).Annotations[keyDesired], "the second waits for room")
 		assert.Equal(t, "rendered-stale-0", getNode(t, c, names[2]).Annotations[keyDesired])
 		agentUpdate(t, c, first)
-		waitNode(t, c, second, "re-targeted once the first is done", func(n *corev1.Node) bool {
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: second}, "re-targeted once the first is done", func(n *corev1.Node) bool {
 			return n.Annotations[keyDesired] == "rendered-stale-b"
 		})
 		agentUpdate(t, c, second)
 		rollOut(t, c, names, "rendered-stale-b", 1)
-		waitPool(t, c, "stale", "updated", func(p *mcv1.MachineConfigPool) bool {
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: "stale"}, "updated", func(p *mcv1.MachineConfigPool) bool {
 			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.UpdatedMachineCount == 3
 		})
 		assert.Equal(t, 1, peak.peak(), "never more than one node given b and not done")
@@ -190,9 +191,9 @@ func TestPoolRollout(t *testing.T) {
 		createRendered(t, c, "rendered-leave-b")
 		names := createNodes(t, c, "leave", 4, map[string]string{"pool": "leave"}, "rendered-leave-a")
 		createPool(t, c, "leave", "rendered-leave-a", nil)
-		waitPool(t, c, "leave", "4 machines", func(p *mcv1.MachineConfigPool) bool { return p.Status.MachineCount == 4 })
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: "leave"}, "4 machines", func(p *mcv1.MachineConfigPool) bool { return p.Status.MachineCount == 4 })
 		updatePool(t, c, "leave", func(p *mcv1.MachineConfigPool) { p.Spec.Configuration.Name = "rendered-leave-b" })
-		waitPool(t, c, "leave", "a node started", func(*mcv1.MachineConfigPool) bool {
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: "leave"}, "a node started", func(*mcv1.MachineConfigPool) bool {
 			return len(inFlight(t, c, names, "rendered-leave-b")) == 1
 		})
 		// A node not yet started leaves.
@@ -207,7 +208,7 @@ func TestPoolRollout(t *testing.T) {
 		patched := node.DeepCopy()
 		delete(patched.Labels, "pool")
 		require.NoError(t, c.Patch(t.Context(), patched, clientMergeFrom(node)))
-		waitPool(t, c, "leave", "3 machines", func(p *mcv1.MachineConfigPool) bool { return p.Status.MachineCount == 3 })
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: "leave"}, "3 machines", func(p *mcv1.MachineConfigPool) bool { return p.Status.MachineCount == 3 })
 
 		var stay []string
 		for _, n := range names {
@@ -216,7 +217,7 @@ func TestPoolRollout(t *testing.T) {
 			}
 		}
 		rollOut(t, c, stay, "rendered-leave-b", 1)
-		waitPool(t, c, "leave", "updated without the leaver", func(p *mcv1.MachineConfigPool) bool {
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: "leave"}, "updated without the leaver", func(p *mcv1.MachineConfigPool) bool {
 			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.UpdatedMachineCount == 3
 		})
 		assert.Equal(t, "rendered-leave-a", getNode(t, c, leaver).Annotations[keyDesired], "the node that left keeps its configuration")
@@ -234,21 +235,21 @@ func TestPoolRollout(t *testing.T) {
 		// Both pools have synced before the shared node exists: created
 		// earlier, it could be driven by the first pool while the second
 		// did not exist yet, which is no sharing.
-		waitPool(t, c, "x", "synced", func(p *mcv1.MachineConfigPool) bool { return p.Status.MachineCount == 2 })
-		waitPool(t, c, "y", "synced", func(p *mcv1.MachineConfigPool) bool {
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: "x"}, "synced", func(p *mcv1.MachineConfigPool) bool { return p.Status.MachineCount == 2 })
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: "y"}, "synced", func(p *mcv1.MachineConfigPool) bool {
 			return p.Status.ObservedGeneration == p.Generation && conditionOf(p, mcv1.PoolDegraded).Type != ""
 		})
 		both := createNodes(t, c, "xy", 1, map[string]string{"pool": "x", "also": "y"}, "")[0]
 
 		for _, name := range []string{"x", "y"} {
-			pool := waitPool(t, c, name, "degraded by the shared node", func(p *mcv1.MachineConfigPool) bool {
+			pool := controllertest.WaitObject(t, c, client.ObjectKey{Name: name}, "degraded by the shared node", func(p *mcv1.MachineConfigPool) bool {
 				return conditionIs(p, mcv1.PoolDegraded, metav1.ConditionTrue)
 			})
 			d := conditionOf(pool, mcv1.PoolDegraded)
 			assert.Equal(t, "NodeInMultiplePools", d.Reason)
 			assert.Contains(t, d.Message, "node "+both+" is also in pool")
 		}
-		x := waitPool(t, c, "x", "two machines", func(p *mcv1.MachineConfigPool) bool { return p.Status.MachineCount == 2 })
+		x := controllertest.WaitObject(t, c, client.ObjectKey{Name: "x"}, "two machines", func(p *mcv1.MachineConfigPool) bool { return p.Status.MachineCount == 2 })
 		assert.Equal(t, int32(2), x.Status.MachineCount, "the shared node is not counted")
 		assert.Empty(t, getNode(t, c, both).Annotations[keyDesired], "neither pool drives the shared node")
 	})
@@ -264,9 +265,9 @@ func TestPoolRollout(t *testing.T) {
 		require.NoError(t, c.Patch(t.Context(), patched, clientMergeFrom(node)))
 		two := intstr.FromInt32(2)
 		createPool(t, c, "ip", "rendered-ip-b", &two)
-		waitNode(t, c, names[1], "started", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == "rendered-ip-b" })
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: names[1]}, "started", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == "rendered-ip-b" })
 		agentUpdate(t, c, names[1])
-		pool := waitPool(t, c, "ip", "one updated", func(p *mcv1.MachineConfigPool) bool { return p.Status.UpdatedMachineCount == 1 })
+		pool := controllertest.WaitObject(t, c, client.ObjectKey{Name: "ip"}, "one updated", func(p *mcv1.MachineConfigPool) bool { return p.Status.UpdatedMachineCount == 1 })
 		assert.Equal(t, "rendered-ip-a", getNode(t, c, names[0]).Annotations[keyDesired], "the in-place candidate is left alone")
 		assert.True(t, conditionIs(pool, mcv1.PoolUpdating, metav1.ConditionTrue))
 
@@ -275,9 +276,9 @@ func TestPoolRollout(t *testing.T) {
 		patched = node.DeepCopy()
 		delete(patched.Labels, v1alpha1.LabelKeyNodeCandidateForUpdate)
 		require.NoError(t, c.Patch(t.Context(), patched, clientMergeFrom(node)))
-		waitNode(t, c, names[0], "started", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == "rendered-ip-b" })
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: names[0]}, "started", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == "rendered-ip-b" })
 		agentUpdate(t, c, names[0])
-		waitPool(t, c, "ip", "updated", func(p *mcv1.MachineConfigPool) bool {
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: "ip"}, "updated", func(p *mcv1.MachineConfigPool) bool {
 			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue)
 		})
 	})
@@ -297,14 +298,14 @@ func TestPoolRollout(t *testing.T) {
 		patchAnnotations(t, c, names[1], map[string]string{"karpenter.sh/do-not-disrupt": "true"})
 		patchAnnotations(t, c, names[3], map[string]string{"pre-update.hook.machina.io/storage": "move replicas"})
 		createPool(t, c, "dnd", "rendered-dnd-a", nil)
-		waitPool(t, c, "dnd", "updated on a", func(p *mcv1.MachineConfigPool) bool {
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: "dnd"}, "updated on a", func(p *mcv1.MachineConfigPool) bool {
 			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.MachineCount == 4
 		})
 
 		updatePool(t, c, "dnd", func(p *mcv1.MachineConfigPool) { p.Spec.Configuration.Name = "rendered-dnd-b" })
-		waitNode(t, c, names[2], "started", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == "rendered-dnd-b" })
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: names[2]}, "started", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == "rendered-dnd-b" })
 		agentUpdate(t, c, names[2])
-		pool := waitPool(t, c, "dnd", "held", func(p *mcv1.MachineConfigPool) bool {
+		pool := controllertest.WaitObject(t, c, client.ObjectKey{Name: "dnd"}, "held", func(p *mcv1.MachineConfigPool) bool {
 			return p.Status.UpdatedMachineCount == 1 && strings.Contains(conditionOf(p, mcv1.PoolUpdating).Message, "not started yet")
 		})
 		msg := conditionOf(pool, mcv1.PoolUpdating).Message
@@ -317,11 +318,11 @@ func TestPoolRollout(t *testing.T) {
 
 		// The Node's annotation goes: its Node's change starts it at once.
 		patchAnnotations(t, c, names[1], map[string]string{"karpenter.sh/do-not-disrupt": ""})
-		waitNode(t, c, names[1], "started", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == "rendered-dnd-b" })
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: names[1]}, "started", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == "rendered-dnd-b" })
 		agentUpdate(t, c, names[1])
 		// The operator takes its hook off: the node starts.
 		patchAnnotations(t, c, names[3], map[string]string{"pre-update.hook.machina.io/storage": ""})
-		waitNode(t, c, names[3], "started", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == "rendered-dnd-b" })
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: names[3]}, "started", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == "rendered-dnd-b" })
 		assert.NotEqual(t, "rendered-dnd-b", getNode(t, c, names[0]).Annotations[keyDesired], "dnd-0 still holds")
 		agentUpdate(t, c, names[3])
 
@@ -329,9 +330,9 @@ func TestPoolRollout(t *testing.T) {
 		// disruption.Recheck).
 		pod.Status.Phase = corev1.PodSucceeded
 		require.NoError(t, c.Status().Update(t.Context(), pod))
-		waitNode(t, c, names[0], "started", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == "rendered-dnd-b" })
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: names[0]}, "started", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == "rendered-dnd-b" })
 		agentUpdate(t, c, names[0])
-		pool = waitPool(t, c, "dnd", "updated", func(p *mcv1.MachineConfigPool) bool {
+		pool = controllertest.WaitObject(t, c, client.ObjectKey{Name: "dnd"}, "updated", func(p *mcv1.MachineConfigPool) bool {
 			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue)
 		})
 		assert.Equal(t, int32(4), pool.Status.UpdatedMachineCount)
@@ -346,18 +347,18 @@ func TestPoolRollout(t *testing.T) {
 		updatePool(t, c, "bud", func(p *mcv1.MachineConfigPool) {
 			p.Spec.Disruption = &mcv1.PoolDisruption{Budgets: []v1alpha1.DisruptionBudget{{Machines: intstr.FromInt32(1)}}}
 		})
-		waitPool(t, c, "bud", "updated on a", func(p *mcv1.MachineConfigPool) bool {
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: "bud"}, "updated on a", func(p *mcv1.MachineConfigPool) bool {
 			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.MachineCount == 3
 		})
 		peak := watchInFlight(t, c, names, "rendered-bud-b")
 		updatePool(t, c, "bud", func(p *mcv1.MachineConfigPool) { p.Spec.Configuration.Name = "rendered-bud-b" })
-		waitPool(t, c, "bud", "held by the budget", func(p *mcv1.MachineConfigPool) bool {
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: "bud"}, "held by the budget", func(p *mcv1.MachineConfigPool) bool {
 			return strings.Contains(conditionOf(p, mcv1.PoolUpdating).Message,
 				"not started yet: spec.disruption.budgets[0] (1 machines) allows 1 node(s) updating at once and 1 are")
 		})
 		rounds := rollOut(t, c, names, "rendered-bud-b", 1)
 		assert.Equal(t, []int{1, 1, 1}, rounds)
-		waitPool(t, c, "bud", "updated on b", func(p *mcv1.MachineConfigPool) bool {
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: "bud"}, "updated on b", func(p *mcv1.MachineConfigPool) bool {
 			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.UpdatedMachineCount == 3
 		})
 		assert.Equal(t, 1, peak.peak(), "one node in flight at most under the budget")
@@ -367,7 +368,7 @@ func TestPoolRollout(t *testing.T) {
 			p.Spec.Disruption.Budgets[0].Schedule = "whenever"
 			p.Spec.Disruption.Budgets[0].Duration = v1alpha1.NewDuration(time.Hour)
 		})
-		waitPool(t, c, "bud", "degraded", func(p *mcv1.MachineConfigPool) bool {
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: "bud"}, "degraded", func(p *mcv1.MachineConfigPool) bool {
 			return conditionIs(p, mcv1.PoolDegraded, metav1.ConditionTrue) &&
 				strings.Contains(conditionOf(p, mcv1.PoolDegraded).Message, `schedule "whenever"`)
 		})
@@ -381,7 +382,7 @@ func TestPoolRollout(t *testing.T) {
 		createPool(t, c, "born", "rendered-born-a", nil)
 		// The old nodes (never configured, older than the configuration)
 		// go one at a time.
-		waitPool(t, c, "born", "one old node started", func(*mcv1.MachineConfigPool) bool {
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: "born"}, "one old node started", func(*mcv1.MachineConfigPool) bool {
 			return len(inFlight(t, c, names, "rendered-born-a")) == 1
 		})
 		// A new machine's node joins while the budget is used up: it gets
@@ -391,13 +392,13 @@ func TestPoolRollout(t *testing.T) {
 		require.Eventually(t, func() bool { return time.Now().After(rendered.CreationTimestamp.Add(time.Second)) },
 			waitFor, 20*time.Millisecond, "the clock passes the second of the configuration's creation")
 		fresh := createNodes(t, c, "born-new", 1, map[string]string{"pool": "born"}, "")[0]
-		waitNode(t, c, fresh, "given the current configuration", func(n *corev1.Node) bool {
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: fresh}, "given the current configuration", func(n *corev1.Node) bool {
 			return n.Annotations[keyDesired] == "rendered-born-a"
 		})
 		assert.Len(t, inFlight(t, c, names, "rendered-born-a"), 1, "the old nodes still go one at a time")
 		agentUpdate(t, c, fresh)
 		rollOut(t, c, names, "rendered-born-a", 1)
-		waitPool(t, c, "born", "updated", func(p *mcv1.MachineConfigPool) bool {
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: "born"}, "updated", func(p *mcv1.MachineConfigPool) bool {
 			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.UpdatedMachineCount == 4
 		})
 	})
@@ -407,10 +408,10 @@ func TestPoolRollout(t *testing.T) {
 		createRendered(t, c, "rendered-ready-b")
 		name := createNodes(t, c, "ready", 1, map[string]string{"pool": "ready"}, "rendered-ready-a")[0]
 		createPool(t, c, "ready", "rendered-ready-b", nil)
-		waitNode(t, c, name, "started", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == "rendered-ready-b" })
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: name}, "started", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == "rendered-ready-b" })
 		patchAnnotations(t, c, name, map[string]string{keyState: "Working"})
 		patchAnnotations(t, c, name, map[string]string{keyDrain: "drain-rendered-ready-b"})
-		waitNode(t, c, name, "drained", func(n *corev1.Node) bool {
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: name}, "drained", func(n *corev1.Node) bool {
 			return n.Annotations[keyLastApplied] == "drain-rendered-ready-b" && n.Spec.Unschedulable
 		})
 		// The node reboots into the new configuration and is not Ready yet
@@ -424,7 +425,7 @@ func TestPoolRollout(t *testing.T) {
 			return !n.Spec.Unschedulable || n.Annotations[keyLastApplied] == "uncordon-rendered-ready-b"
 		}, 3*time.Second, 50*time.Millisecond, "a NotReady node was uncordoned")
 		setReady(t, c, name, corev1.ConditionTrue)
-		waitNode(t, c, name, "uncordoned once Ready", func(n *corev1.Node) bool {
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: name}, "uncordoned once Ready", func(n *corev1.Node) bool {
 			return n.Annotations[keyLastApplied] == "uncordon-rendered-ready-b" && !n.Spec.Unschedulable
 		})
 	})
@@ -436,7 +437,7 @@ func TestPoolRollout(t *testing.T) {
 		// 1e11% of 3 nodes wrapped around int32 to a negative budget.
 		huge := intstr.FromString("100000000000%")
 		createPool(t, c, "range", "rendered-range-b", &huge)
-		pool := waitPool(t, c, "range", "degraded", func(p *mcv1.MachineConfigPool) bool {
+		pool := controllertest.WaitObject(t, c, client.ObjectKey{Name: "range"}, "degraded", func(p *mcv1.MachineConfigPool) bool {
 			return conditionIs(p, mcv1.PoolDegraded, metav1.ConditionTrue)
 		})
 		d := conditionOf(pool, mcv1.PoolDegraded)
@@ -447,7 +448,7 @@ func TestPoolRollout(t *testing.T) {
 		fixed := intstr.FromString("100%")
 		updatePool(t, c, "range", func(p *mcv1.MachineConfigPool) { p.Spec.MaxUnavailable = &fixed })
 		rollOut(t, c, names, "rendered-range-b", 3)
-		waitPool(t, c, "range", "updated", func(p *mcv1.MachineConfigPool) bool {
+		controllertest.WaitObject(t, c, client.ObjectKey{Name: "range"}, "updated", func(p *mcv1.MachineConfigPool) bool {
 			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && conditionIs(p, mcv1.PoolDegraded, metav1.ConditionFalse)
 		})
 	})
@@ -457,7 +458,7 @@ func TestPoolRollout(t *testing.T) {
 		pool.Spec.NodeSelector = &metav1.LabelSelector{}
 		pool.Spec.Configuration.Name = "rendered-everything"
 		require.NoError(t, c.Create(t.Context(), pool))
-		got := waitPool(t, c, "everything", "degraded", func(p *mcv1.MachineConfigPool) bool {
+		got := controllertest.WaitObject(t, c, client.ObjectKey{Name: "everything"}, "degraded", func(p *mcv1.MachineConfigPool) bool {
 			return conditionIs(p, mcv1.PoolDegraded, metav1.ConditionTrue)
 		})
 		assert.Contains(t, conditionOf(got, mcv1.PoolDegraded).Message, "SelectingAll")
@@ -481,7 +482,7 @@ func TestPoolRolloutAcrossARestart(t *testing.T) {
 	peak := watchInFlight(t, c, names, "rendered-rs-b")
 
 	// First round under the first manager.
-	waitPool(t, c, "rs", "two started", func(*mcv1.MachineConfigPool) bool {
+	controllertest.WaitObject(t, c, client.ObjectKey{Name: "rs"}, "two started", func(*mcv1.MachineConfigPool) bool {
 		return len(inFlight(t, c, names, "rendered-rs-b")) == 2
 	})
 	flying := inFlight(t, c, names, "rendered-rs-b")
@@ -494,17 +495,17 @@ func TestPoolRolloutAcrossARestart(t *testing.T) {
 	patchAnnotations(t, c, flying[1], map[string]string{keyDrain: "drain-rendered-rs-b"})
 
 	startControllers(t, env)
-	waitNode(t, c, flying[1], "drain acknowledged by the new manager", func(n *corev1.Node) bool {
+	controllertest.WaitObject(t, c, client.ObjectKey{Name: flying[1]}, "drain acknowledged by the new manager", func(n *corev1.Node) bool {
 		return n.Annotations[keyLastApplied] == "drain-rendered-rs-b"
 	})
 	patchAnnotations(t, c, flying[1], map[string]string{keyDrain: "uncordon-rendered-rs-b"})
-	waitNode(t, c, flying[1], "uncordon acknowledged", func(n *corev1.Node) bool {
+	controllertest.WaitObject(t, c, client.ObjectKey{Name: flying[1]}, "uncordon acknowledged", func(n *corev1.Node) bool {
 		return n.Annotations[keyLastApplied] == "uncordon-rendered-rs-b" && !n.Spec.Unschedulable
 	})
 	patchAnnotations(t, c, flying[1], map[string]string{keyCurrent: "rendered-rs-b", keyState: "Done"})
 
 	rollOut(t, c, names, "rendered-rs-b", 2)
-	waitPool(t, c, "rs", "updated", func(p *mcv1.MachineConfigPool) bool {
+	controllertest.WaitObject(t, c, client.ObjectKey{Name: "rs"}, "updated", func(p *mcv1.MachineConfigPool) bool {
 		return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.UpdatedMachineCount == 6
 	})
 	assert.LessOrEqual(t, peak.peak(), 2)

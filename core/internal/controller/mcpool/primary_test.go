@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/internal/controller/mcrender"
 	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/mcfg"
@@ -78,8 +79,8 @@ func TestCustomPoolOverWorker(t *testing.T) {
 		pool.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/" + p.name: ""}}
 		require.NoError(t, c.Create(t.Context(), pool))
 	}
-	workerTarget := waitPool(t, c, "worker", "rendered", func(p *mcv1.MachineConfigPool) bool { return p.Spec.Configuration.Name != "" }).Spec.Configuration.Name
-	infraPool := waitPool(t, c, "infra", "rendered", func(p *mcv1.MachineConfigPool) bool { return p.Spec.Configuration.Name != "" })
+	workerTarget := controllertest.WaitObject(t, c, client.ObjectKey{Name: "worker"}, "rendered", func(p *mcv1.MachineConfigPool) bool { return p.Spec.Configuration.Name != "" }).Spec.Configuration.Name
+	infraPool := controllertest.WaitObject(t, c, client.ObjectKey{Name: "infra"}, "rendered", func(p *mcv1.MachineConfigPool) bool { return p.Spec.Configuration.Name != "" })
 	infraTarget := infraPool.Spec.Configuration.Name
 	var sources []string
 	for _, s := range infraPool.Spec.Configuration.Source {
@@ -101,13 +102,13 @@ func TestCustomPoolOverWorker(t *testing.T) {
 
 	worker := createNodes(t, c, "plain", 1, map[string]string{"node-role.kubernetes.io/worker": ""}, "")[0]
 	infra := createNodes(t, c, "infra", 1, map[string]string{"node-role.kubernetes.io/worker": "", "node-role.kubernetes.io/infra": ""}, "")[0]
-	waitNode(t, c, infra, "given infra's configuration", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == infraTarget })
-	waitNode(t, c, worker, "given worker's configuration", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == workerTarget })
+	controllertest.WaitObject(t, c, client.ObjectKey{Name: infra}, "given infra's configuration", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == infraTarget })
+	controllertest.WaitObject(t, c, client.ObjectKey{Name: worker}, "given worker's configuration", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == workerTarget })
 	agentUpdate(t, c, infra)
 	agentUpdate(t, c, worker)
 
 	for name, target := range map[string]string{"worker": workerTarget, "infra": infraTarget} {
-		pool := waitPool(t, c, name, "updated", func(p *mcv1.MachineConfigPool) bool {
+		pool := controllertest.WaitObject(t, c, client.ObjectKey{Name: name}, "updated", func(p *mcv1.MachineConfigPool) bool {
 			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.Configuration.Name == target
 		})
 		assert.Equal(t, int32(1), pool.Status.MachineCount, "pool %s counts one node: the node of two pools only in infra", name)
@@ -120,10 +121,10 @@ func TestCustomPoolOverWorker(t *testing.T) {
 	patched := node.DeepCopy()
 	delete(patched.Labels, "node-role.kubernetes.io/infra")
 	require.NoError(t, c.Patch(t.Context(), patched, clientMergeFrom(node)))
-	waitNode(t, c, infra, "given worker's configuration", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == workerTarget })
+	controllertest.WaitObject(t, c, client.ObjectKey{Name: infra}, "given worker's configuration", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == workerTarget })
 	agentUpdate(t, c, infra)
-	waitPool(t, c, "worker", "two nodes", func(p *mcv1.MachineConfigPool) bool {
+	controllertest.WaitObject(t, c, client.ObjectKey{Name: "worker"}, "two nodes", func(p *mcv1.MachineConfigPool) bool {
 		return p.Status.MachineCount == 2 && conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue)
 	})
-	waitPool(t, c, "infra", "no nodes", func(p *mcv1.MachineConfigPool) bool { return p.Status.MachineCount == 0 })
+	controllertest.WaitObject(t, c, client.ObjectKey{Name: "infra"}, "no nodes", func(p *mcv1.MachineConfigPool) bool { return p.Status.MachineCount == 0 })
 }

@@ -43,22 +43,22 @@ func TestRevertHeals(t *testing.T) {
 	pool.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "heal"}}
 	pool.Spec.MaxUnavailable = &one
 	require.NoError(t, c.Create(t.Context(), pool))
-	base := waitPool(t, c, "heal", "rendered", func(p *mcv1.MachineConfigPool) bool {
+	base := controllertest.WaitObject(t, c, client.ObjectKey{Name: "heal"}, "rendered", func(p *mcv1.MachineConfigPool) bool {
 		return p.Spec.Configuration.Name != ""
 	}).Spec.Configuration.Name
 	names := createNodes(t, c, "heal", 3, map[string]string{"pool": "heal"}, base)
-	waitPool(t, c, "heal", "updated on the base rendering", func(p *mcv1.MachineConfigPool) bool {
+	controllertest.WaitObject(t, c, client.ObjectKey{Name: "heal"}, "updated on the base rendering", func(p *mcv1.MachineConfigPool) bool {
 		return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.MachineCount == 3
 	})
 	peak := watchInFlight(t, c, names, "")
 
 	// A MachineConfig the nodes cannot apply: rendering A.
 	require.NoError(t, c.Create(t.Context(), healFragment("20-heal-motd", "/etc/motd", "broken")))
-	a := waitPool(t, c, "heal", "rendered A", func(p *mcv1.MachineConfigPool) bool {
+	a := controllertest.WaitObject(t, c, client.ObjectKey{Name: "heal"}, "rendered A", func(p *mcv1.MachineConfigPool) bool {
 		return p.Spec.Configuration.Name != base
 	}).Spec.Configuration.Name
 	var first string
-	waitPool(t, c, "heal", "a node given A", func(*mcv1.MachineConfigPool) bool {
+	controllertest.WaitObject(t, c, client.ObjectKey{Name: "heal"}, "a node given A", func(*mcv1.MachineConfigPool) bool {
 		if f := inFlight(t, c, names, a); len(f) == 1 {
 			first = f[0]
 		}
@@ -67,9 +67,9 @@ func TestRevertHeals(t *testing.T) {
 	// The agent starts, is drained, and fails.
 	patchAnnotations(t, c, first, map[string]string{keyState: "Working", keyReason: ""})
 	patchAnnotations(t, c, first, map[string]string{keyDrain: "drain-" + a})
-	waitNode(t, c, first, "drained for A", func(n *corev1.Node) bool { return n.Annotations[keyLastApplied] == "drain-"+a })
+	controllertest.WaitObject(t, c, client.ObjectKey{Name: first}, "drained for A", func(n *corev1.Node) bool { return n.Annotations[keyLastApplied] == "drain-"+a })
 	patchAnnotations(t, c, first, map[string]string{keyState: "Degraded", keyReason: "writing /etc/motd: read-only file system"})
-	waitPool(t, c, "heal", "node degraded", func(p *mcv1.MachineConfigPool) bool {
+	controllertest.WaitObject(t, c, client.ObjectKey{Name: "heal"}, "node degraded", func(p *mcv1.MachineConfigPool) bool {
 		return conditionIs(p, mcv1.PoolNodeDegraded, metav1.ConditionTrue)
 	})
 	assert.Equal(t, 1, countOn(t, c, names, a), "a degraded node stops the rollout")
@@ -86,13 +86,13 @@ func TestRevertHeals(t *testing.T) {
 		fixed.Spec.Config.Raw = healFragment("", "/etc/motd", "fixed").Spec.Config.Raw
 		return c.Update(t.Context(), fixed)
 	}))
-	b := waitPool(t, c, "heal", "rendered B", func(p *mcv1.MachineConfigPool) bool {
+	b := controllertest.WaitObject(t, c, client.ObjectKey{Name: "heal"}, "rendered B", func(p *mcv1.MachineConfigPool) bool {
 		return p.Spec.Configuration.Name != a
 	}).Spec.Configuration.Name
 	require.NotEqual(t, base, b)
 
 	// Nobody touches the node: the pool gives it B.
-	waitNode(t, c, first, "re-targeted to B", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == b })
+	controllertest.WaitObject(t, c, client.ObjectKey{Name: first}, "re-targeted to B", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == b })
 	controllertest.RequireEvent(t, c, &mcv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "heal"}},
 		mcpool.ReasonSetDesiredConfig, "Targeted node "+first+" to "+b+" (it was Degraded on "+a+", which the pool no longer targets)")
 	assert.Equal(t, 1, countOn(t, c, names, b), "the others wait for the re-targeted node")
@@ -107,7 +107,7 @@ func TestRevertHeals(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []int{1, 1}, rollOut(t, c, rest, b, 1))
-	got := waitPool(t, c, "heal", "updated on B", func(p *mcv1.MachineConfigPool) bool {
+	got := controllertest.WaitObject(t, c, client.ObjectKey{Name: "heal"}, "updated on B", func(p *mcv1.MachineConfigPool) bool {
 		return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.Configuration.Name == b
 	})
 	assert.True(t, conditionIs(got, mcv1.PoolNodeDegraded, metav1.ConditionFalse))
