@@ -74,12 +74,3 @@ func patchAnnotations(t *testing.T, c client.Client, name string, set map[string
 	}
 	require.NoError(t, c.Patch(t.Context(), patched, client.MergeFrom(node)))
 }
-
-// waitNode waits until the Node satisfies cond.
-func waitNode(t *testing.T, c client.Client, name, what string, cond func(*corev1.Node) bool) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		node := &corev1.Node{}
-		return c.Get(t.Context(), client.ObjectKey{Name: name}, node) == nil && cond(node)
-	}, controllertest.WaitFor, controllertest.Tick, "node %s: %s", name, what)
-}

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/internal/controller/mcdrain"
@@ -37,7 +38,7 @@ func TestDrainOnlyWhatARolloutAsked(t *testing.T) {
 	// The one a rollout asked for is drained. The events above come from
 	// the reconciles that would have drained the others, so they are done.
 	patchAnnotations(t, c, asked, map[string]string{keyDrain: "drain-rendered-a-2"})
-	waitNode(t, c, asked, "drain acknowledged", func(n *corev1.Node) bool {
+	controllertest.WaitObject(t, c, client.ObjectKey{Name: asked}, "drain acknowledged", func(n *corev1.Node) bool {
 		return n.Annotations[keyLastApplied] == "drain-rendered-a-2" && n.Spec.Unschedulable
 	})
 	for _, name := range []string{outside, other} {
@@ -48,7 +49,7 @@ func TestDrainOnlyWhatARolloutAsked(t *testing.T) {
 
 	// Asking again for the configuration it was given is answered.
 	patchAnnotations(t, c, other, map[string]string{keyDrain: "uncordon-rendered-a-2"})
-	waitNode(t, c, other, "uncordon acknowledged", func(n *corev1.Node) bool {
+	controllertest.WaitObject(t, c, client.ObjectKey{Name: other}, "uncordon acknowledged", func(n *corev1.Node) bool {
 		return n.Annotations[keyLastApplied] == "uncordon-rendered-a-2"
 	})
 }

@@ -15,6 +15,7 @@ import (
 
 	machinaio "github.com/machina-io/machina/core/api/machina/v1alpha1"
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/internal/controller/mcdrain"
 	"github.com/machina-io/machina/core/testenv"
 )
@@ -100,7 +101,7 @@ func TestPoolDrainFollowsDrainRules(t *testing.T) {
 	p, _ := pod("job-1")
 	p.Status.Phase = corev1.PodSucceeded
 	require.NoError(t, c.Status().Update(ctx, p))
-	waitNode(t, c, node, "drain acknowledged once job-1 completed", func(n *corev1.Node) bool {
+	controllertest.WaitObject(t, c, client.ObjectKey{Name: node}, "drain acknowledged once job-1 completed", func(n *corev1.Node) bool {
 		return n.Annotations[keyLastApplied] == "drain-rendered-r-2"
 	})
 	p, ok := pod("logs-1")
