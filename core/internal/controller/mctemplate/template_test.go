@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -54,8 +53,7 @@ func TestTemplates(t *testing.T) {
 	var templateConf string
 	t.Run("the built-in pools and the base MachineConfigs of master and worker", func(t *testing.T) {
 		for _, role := range []string{"master", "worker"} {
-			p := &mcfgv1.MachineConfigPool{}
-			waitFor(t, func() bool { return c.Get(ctx, client.ObjectKey{Name: role}, p) == nil }, "pool "+role+" was never created")
+			p := controllertest.WaitObject(t, c, client.ObjectKey{Name: role}, "been created", func(*mcfgv1.MachineConfigPool) bool { return true })
 			assert.Contains(t, p.Labels, mcfgv1.PoolOperatorLabelPrefix+role)
 			assert.Equal(t, map[string]string{mcfgv1.RoleLabel: role}, p.Spec.MachineConfigSelector.MatchLabels)
 			assert.Equal(t, map[string]string{"node-role.kubernetes.io/" + role: ""}, p.Spec.NodeSelector.MatchLabels)
@@ -90,7 +88,7 @@ func TestTemplates(t *testing.T) {
 		assert.Contains(t, unitContents(t, mc, "kubelet.service"), "--node-labels=node-role.kubernetes.io/infra ")
 
 		require.NoError(t, c.Delete(ctx, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "infra"}}))
-		waitFor(t, func() bool {
+		controllertest.Eventually(t, func() bool {
 			return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Name: "01-infra-kubelet"}, &mcfgv1.MachineConfig{}))
 		}, "01-infra-kubelet outlived its pool")
 	})
@@ -105,7 +103,7 @@ func TestTemplates(t *testing.T) {
 			mc.Labels[mcfgv1.RoleLabel] = "elsewhere"
 			return c.Update(ctx, mc)
 		}))
-		waitFor(t, func() bool {
+		controllertest.Eventually(t, func() bool {
 			return c.Get(ctx, client.ObjectKey{Name: "01-worker-kubelet"}, mc) == nil &&
 				mc.Labels[mcfgv1.RoleLabel] == "worker" && strings.Contains(string(mc.Spec.Config.Raw), "kubelet.conf")
 		}, "the edit of 01-worker-kubelet was never undone")
@@ -113,7 +111,7 @@ func TestTemplates(t *testing.T) {
 
 		uid := mc.UID
 		require.NoError(t, c.Delete(ctx, mc))
-		waitFor(t, func() bool {
+		controllertest.Eventually(t, func() bool {
 			return c.Get(ctx, client.ObjectKey{Name: "01-worker-kubelet"}, mc) == nil && mc.UID != uid
 		}, "the deleted 01-worker-kubelet was never written again")
 		assert.Equal(t, templateConf, fileData(t, mc, mcfgv1.KubeletConfigPath))
@@ -129,7 +127,7 @@ func TestTemplates(t *testing.T) {
 			}
 			return fileData(t, rendered, mcfgv1.KubeletConfigPath)
 		}
-		waitFor(t, func() bool { return renderedConf() == templateConf }, "worker never rendered the template's kubelet.conf")
+		controllertest.Eventually(t, func() bool { return renderedConf() == templateConf }, "worker never rendered the template's kubelet.conf")
 
 		kc := &mcfgv1.KubeletConfig{
 			ObjectMeta: metav1.ObjectMeta{Name: "max-pods"},
@@ -141,7 +139,7 @@ func TestTemplates(t *testing.T) {
 		}
 		require.NoError(t, c.Create(ctx, kc))
 		var merged map[string]any
-		waitFor(t, func() bool {
+		controllertest.Eventually(t, func() bool {
 			merged = nil
 			return yaml.Unmarshal([]byte(renderedConf()), &merged) == nil && merged["maxPods"] == float64(500)
 		}, "maxPods 500 was never rendered for worker")
@@ -149,14 +147,14 @@ func TestTemplates(t *testing.T) {
 		assert.Equal(t, "/etc/kubernetes/manifests", merged["staticPodPath"])
 
 		require.NoError(t, c.Delete(ctx, kc))
-		waitFor(t, func() bool { return renderedConf() == templateConf }, "the template's kubelet.conf was never rendered again")
+		controllertest.Eventually(t, func() bool { return renderedConf() == templateConf }, "the template's kubelet.conf was never rendered again")
 	})
 
 	t.Run("another ControllerConfig is ignored, and says so", func(t *testing.T) {
 		other := &mcfgv1.ControllerConfig{ObjectMeta: metav1.ObjectMeta{Name: "other"}, Spec: mcfgv1.ControllerConfigSpec{ClusterDNSIP: "10.0.0.10"}}
 		require.NoError(t, c.Create(ctx, other))
 		var cond *metav1.Condition
-		waitFor(t, func() bool {
+		controllertest.Eventually(t, func() bool {
 			got := &mcfgv1.ControllerConfig{}
 			cond = nil
 			if c.Get(ctx, client.ObjectKeyFromObject(other), got) == nil {
@@ -168,34 +166,19 @@ func TestTemplates(t *testing.T) {
 	})
 }
 
-func waitFor(t *testing.T, cond func() bool, msg string) {
-	t.Helper()
-	for deadline := time.Now().Add(controllertest.WaitFor); !cond(); time.Sleep(controllertest.Tick) {
-		if time.Now().After(deadline) {
-			t.Fatal(msg)
-		}
-	}
-}
-
+// waitMC waits until the MachineConfig name exists, and returns it.
 func waitMC(t *testing.T, c client.Client, name string) *mcfgv1.MachineConfig {
 	t.Helper()
-	mc := &mcfgv1.MachineConfig{}
-	waitFor(t, func() bool { return c.Get(t.Context(), client.ObjectKey{Name: name}, mc) == nil }, name+" was never written")
-	return mc
+	return controllertest.WaitObject(t, c, client.ObjectKey{Name: name}, "been written", func(*mcfgv1.MachineConfig) bool { return true })
 }
 
+// waitCondition waits until the ControllerConfig's condition typ is True,
+// and returns it.
 func waitCondition(t *testing.T, c client.Client, typ string) *metav1.Condition {
 	t.Helper()
-	var cond *metav1.Condition
-	waitFor(t, func() bool {
-		cc := &mcfgv1.ControllerConfig{}
-		cond = nil
-		if c.Get(t.Context(), client.ObjectKey{Name: mcfgv1.ControllerConfigName}, cc) == nil {
-			cond = meta.FindStatusCondition(cc.Status.Conditions, typ)
-		}
-		return cond != nil && cond.Status == metav1.ConditionTrue
-	}, "condition "+typ+" never became True")
-	return cond
+	cc := controllertest.WaitObject(t, c, client.ObjectKey{Name: mcfgv1.ControllerConfigName}, "condition "+typ+" True",
+		func(cc *mcfgv1.ControllerConfig) bool { return meta.IsStatusConditionTrue(cc.Status.Conditions, typ) })
+	return meta.FindStatusCondition(cc.Status.Conditions, typ)
 }
 
 func fileData(t *testing.T, mc *mcfgv1.MachineConfig, path string) string {
