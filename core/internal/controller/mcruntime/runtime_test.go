@@ -3,7 +3,6 @@ package mcruntime_test
 import (
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -75,7 +74,7 @@ func TestContainerRuntimeConfig(t *testing.T) {
 		require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "99-worker-generated-containerruntime"}, mc))
 		assert.Equal(t, "ContainerRuntimeConfig", metav1.GetControllerOf(mc).Kind)
 		var r *mcfgv1.MachineConfig
-		waitFor(t, func() bool {
+		controllertest.Eventually(t, func() bool {
 			var p *mcfgv1.MachineConfigPool
 			p, r = rendered()
 			return p != nil && slices.ContainsFunc(p.Spec.Configuration.Source, func(s corev1.ObjectReference) bool {
@@ -96,7 +95,7 @@ func TestContainerRuntimeConfig(t *testing.T) {
 			},
 		}))
 		waitCondition(t, c, "more-pids", mcfgv1.ContainerRuntimeConfigSuccess)
-		waitFor(t, func() bool {
+		controllertest.Eventually(t, func() bool {
 			_, r := rendered()
 			return r != nil && hasFile(r, "/etc/crio/crio.conf.d/01-ctrcfg-defaultRuntime") &&
 				fileData(t, r, "/etc/crio/crio.conf.d/01-ctrcfg-pidsLimit") == "[crio.runtime]\npids_limit = 4096\n"
@@ -123,7 +122,7 @@ func TestContainerRuntimeConfig(t *testing.T) {
 		for _, name := range []string{"set-pids", "more-pids"} {
 			require.NoError(t, c.Delete(ctx, &mcfgv1.ContainerRuntimeConfig{ObjectMeta: metav1.ObjectMeta{Name: name}}))
 		}
-		waitFor(t, func() bool {
+		controllertest.Eventually(t, func() bool {
 			_, r := rendered()
 			return r != nil && !hasFile(r, "/etc/crio/crio.conf.d/01-ctrcfg-pidsLimit") &&
 				apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Name: "99-worker-generated-containerruntime"}, &mcfgv1.MachineConfig{}))
@@ -131,27 +130,15 @@ func TestContainerRuntimeConfig(t *testing.T) {
 	})
 }
 
-func waitFor(t *testing.T, cond func() bool, msg string) {
-	t.Helper()
-	for deadline := time.Now().Add(controllertest.WaitFor); !cond(); time.Sleep(controllertest.Tick) {
-		if time.Now().After(deadline) {
-			t.Fatal(msg)
-		}
-	}
-}
-
+// waitCondition waits until the ContainerRuntimeConfig's condition typ is
+// True, and returns it.
 func waitCondition(t *testing.T, c client.Client, name, typ string) *metav1.Condition {
 	t.Helper()
-	var cond *metav1.Condition
-	waitFor(t, func() bool {
-		crc := &mcfgv1.ContainerRuntimeConfig{}
-		cond = nil
-		if c.Get(t.Context(), client.ObjectKey{Name: name}, crc) == nil {
-			cond = meta.FindStatusCondition(crc.Status.Conditions, typ)
-		}
-		return cond != nil && cond.Status == metav1.ConditionTrue
-	}, name+": condition "+typ+" never became True")
-	return cond
+	crc := controllertest.WaitObject(t, c, client.ObjectKey{Name: name}, "condition "+typ+" True",
+		func(crc *mcfgv1.ContainerRuntimeConfig) bool {
+			return meta.IsStatusConditionTrue(crc.Status.Conditions, typ)
+		})
+	return meta.FindStatusCondition(crc.Status.Conditions, typ)
 }
 
 func hasFile(mc *mcfgv1.MachineConfig, path string) bool {
