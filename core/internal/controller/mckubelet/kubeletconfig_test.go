@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -79,7 +78,7 @@ func TestKubeletConfig(t *testing.T) {
 
 		// The pool's rendering carries the merged kubelet configuration.
 		p := &mcfgv1.MachineConfigPool{}
-		waitFor(t, func() bool {
+		controllertest.Eventually(t, func() bool {
 			return c.Get(ctx, client.ObjectKeyFromObject(pool), p) == nil &&
 				slices.ContainsFunc(p.Spec.Configuration.Source, func(r corev1.ObjectReference) bool { return r.Name == "99-kube-generated-kubelet" })
 		}, "the pool's rendering never included 99-kube-generated-kubelet")
@@ -120,13 +119,13 @@ func TestKubeletConfig(t *testing.T) {
 	t.Run("deleting a KubeletConfig deletes its MachineConfig", func(t *testing.T) {
 		kc := &mcfgv1.KubeletConfig{ObjectMeta: metav1.ObjectMeta{Name: "pods-per-core"}}
 		require.NoError(t, c.Delete(ctx, kc))
-		waitFor(t, func() bool {
+		controllertest.Eventually(t, func() bool {
 			return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Name: "99-kube-generated-kubelet-1"}, &mcfgv1.MachineConfig{})) &&
 				apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(kc), kc))
 		}, "the KubeletConfig or its MachineConfig was never deleted")
 		// The pool renders without it.
 		p := &mcfgv1.MachineConfigPool{}
-		waitFor(t, func() bool {
+		controllertest.Eventually(t, func() bool {
 			return c.Get(ctx, client.ObjectKeyFromObject(pool), p) == nil &&
 				!slices.ContainsFunc(p.Spec.Configuration.Source, func(r corev1.ObjectReference) bool { return r.Name == "99-kube-generated-kubelet-1" })
 		}, "the pool's rendering still includes 99-kube-generated-kubelet-1")
@@ -150,15 +149,15 @@ func TestKubeletConfig(t *testing.T) {
 			}
 			return fileData(t, rendered, mcfgv1.KubeletConfigPath)
 		}
-		waitFor(t, func() bool { return renderedKubeletConf() == base }, "the pool never rendered its base kubelet.conf")
+		controllertest.Eventually(t, func() bool { return renderedKubeletConf() == base }, "the pool never rendered its base kubelet.conf")
 
 		kc := kubeletConfig("restore-pods", map[string]string{"custom-kubelet": "restore"}, `{"maxPods":300}`)
 		require.NoError(t, c.Create(ctx, kc))
-		waitFor(t, func() bool { return strings.Contains(renderedKubeletConf(), `"maxPods": 300`) }, "maxPods 300 was never rendered")
+		controllertest.Eventually(t, func() bool { return strings.Contains(renderedKubeletConf(), `"maxPods": 300`) }, "maxPods 300 was never rendered")
 		assert.Contains(t, renderedKubeletConf(), "172.30.0.10", "clusterDNS kept")
 
 		require.NoError(t, c.Delete(ctx, kc))
-		waitFor(t, func() bool { return renderedKubeletConf() == base }, "the base kubelet.conf was never rendered again")
+		controllertest.Eventually(t, func() bool { return renderedKubeletConf() == base }, "the base kubelet.conf was never rendered again")
 	})
 
 	t.Run("suffixes count per pool", func(t *testing.T) {
@@ -240,7 +239,7 @@ func TestKubeletConfig(t *testing.T) {
 		exists := func(name string) bool {
 			return c.Get(ctx, client.ObjectKey{Name: name}, &mcfgv1.MachineConfig{}) == nil
 		}
-		waitFor(t, func() bool { return exists("99-kube2-generated-kubelet") }, "max-pods never wrote 99-kube2-generated-kubelet")
+		controllertest.Eventually(t, func() bool { return exists("99-kube2-generated-kubelet") }, "max-pods never wrote 99-kube2-generated-kubelet")
 
 		require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			if err := c.Get(ctx, client.ObjectKeyFromObject(other), other); err != nil {
@@ -249,10 +248,10 @@ func TestKubeletConfig(t *testing.T) {
 			other.Labels = nil
 			return c.Update(ctx, other)
 		}))
-		waitFor(t, func() bool { return !exists("99-kube2-generated-kubelet") }, "99-kube2-generated-kubelet was never deleted")
+		controllertest.Eventually(t, func() bool { return !exists("99-kube2-generated-kubelet") }, "99-kube2-generated-kubelet was never deleted")
 		assert.True(t, exists("99-kube-generated-kubelet"), "the pool still selected keeps its MachineConfig")
 		// The status follows the deletion in the same sync.
-		waitFor(t, func() bool {
+		controllertest.Eventually(t, func() bool {
 			return condition(t, c, "max-pods", mcfgv1.KubeletConfigSuccess).Message == "Wrote 99-kube-generated-kubelet"
 		}, "max-pods's Success condition never stopped naming 99-kube2-generated-kubelet")
 	})
@@ -280,16 +279,6 @@ func kubeletConfig(name string, poolLabels map[string]string, config string) *mc
 	return kc
 }
 
-// waitFor polls cond on the test's goroutine until it holds, or fails.
-func waitFor(t *testing.T, cond func() bool, msg string) {
-	t.Helper()
-	for deadline := time.Now().Add(controllertest.WaitFor); !cond(); time.Sleep(controllertest.Tick) {
-		if time.Now().After(deadline) {
-			t.Fatal(msg)
-		}
-	}
-}
-
 func condition(t *testing.T, c client.Client, name, typ string) *metav1.Condition {
 	t.Helper()
 	kc := &mcfgv1.KubeletConfig{}
@@ -301,14 +290,15 @@ func condition(t *testing.T, c client.Client, name, typ string) *metav1.Conditio
 	return cond
 }
 
+// waitCondition waits until the KubeletConfig's condition typ has status,
+// and returns it.
 func waitCondition(t *testing.T, c client.Client, name, typ string, status metav1.ConditionStatus) *metav1.Condition {
 	t.Helper()
-	var last *metav1.Condition
-	waitFor(t, func() bool {
-		last = condition(t, c, name, typ)
-		return last.Status == status
-	}, "KubeletConfig "+name+": condition "+typ+" never became "+string(status))
-	return last
+	kc := controllertest.WaitObject(t, c, client.ObjectKey{Name: name}, "condition "+typ+" "+string(status),
+		func(kc *mcfgv1.KubeletConfig) bool {
+			return meta.IsStatusConditionPresentAndEqual(kc.Status.Conditions, typ, status)
+		})
+	return meta.FindStatusCondition(kc.Status.Conditions, typ)
 }
 
 func fileData(t *testing.T, mc *mcfgv1.MachineConfig, path string) string {
