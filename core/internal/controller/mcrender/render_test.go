@@ -96,21 +96,10 @@ spec:
 	require.Len(t, ign.Passwd.Users, 1)
 	assert.Equal(t, []string{"ssh-rsa ABC123....", "ssh-rsa XYZ7890...."}, ign.Passwd.Users[0].SSHAuthorizedKeys)
 	assert.Equal(t, "spec2", fileData(t, ign, "/etc/ign22"))
-	eventually(t, func() bool {
+	controllertest.Eventually(t, func() bool {
 		cond := renderDegraded(t, c, "ign22")
 		return cond != nil && cond.Status == metav1.ConditionFalse
 	}, "RenderDegraded never became False")
-}
-
-// eventually polls cond until it holds, or fails the test after
-// controllertest.WaitFor. cond runs on the test's goroutine.
-func eventually(t *testing.T, cond func() bool, msg string, args ...any) {
-	t.Helper()
-	for deadline := time.Now().Add(controllertest.WaitFor); !cond(); time.Sleep(controllertest.Tick) {
-		if time.Now().After(deadline) {
-			t.Fatalf(msg, args...)
-		}
-	}
 }
 
 func pool(name string, roles ...string) *mcfgv1.MachineConfigPool {
@@ -142,7 +131,7 @@ func fileConfig(path, content string) string {
 func target(t *testing.T, c client.Client, name, not string) *mcfgv1.MachineConfigPool {
 	t.Helper()
 	p := &mcfgv1.MachineConfigPool{}
-	eventually(t, func() bool {
+	controllertest.Eventually(t, func() bool {
 		return c.Get(t.Context(), client.ObjectKey{Name: name}, p) == nil &&
 			p.Spec.Configuration.Name != "" && p.Spec.Configuration.Name != not
 	}, "pool %s never got a target other than %q", name, not)
@@ -230,7 +219,7 @@ func testOpenShiftExample(t *testing.T, c client.Client) {
 	assert.Equal(t, "MachineConfigPool", owner.Kind)
 	assert.Equal(t, p.UID, owner.UID)
 
-	eventually(t, func() bool {
+	controllertest.Eventually(t, func() bool {
 		cond := renderDegraded(t, c, "worker")
 		return cond != nil && cond.Status == metav1.ConditionFalse
 	}, "RenderDegraded never became False")
@@ -258,7 +247,7 @@ func testCreationOrder(t *testing.T, c client.Client) {
 	var hashes []string
 	for _, poolName := range []string{"order-a", "order-b"} {
 		var p *mcfgv1.MachineConfigPool
-		eventually(t, func() bool {
+		controllertest.Eventually(t, func() bool {
 			p = target(t, c, poolName, "")
 			return len(p.Spec.Configuration.Source) == 3
 		}, "pool %s never rendered all three fragments", poolName)
@@ -305,7 +294,7 @@ func testBadFragment(t *testing.T, c client.Client) {
 			broken.Spec.Config.Raw = []byte(tc.config)
 			require.NoError(t, c.Update(ctx, broken))
 		}
-		eventually(t, func() bool {
+		controllertest.Eventually(t, func() bool {
 			cond := renderDegraded(t, c, "bad")
 			return cond != nil && cond.Status == metav1.ConditionTrue && strings.Contains(cond.Message, tc.want)
 		}, "RenderDegraded never said %q", tc.want)
@@ -328,7 +317,7 @@ func testBadFragment(t *testing.T, c client.Client) {
 	broken.Spec.Config.Raw = []byte(`{"ignition":{"version":"3.2.0"},"storage":{"files":[{"path":"/etc/big","contents":{"source":"` +
 		mcfgv1.DataURL(big) + `"}}]}}`)
 	require.NoError(t, c.Update(ctx, broken))
-	eventually(t, func() bool {
+	controllertest.Eventually(t, func() bool {
 		cond := renderDegraded(t, c, "bad")
 		return cond != nil && cond.Status == metav1.ConditionTrue && cond.Reason == "RenderedConfigTooLarge" &&
 			strings.Contains(cond.Message, "more than the 1024 KiB a MachineConfig may hold")
@@ -346,7 +335,7 @@ func testBadFragment(t *testing.T, c client.Client) {
 	_, ign := renderedIgnition(t, c, p.Spec.Configuration.Name)
 	assert.Equal(t, "good", fileData(t, ign, "/etc/good"))
 	assert.Equal(t, "fixed", fileData(t, ign, "/etc/fixed"))
-	eventually(t, func() bool {
+	controllertest.Eventually(t, func() bool {
 		cond := renderDegraded(t, c, "bad")
 		return cond != nil && cond.Status == metav1.ConditionFalse
 	}, "RenderDegraded never cleared")
@@ -369,7 +358,7 @@ func testSelectorChange(t *testing.T, c client.Client) {
 
 	// A selector that selects nothing keeps the target and says so.
 	setRoles(t, c, "sel", "nobody")
-	eventually(t, func() bool {
+	controllertest.Eventually(t, func() bool {
 		cond := renderDegraded(t, c, "sel")
 		return cond != nil && cond.Status == metav1.ConditionTrue && cond.Reason == "NoMachineConfigs"
 	}, "a selector selecting nothing never set RenderDegraded")
@@ -403,7 +392,7 @@ func testAdopt(t *testing.T, c client.Client) {
 	rendered := &mcfgv1.MachineConfig{}
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: name}, rendered))
 	require.NoError(t, c.Delete(ctx, old))
-	eventually(t, func() bool {
+	controllertest.Eventually(t, func() bool {
 		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(old), &mcfgv1.MachineConfigPool{}))
 	}, "the pool was never deleted")
 
@@ -411,7 +400,7 @@ func testAdopt(t *testing.T, c client.Client) {
 	require.NoError(t, c.Create(ctx, again))
 	require.NotEqual(t, old.UID, again.UID)
 	assert.Equal(t, name, target(t, c, "adopt", "").Spec.Configuration.Name, "the same content, the same name")
-	eventually(t, func() bool {
+	controllertest.Eventually(t, func() bool {
 		mc := &mcfgv1.MachineConfig{}
 		if err := c.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
 			return false
@@ -444,7 +433,7 @@ func updateFragment(t *testing.T, c client.Client, name string, change func(*mcf
 func requireRefused(t *testing.T, c client.Client, name, keeps, reason string, want ...string) *metav1.Condition {
 	t.Helper()
 	var cond *metav1.Condition
-	eventually(t, func() bool {
+	controllertest.Eventually(t, func() bool {
 		cond = renderDegraded(t, c, name)
 		if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != reason {
 			return false
@@ -465,7 +454,7 @@ func requireRefused(t *testing.T, c client.Client, name, keeps, reason string, w
 
 func requireRendered(t *testing.T, c client.Client, name string) {
 	t.Helper()
-	eventually(t, func() bool {
+	controllertest.Eventually(t, func() bool {
 		cond := renderDegraded(t, c, name)
 		return cond != nil && cond.Status == metav1.ConditionFalse
 	}, "pool %s: RenderDegraded never cleared", name)
