@@ -2,7 +2,6 @@ package classupdate
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -228,18 +227,7 @@ func (w *world) createMachines(class string, want string, names ...string) {
 // waitMachine waits until the machine satisfies cond.
 func (w *world) waitMachine(name, what string, cond func(*v1alpha1.Machine) bool) *v1alpha1.Machine {
 	w.t.Helper()
-	m := &v1alpha1.Machine{}
-	var lastErr error
-	for deadline := time.Now().Add(controllertest.WaitFor); ; time.Sleep(controllertest.Tick) {
-		lastErr = w.env.Client.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: name}, m)
-		if lastErr == nil && cond(m) {
-			return m
-		}
-		if time.Now().After(deadline) {
-			b, _ := json.MarshalIndent(m, "", "  ")
-			w.t.Fatalf("machine %s never had %s (last error %v):\n%s", name, what, lastErr, b)
-		}
-	}
+	return controllertest.WaitObject(w.t, w.env.Client, client.ObjectKey{Namespace: w.ns, Name: name}, what, cond)
 }
 
 // machine reads a machine.
@@ -261,16 +249,8 @@ func (w *world) vm(name string) inmemory.VM {
 // waitSnapshot waits until the class has a snapshot of hash.
 func (w *world) waitSnapshot(class, hash string) {
 	w.t.Helper()
-	rev := &appsv1.ControllerRevision{}
-	for deadline := time.Now().Add(controllertest.WaitFor); ; time.Sleep(controllertest.Tick) {
-		err := w.env.Client.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: snapshotName(class, hash)}, rev)
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			w.t.Fatalf("no snapshot of class %s at %s: %v", class, shortHash(hash), err)
-		}
-	}
+	key := client.ObjectKey{Namespace: w.ns, Name: snapshotName(class, hash)}
+	controllertest.WaitObject(w.t, w.env.Client, key, "been written", func(*appsv1.ControllerRevision) bool { return true })
 }
 
 // classUpdated returns the machine's ClassUpdated condition, nil when unset.
