@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
 )
 
 // testExpireAfterIgnored: a set of no MachineDeployment does not expire its
@@ -20,7 +21,7 @@ func (s *suite) testExpireAfterIgnored(t *testing.T) {
 	ms := newSet(ns, "alone", 1)
 	ms.Spec.Template.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineExpireAfter: v1alpha1.NewDuration(time.Hour)}
 	require.NoError(t, s.c.Create(ctx, ms))
-	require.Eventually(t, func() bool {
+	controllertest.Eventually(t, func() bool {
 		list := &corev1.EventList{}
 		if err := s.c.List(ctx, list, client.InNamespace(ns)); err != nil {
 			return false
@@ -31,5 +32,5 @@ func (s *suite) testExpireAfterIgnored(t *testing.T) {
 			}
 		}
 		return false
-	}, waitTimeout, poll, "no ExpireAfterIgnored event")
+	}, "no ExpireAfterIgnored event")
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/internal/controller/machineset/machinesettest"
 )
 
@@ -32,10 +33,10 @@ func (s *suite) testAPIServerFreeze(t *testing.T) {
 	for i := range before {
 		require.NoError(t, machinesettest.SetPhase(ctx, s.c, &before[i], v1alpha1.MachineRunning))
 	}
-	require.Eventually(t, func() bool {
+	controllertest.Eventually(t, func() bool {
 		s.get(t, ms)
 		return ms.Status.ReadyReplicas == 2
-	}, waitTimeout, poll, "set did not count its Running machines")
+	}, "set did not count its Running machines")
 
 	s.gate.Freeze("test: API server unreachable", time.Now())
 	t.Cleanup(func() { s.gate.Unfreeze() })
@@ -46,10 +47,10 @@ func (s *suite) testAPIServerFreeze(t *testing.T) {
 	// The status write of a frozen sync comes where creations and deletions
 	// would be; once it shows the new generation and the Failed machine, the
 	// controller has decided with both changes in view.
-	require.Eventually(t, func() bool {
+	controllertest.Eventually(t, func() bool {
 		s.get(t, ms)
 		return ms.Status.ObservedGeneration == ms.Generation && ms.Status.ReadyReplicas == 1
-	}, waitTimeout, poll, "frozen set did not keep its status up to date")
+	}, "frozen set did not keep its status up to date")
 	assert.Equal(t, int32(2), ms.Status.Replicas)
 	assert.ElementsMatch(t, names(before), names(s.machines(t, ns)), "machines changed while frozen")
 	for i, st := range obs.StatesSince(mark) {
@@ -63,6 +64,6 @@ func (s *suite) testAPIServerFreeze(t *testing.T) {
 			return false
 		}
 		return !slices.Contains(names(cur), victim.Name)
-	}, unfreezeWithin, poll, "set did not scale up and replace the Failed machine after the freeze")
+	}, unfreezeWithin, controllertest.Tick, "set did not scale up and replace the Failed machine after the freeze")
 	s.waitSynced(t, ms, 4)
 }

@@ -19,16 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/internal/controller/machineset"
 	"github.com/machina-io/machina/core/internal/controller/machineset/machinesettest"
 	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/freeze"
 	"github.com/machina-io/machina/core/testenv"
-)
-
-const (
-	waitTimeout = 30 * time.Second
-	poll        = 50 * time.Millisecond
 )
 
 // suite is one API server with the MachineSet controller running; every
@@ -107,14 +103,14 @@ func (s *suite) machines(t *testing.T, ns string) []v1alpha1.Machine {
 // current generation with the given number of replicas.
 func (s *suite) waitSynced(t *testing.T, ms *v1alpha1.MachineSet, replicas int32) {
 	t.Helper()
-	require.Eventually(t, func() bool {
+	controllertest.Eventually(t, func() bool {
 		cur := &v1alpha1.MachineSet{}
 		if err := s.c.Get(context.Background(), client.ObjectKeyFromObject(ms), cur); err != nil {
 			return false
 		}
 		return cur.Status.ObservedGeneration == cur.Generation && cur.Status.Replicas == replicas &&
 			len(s.machines(t, ms.Namespace)) == int(replicas)
-	}, waitTimeout, poll, "set %s did not settle at %d replicas", ms.Name, replicas)
+	}, "set %s did not settle at %d replicas", ms.Name, replicas)
 }
 
 func total(st machinesettest.State) int { return len(st) }
@@ -178,7 +174,7 @@ func (s *suite) testReplaceFailed(t *testing.T) {
 	victim := s.machines(t, ns)[0]
 	mark := obs.Mark()
 	require.NoError(t, machinesettest.SetPhase(ctx, s.c, &victim, v1alpha1.MachineFailed))
-	require.Eventually(t, func() bool {
+	controllertest.Eventually(t, func() bool {
 		ms := s.machines(t, ns)
 		if len(ms) != 2 {
 			return false
@@ -189,7 +185,7 @@ func (s *suite) testReplaceFailed(t *testing.T) {
 			}
 		}
 		return true
-	}, waitTimeout, poll, "failed machine was not replaced")
+	}, "failed machine was not replaced")
 	for i, st := range obs.StatesSince(mark) {
 		assert.LessOrEqual(t, total(st), 2, "state %d has more machines than replicas", i)
 	}
@@ -232,11 +228,11 @@ func (s *suite) testAdoptRelease(t *testing.T) {
 
 	ms := newSet(ns, "adopt", 1)
 	require.NoError(t, s.c.Create(ctx, ms))
-	require.Eventually(t, func() bool {
+	controllertest.Eventually(t, func() bool {
 		s.get(t, orphan)
 		ref := metav1.GetControllerOf(orphan)
 		return ref != nil && ref.UID == ms.UID
-	}, waitTimeout, poll, "orphan was not adopted")
+	}, "orphan was not adopted")
 	s.waitSynced(t, ms, 1)
 	for i, st := range obs.States() {
 		assert.LessOrEqual(t, total(st), 1, "state %d: the set created a machine although it could adopt one", i)
@@ -247,11 +243,11 @@ func (s *suite) testAdoptRelease(t *testing.T) {
 	orig := orphan.DeepCopy()
 	orphan.Labels = map[string]string{"pool": "elsewhere"}
 	require.NoError(t, s.c.Patch(ctx, orphan, client.MergeFrom(orig)))
-	require.Eventually(t, func() bool {
+	controllertest.Eventually(t, func() bool {
 		s.get(t, orphan)
 		return metav1.GetControllerOf(orphan) == nil
-	}, waitTimeout, poll, "machine was not released")
-	require.Eventually(t, func() bool {
+	}, "machine was not released")
+	controllertest.Eventually(t, func() bool {
 		owned := 0
 		for _, m := range s.machines(t, ns) {
 			if ref := metav1.GetControllerOf(&m); ref != nil && ref.UID == ms.UID {
@@ -260,7 +256,7 @@ func (s *suite) testAdoptRelease(t *testing.T) {
 		}
 		s.get(t, ms)
 		return owned == 1 && len(s.machines(t, ns)) == 2 && ms.Status.Replicas == 1
-	}, waitTimeout, poll, "the set did not replace the released machine")
+	}, "the set did not replace the released machine")
 }
 
 func (s *suite) testTemplatePropagation(t *testing.T) {
@@ -279,7 +275,7 @@ func (s *suite) testTemplatePropagation(t *testing.T) {
 	ms.Spec.Template.Spec.MachineConfiguration = &v1alpha1.MachineConfiguration{MachineDrainTimeout: &drain}
 	require.NoError(t, s.c.Patch(ctx, ms, client.MergeFrom(orig)))
 
-	require.Eventually(t, func() bool {
+	controllertest.Eventually(t, func() bool {
 		for _, m := range s.machines(t, ns) {
 			if m.Spec.NodeTemplateSpec.Labels["role"] != "worker" || len(m.Spec.NodeTemplateSpec.Spec.Taints) != 1 ||
 				m.Spec.MachineConfiguration == nil || m.Spec.MachineDrainTimeout == nil || m.Spec.MachineDrainTimeout.Duration != 42*time.Minute {
@@ -287,7 +283,7 @@ func (s *suite) testTemplatePropagation(t *testing.T) {
 			}
 		}
 		return true
-	}, waitTimeout, poll, "template was not applied to the machines")
+	}, "template was not applied to the machines")
 	after := s.machines(t, ns)
 	assert.ElementsMatch(t, names(before), names(after), "propagation must not replace machines")
 }
@@ -324,17 +320,17 @@ func (s *suite) testStatusCounts(t *testing.T) {
 		return latest
 	}
 
-	require.Eventually(t, func() bool {
+	controllertest.Eventually(t, func() bool {
 		s.get(t, ms)
 		return ms.Status.ReadyReplicas == 2
-	}, waitTimeout, poll)
+	}, "the set never counted 2 ready machines")
 	if time.Since(readySince()) < 1500*time.Millisecond {
 		assert.Zero(t, ms.Status.AvailableReplicas, "machines are not available before minReadySeconds")
 	}
-	require.Eventually(t, func() bool {
+	controllertest.Eventually(t, func() bool {
 		s.get(t, ms)
 		return ms.Status.AvailableReplicas == 2
-	}, waitTimeout, poll, "machines did not become available after minReadySeconds")
+	}, "machines did not become available after minReadySeconds")
 	assert.GreaterOrEqual(t, time.Since(readySince()), 2*time.Second, "available before minReadySeconds")
 	assert.Equal(t, int32(3), ms.Status.Replicas)
 	assert.Equal(t, int32(3), ms.Status.FullyLabeledReplicas)
@@ -350,10 +346,10 @@ func (s *suite) testFrozen(t *testing.T) {
 	require.NoError(t, s.c.Create(ctx, ms))
 	// The status write comes after the sync's creates; once the status shows
 	// the generation, the controller has decided.
-	require.Eventually(t, func() bool {
+	controllertest.Eventually(t, func() bool {
 		s.get(t, ms)
 		return ms.Status.ObservedGeneration == ms.Generation
-	}, waitTimeout, poll)
+	}, "the frozen set never observed its generation")
 	assert.Empty(t, s.machines(t, ns), "a frozen set must not create machines")
 
 	orig := ms.DeepCopy()
@@ -404,19 +400,19 @@ func (s *suite) testReplicaFailure(t *testing.T) {
 	require.NoError(t, s.c.Create(ctx, binding))
 	t.Cleanup(func() { _ = s.c.Delete(context.Background(), binding) })
 	// The policy takes effect once the API server has loaded it.
-	require.Eventually(t, func() bool {
+	controllertest.Eventually(t, func() bool {
 		probe := &v1alpha1.Machine{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "probe-", Labels: map[string]string{"reject": "yes"}},
 			Spec:       v1alpha1.MachineSpec{Class: v1alpha1.ClassSpec{Name: "test-class"}},
 		}
 		err := s.c.Create(ctx, probe, client.DryRunAll)
 		return apierrors.IsInvalid(err) || apierrors.IsForbidden(err)
-	}, waitTimeout, poll, "admission policy not active")
+	}, "admission policy not active")
 
 	ms := newSet(ns, "rejected", 3)
 	ms.Spec.Template.Labels["reject"] = "yes"
 	require.NoError(t, s.c.Create(ctx, ms))
-	require.Eventually(t, func() bool {
+	controllertest.Eventually(t, func() bool {
 		s.get(t, ms)
 		for _, c := range ms.Status.Conditions {
 			if c.Type == v1alpha1.MachineSetReplicaFailure && c.Status == v1alpha1.ConditionTrue && c.Reason == "FailedCreate" {
@@ -424,7 +420,7 @@ func (s *suite) testReplicaFailure(t *testing.T) {
 			}
 		}
 		return false
-	}, waitTimeout, poll, "ReplicaFailure condition not reported")
+	}, "ReplicaFailure condition not reported")
 	assert.Empty(t, s.machines(t, ns))
 
 	s.get(t, ms)
@@ -432,10 +428,10 @@ func (s *suite) testReplicaFailure(t *testing.T) {
 	delete(ms.Spec.Template.Labels, "reject")
 	require.NoError(t, s.c.Patch(ctx, ms, client.MergeFrom(orig)))
 	s.waitSynced(t, ms, 3)
-	require.Eventually(t, func() bool {
+	controllertest.Eventually(t, func() bool {
 		s.get(t, ms)
 		return len(ms.Status.Conditions) == 0
-	}, waitTimeout, poll, "ReplicaFailure condition not cleared")
+	}, "ReplicaFailure condition not cleared")
 }
 
 func (s *suite) testScaleSubresource(t *testing.T) {
@@ -461,8 +457,8 @@ func (s *suite) testDelete(t *testing.T) {
 	require.NoError(t, s.c.Create(ctx, ms))
 	s.waitSynced(t, ms, 3)
 	require.NoError(t, s.c.Delete(ctx, ms))
-	require.Eventually(t, func() bool {
+	controllertest.Eventually(t, func() bool {
 		err := s.c.Get(ctx, client.ObjectKeyFromObject(ms), &v1alpha1.MachineSet{})
 		return apierrors.IsNotFound(err) && len(s.machines(t, ns)) == 0
-	}, waitTimeout, poll, "set and machines were not deleted")
+	}, "set and machines were not deleted")
 }

@@ -9,6 +9,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/internal/controller/machineset/machinesettest"
 )
 
@@ -44,6 +45,5 @@ func (s *suite) testMCMParity(t *testing.T) {
 	before := staleRemoved(t)
 	victim := s.machines(t, ns)[0]
 	require.NoError(t, machinesettest.SetPhase(ctx, s.c, &victim, v1alpha1.MachineFailed))
-	require.Eventually(t, func() bool { return staleRemoved(t) == before+1 }, waitTimeout, poll,
-		"the replaced Failed machine was not counted")
+	controllertest.Eventually(t, func() bool { return staleRemoved(t) == before+1 }, "the replaced Failed machine was not counted")
 }
