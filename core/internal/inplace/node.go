@@ -50,6 +50,21 @@ func MarkCandidate(n *corev1.Node, desired string) bool {
 	return addTaint(n, preferNoSchedule) || changed
 }
 
+// CandidateMarked tells whether n is marked as MarkCandidate would mark it
+// for desired, without copying or changing n: MarkCandidate would change
+// nothing.
+func CandidateMarked(n *corev1.Node, desired string) bool {
+	if !IsCandidate(n) || StaleResult(n, desired) {
+		return false
+	}
+	if cur, ok := n.Annotations[DesiredAnnotation]; !ok || cur != desired {
+		return false
+	}
+	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool {
+		return t.Key == preferNoSchedule.Key && t.Effect == preferNoSchedule.Effect && t.Value == preferNoSchedule.Value
+	})
+}
+
 // StaleResult tells whether n reports a successful update to another
 // target than desired: the agent applied what it read at the go signal,
 // and the target changed meanwhile. An agent that does not write

@@ -103,3 +103,32 @@ func TestStaleResult(t *testing.T) {
 	n.Labels[v1alpha1.LabelKeyNodeUpdateResult] = v1alpha1.LabelValueNodeUpdateFailed
 	assert.False(t, StaleResult(n, "web-3"), "a failure keeps the last applied target")
 }
+
+// CandidateMarked says exactly when MarkCandidate would change nothing:
+// the rollout skips the copy and the patch of such a node.
+func TestCandidateMarked(t *testing.T) {
+	marked := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
+	MarkCandidate(marked, "set-b")
+	stale := marked.DeepCopy()
+	stale.Labels[v1alpha1.LabelKeyNodeUpdateResult] = v1alpha1.LabelValueNodeUpdateSuccessful
+	stale.Annotations[CurrentAnnotation] = "set-a"
+	otherTaint := marked.DeepCopy()
+	otherTaint.Spec.Taints[0].Value = "False"
+	cases := map[string]struct {
+		n       *corev1.Node
+		desired string
+	}{
+		"fresh node":                 {&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}, "set-b"},
+		"marked":                     {marked, "set-b"},
+		"marked for another target":  {marked, "set-c"},
+		"stale result":               {stale, "set-b"},
+		"the taint with other value": {otherTaint, "set-b"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			changed := MarkCandidate(c.n.DeepCopy(), c.desired)
+			assert.Equal(t, !changed, CandidateMarked(c.n, c.desired))
+		})
+	}
+	assert.True(t, CandidateMarked(marked, "set-b"))
+}

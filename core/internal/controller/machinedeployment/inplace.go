@@ -382,17 +382,21 @@ func (r *Reconciler) loadMachines(ctx context.Context, s *scope, sets []*v1alpha
 // candidateMark returns the change that makes the node of a machine of an
 // old set a candidate of the rollout to target, for the machines
 // loadMachines takes (not being deleted); nil for the others.
-func candidateMark(s *scope, target string) func(*v1alpha1.Machine) func(*corev1.Node) bool {
+func candidateMark(s *scope, target string) func(*v1alpha1.Machine) *nodeChange {
 	old := map[types.UID]bool{}
 	for _, ms := range s.old {
 		old[ms.UID] = true
 	}
-	return func(m *v1alpha1.Machine) func(*corev1.Node) bool {
+	mark := &nodeChange{
+		done:  func(n *corev1.Node) bool { return inplace.CandidateMarked(n, target) },
+		apply: func(n *corev1.Node) bool { return inplace.MarkCandidate(n, target) },
+	}
+	return func(m *v1alpha1.Machine) *nodeChange {
 		ref := metav1.GetControllerOf(m)
 		if ref == nil || !old[ref.UID] || m.DeletionTimestamp != nil || m.Status.CurrentStatus.Phase == v1alpha1.MachineTerminating {
 			return nil
 		}
-		return func(n *corev1.Node) bool { return inplace.MarkCandidate(n, target) }
+		return mark
 	}
 }
 
@@ -623,7 +627,14 @@ func (r *Reconciler) moveUpdatedMachines(ctx context.Context, s *scope, old []ma
 		// uncordon, in one write, and its machine turns Running on this
 		// change (syncCurrentMachines would otherwise clear it on the next
 		// sync, one more write and one more round before its slot of the
-		// budget is free).
+		// budget is free). Only a machine whose controller has taken the
+		// agent's answer (phase InPlaceUpdateSuccessful) is cleared here;
+		// one that has not yet (a manager restarted between the go signal
+		// and the phase) keeps its marks until syncCurrentMachines sees it
+		// settled, as before.
+		if om.m.Status.CurrentStatus.Phase != v1alpha1.MachineInPlaceUpdateSuccessful {
+			return r.changeNode(ctx, s, om.node, inplace.Uncordon)
+		}
 		return r.changeNode(ctx, s, om.node, clearMoved)
 	})
 	if moved > 0 {
@@ -770,7 +781,24 @@ func (r *Reconciler) selectForUpdate(ctx context.Context, s *scope, candidates [
 			n = room
 		}
 	}
+	// Each hold is a live list of the node's pods: the first n are looked
+	// up together (inParallel), the ones after them only if a node is held.
+	holds := make([]string, min(int(max(n, 0)), len(selectable)))
+	if err := inParallel(len(holds), func(i int) error {
+		why, err := disruption.UpdateHold(ctx, r.Pods, selectable[i].node, selectable[i].m)
+		holds[i] = why
+		return err
+	}); err != nil {
+		return err
+	}
+	looked := map[*corev1.Node]int{}
+	for i := range holds {
+		looked[selectable[i].node] = i
+	}
 	picked, held, err := disruption.Pick(selectable, func(om machineNode) (string, error) {
+		if i, ok := looked[om.node]; ok {
+			return holds[i], nil
+		}
 		return disruption.UpdateHold(ctx, r.Pods, om.node, om.m)
 	}, n)
 	if err != nil {

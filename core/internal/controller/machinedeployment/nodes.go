@@ -44,7 +44,7 @@ func (r *Reconciler) syncRolloutNodes(ctx context.Context, s *scope) error {
 // so: one write per node instead of one for the rollout's marks and one for
 // the candidate's, the second of which would start from the cache's copy
 // without the first and lose on the taints' resource version.
-func (r *Reconciler) syncRolloutNodesWith(ctx context.Context, s *scope, extra func(*v1alpha1.Machine) func(*corev1.Node) bool) error {
+func (r *Reconciler) syncRolloutNodesWith(ctx context.Context, s *scope, extra func(*v1alpha1.Machine) *nodeChange) error {
 	if r.Target == nil {
 		return nil
 	}
@@ -52,7 +52,7 @@ func (r *Reconciler) syncRolloutNodesWith(ctx context.Context, s *scope, extra f
 	type job struct {
 		node   string
 		want   rolloutMarks
-		change func(*corev1.Node) bool
+		change *nodeChange
 	}
 	var jobs []job
 	for _, ms := range s.sets {
@@ -134,6 +134,13 @@ func (w rolloutMarks) apply(n *corev1.Node) {
 	}
 }
 
+// nodeChange is a change of a node beyond the rollout's marks: done says,
+// without copying the node, that it is there already; apply makes it.
+type nodeChange struct {
+	done  func(*corev1.Node) bool
+	apply func(*corev1.Node) bool
+}
+
 // markNode puts the marks on a node that misses one, with change (if not
 // nil) in the same patch. The node is read from the cache without a copy
 // (or is the one this sync wrote: s.writtenNode); only a node that needs a
@@ -145,7 +152,7 @@ func (w rolloutMarks) apply(n *corev1.Node) {
 // patch of annotations alone merges key by key and needs no lock, so a
 // node's heartbeats cannot make it fail. A missing node is skipped. The
 // written node is kept in the scope for the rest of the sync.
-func (r *Reconciler) markNode(ctx context.Context, s *scope, name string, want rolloutMarks, change func(*corev1.Node) bool) error {
+func (r *Reconciler) markNode(ctx context.Context, s *scope, name string, want rolloutMarks, change *nodeChange) error {
 	cached := s.writtenNode(name)
 	if cached == nil {
 		cached = &corev1.Node{}
@@ -156,14 +163,14 @@ func (r *Reconciler) markNode(ctx context.Context, s *scope, name string, want r
 			return fmt.Errorf("reading node %s: %w", name, err)
 		}
 	}
-	if !want.missing(cached) && change == nil {
+	if !want.missing(cached) && (change == nil || change.done(cached)) {
 		return nil
 	}
 	orig := cached.DeepCopy()
 	n := orig.DeepCopy()
 	want.apply(n)
 	if change != nil {
-		change(n)
+		change.apply(n)
 	}
 	if apiequality.Semantic.DeepEqual(orig.ObjectMeta, n.ObjectMeta) && apiequality.Semantic.DeepEqual(orig.Spec, n.Spec) {
 		return nil
