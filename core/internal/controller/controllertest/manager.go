@@ -2,6 +2,7 @@ package controllertest
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,17 +17,32 @@ import (
 // StartManager starts a manager on env with the controllers that setup
 // registers, and returns once its cache has synced. The metrics and health
 // servers are off, and controller names need not be unique, because a test
-// binary starts one manager per test. The manager stops when the test ends;
-// an error from it fails the test.
-func StartManager(t testing.TB, env *testenv.Env, setup func(ctrl.Manager) error) ctrl.Manager {
+// binary starts one manager per test; opts change other options (a cache
+// limited to a namespace, say). The manager stops when the test ends; an
+// error from it fails the test.
+func StartManager(t testing.TB, env *testenv.Env, setup func(ctrl.Manager) error, opts ...func(*ctrl.Options)) ctrl.Manager {
+	t.Helper()
+	mgr, _ := RunManager(t, env, setup, opts...)
+	return mgr
+}
+
+// RunManager is StartManager for a test that also stops the manager
+// before it ends (to restart the controllers, say): stop cancels it and
+// waits for it to return. Calling stop again, or at the test's end, does
+// nothing more.
+func RunManager(t testing.TB, env *testenv.Env, setup func(ctrl.Manager) error, opts ...func(*ctrl.Options)) (mgr ctrl.Manager, stop func()) {
 	t.Helper()
 	skip := true
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	options := ctrl.Options{
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: &skip},
-	})
+	}
+	for _, opt := range opts {
+		opt(&options)
+	}
+	mgr, err := ctrl.NewManager(env.Config, options)
 	if err != nil {
 		t.Fatalf("new manager: %v", err)
 	}
@@ -36,16 +52,20 @@ func StartManager(t testing.TB, env *testenv.Env, setup func(ctrl.Manager) error
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatalf("manager stopped with an error: %v", err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("manager stopped with an error: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		t.Fatal("the manager's cache did not sync")
 	}
-	return mgr
+	return mgr, stop
 }
 
 // WaitCached waits until the manager's cache holds every object. A test
