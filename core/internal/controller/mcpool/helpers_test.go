@@ -16,8 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/core/internal/controller/controllertest"
@@ -46,31 +44,20 @@ const waitFor = time.Minute
 // until the returned stop is called or the test ends.
 func startControllers(t *testing.T, env *testenv.Env, extra ...func(ctrl.Manager) error) (stop func()) {
 	t.Helper()
-	skip := true
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: &skip},
+	_, stop = controllertest.RunManager(t, env, func(mgr ctrl.Manager) error {
+		if err := (&mcpool.Reconciler{}).SetupWithManager(mgr, setup.Env{Target: mgr, Workers: 2}); err != nil {
+			return err
+		}
+		if err := (&mcdrain.Reconciler{}).SetupWithManager(mgr, setup.Env{Target: mgr, Workers: 2}); err != nil {
+			return err
+		}
+		for _, setup := range extra {
+			if err := setup(mgr); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
-	require.NoError(t, err)
-	require.NoError(t, (&mcpool.Reconciler{}).SetupWithManager(mgr, setup.Env{Target: mgr, Workers: 2}))
-	require.NoError(t, (&mcdrain.Reconciler{}).SetupWithManager(mgr, setup.Env{Target: mgr, Workers: 2}))
-	for _, setup := range extra {
-		require.NoError(t, setup(mgr))
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			require.NoError(t, <-done)
-		})
-	}
-	t.Cleanup(stop)
-	require.True(t, mgr.GetCache().WaitForCacheSync(ctx))
 	return stop
 }
 
