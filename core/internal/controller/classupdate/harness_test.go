@@ -22,8 +22,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/controllertest"
@@ -155,37 +153,22 @@ func newWorld(t *testing.T, env *testenv.Env, memOpts inmemory.Options) *world {
 // stop (or the end of the test).
 func (w *world) start() {
 	w.t.Helper()
-	skip := true
-	mgr, err := ctrl.NewManager(w.env.Config, ctrl.Options{
-		Scheme:                 w.env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: &skip},
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{w.ns: {}}},
-		Logger:                 logr.Discard(),
+	_, w.stopMgr = controllertest.RunManager(w.t, w.env, func(mgr ctrl.Manager) error {
+		machines := &machine.Reconciler{Driver: w.dc, Options: machine.Options{
+			ShortRetry: 100 * time.Millisecond, MediumRetry: time.Second, LongRetry: 5 * time.Second,
+			MaxConcurrentReconciles: 4,
+		}}
+		if err := machines.SetupWithManager(mgr, setup.Env{}); err != nil {
+			return err
+		}
+		drivers, err := driver.NewSet([]*driver.Client{w.dc}, true)
+		if err != nil {
+			return err
+		}
+		return (&Reconciler{Drivers: drivers, Options: w.opts}).SetupWithManager(mgr, setup.Env{Workers: 2})
+	}, func(o *ctrl.Options) {
+		o.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{w.ns: {}}}
 	})
-	require.NoError(w.t, err)
-	machines := &machine.Reconciler{Driver: w.dc, Options: machine.Options{
-		ShortRetry: 100 * time.Millisecond, MediumRetry: time.Second, LongRetry: 5 * time.Second,
-		MaxConcurrentReconciles: 4,
-	}}
-	require.NoError(w.t, machines.SetupWithManager(mgr, setup.Env{}))
-	drivers, err := driver.NewSet([]*driver.Client{w.dc}, true)
-	require.NoError(w.t, err)
-	require.NoError(w.t, (&Reconciler{Drivers: drivers, Options: w.opts}).SetupWithManager(mgr, setup.Env{Workers: 2}))
-
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once sync.Once
-	w.stopMgr = func() {
-		once.Do(func() {
-			cancel()
-			require.NoError(w.t, <-done)
-		})
-	}
-	w.t.Cleanup(w.stopMgr)
-	require.True(w.t, mgr.GetCache().WaitForCacheSync(ctx), "cache sync")
 }
 
 // createClass creates a class with the given provider spec.
