@@ -24,9 +24,14 @@ const (
 	machineField  = "machine"
 )
 
+// machineRequest is a request about one Machine.
+type machineRequest interface {
+	GetMachine() *driverv1alpha1.Machine
+}
+
 // machineOf is the Machine a request is about, or nil.
 func machineOf(req any) *driverv1alpha1.Machine {
-	if r, ok := req.(interface{ GetMachine() *driverv1alpha1.Machine }); ok {
+	if r, ok := req.(machineRequest); ok {
 		return r.GetMachine()
 	}
 	return nil
