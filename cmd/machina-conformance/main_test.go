@@ -29,6 +29,18 @@ const testdata = "../../conformance/testdata"
 
 func noEnv(string) string { return "" }
 
+// inmemoryFixtures are the flags of every sample file for the in-memory
+// driver, the command line docs/conformance.md shows.
+var inmemoryFixtures = []string{
+	"--machine-class", filepath.Join(testdata, "machineclass.yaml"),
+	"--incompatible-provider-spec", filepath.Join(testdata, "incompatible-providerspec.yaml"),
+	"--updated-provider-spec", filepath.Join(testdata, "updated-providerspec.yaml"),
+	"--secrets", filepath.Join(testdata, "secrets.yaml"),
+	"--volumes", filepath.Join(testdata, "volumes.yaml"),
+	"--node-template", filepath.Join(testdata, "nodetemplate.yaml"),
+	"--user-data", filepath.Join(testdata, "userdata.sh"),
+}
+
 func TestUsageErrors(t *testing.T) {
 	class := filepath.Join(testdata, "machineclass.yaml")
 	for name, tc := range map[string]struct {
@@ -132,18 +144,10 @@ func TestAgainstInMemoryDriver(t *testing.T) {
 	t.Run("conforming driver", func(t *testing.T) {
 		endpoint := startDriver(t, driver)
 		reports := t.TempDir()
-		out, code := runBinary(t, conf,
-			"--endpoint", endpoint,
-			"--machine-class", filepath.Join(testdata, "machineclass.yaml"),
-			"--incompatible-provider-spec", filepath.Join(testdata, "incompatible-providerspec.yaml"),
-			"--updated-provider-spec", filepath.Join(testdata, "updated-providerspec.yaml"),
-			"--secrets", filepath.Join(testdata, "secrets.yaml"),
-			"--volumes", filepath.Join(testdata, "volumes.yaml"),
-			"--node-template", filepath.Join(testdata, "nodetemplate.yaml"),
-			"--user-data", filepath.Join(testdata, "userdata.sh"),
+		out, code := runBinary(t, conf, append([]string{"--endpoint", endpoint,
 			"--junit-report", filepath.Join(reports, "junit.xml"),
 			"--json-report", filepath.Join(reports, "report.json"),
-		)
+		}, inmemoryFixtures...)...)
 		require.Equal(t, exitPassed, code, out)
 		assert.Contains(t, out, "--- PASS  CreateMachine/idempotent")
 		assert.Contains(t, out, "--- PASS  UpdateMachine/applies_in_place")

@@ -62,15 +62,7 @@ func TestConformanceSoak(t *testing.T) {
 	t.Run("inmemory", func(t *testing.T) {
 		soak(t, conf, runs, parallel, soakDriver{
 			command: []string{inmemory, "--log-level", "ERROR"},
-			args: []string{
-				"--machine-class", filepath.Join(testdata, "machineclass.yaml"),
-				"--incompatible-provider-spec", filepath.Join(testdata, "incompatible-providerspec.yaml"),
-				"--updated-provider-spec", filepath.Join(testdata, "updated-providerspec.yaml"),
-				"--secrets", filepath.Join(testdata, "secrets.yaml"),
-				"--volumes", filepath.Join(testdata, "volumes.yaml"),
-				"--node-template", filepath.Join(testdata, "nodetemplate.yaml"),
-				"--user-data", filepath.Join(testdata, "userdata.sh"),
-			},
+			args:    inmemoryFixtures,
 			launcherArgs: func(t *testing.T) []string {
 				state := filepath.Join(t.TempDir(), "state.json")
 				return []string{"--driver-command", inmemory + " --log-level ERROR " + slowCreate + " --state-file " + state}
