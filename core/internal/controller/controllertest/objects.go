@@ -64,3 +64,34 @@ func RequireGone(t testing.TB, c client.Client, obj client.Object) {
 		t.Fatalf("%s is still there", obj.GetName())
 	}
 }
+
+// GetNode reads Node name from c, failing the test when it cannot.
+func GetNode(t testing.TB, c client.Client, name string) *corev1.Node {
+	t.Helper()
+	node := &corev1.Node{}
+	if err := c.Get(t.Context(), client.ObjectKey{Name: name}, node); err != nil {
+		t.Fatalf("getting node %s: %v", name, err)
+	}
+	return node
+}
+
+// PatchNodeAnnotations sets (or, for "", removes) annotations of Node name
+// with a merge patch, as a node agent does.
+func PatchNodeAnnotations(t testing.TB, c client.Client, name string, set map[string]string) {
+	t.Helper()
+	node := GetNode(t, c, name)
+	patched := node.DeepCopy()
+	if patched.Annotations == nil {
+		patched.Annotations = map[string]string{}
+	}
+	for k, v := range set {
+		if v == "" {
+			delete(patched.Annotations, k)
+		} else {
+			patched.Annotations[k] = v
+		}
+	}
+	if err := c.Patch(t.Context(), patched, client.MergeFrom(node)); err != nil {
+		t.Fatalf("patching the annotations of node %s: %v", name, err)
+	}
+}

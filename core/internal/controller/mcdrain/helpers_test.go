@@ -43,7 +43,7 @@ func createNodes(t *testing.T, c client.Client, prefix string, n int, labels map
 		name := fmt.Sprintf("%s-%d", prefix, i)
 		require.NoError(t, c.Create(t.Context(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}))
 		require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			node := getNode(t, c, name)
+			node := controllertest.GetNode(t, c, name)
 			now := metav1.Now()
 			node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "Test",
 				LastHeartbeatTime: now, LastTransitionTime: now}}
@@ -52,25 +52,4 @@ func createNodes(t *testing.T, c client.Client, prefix string, n int, labels map
 		names = append(names, name)
 	}
 	return names
-}
-
-func getNode(t *testing.T, c client.Client, name string) *corev1.Node {
-	t.Helper()
-	node := &corev1.Node{}
-	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Name: name}, node))
-	return node
-}
-
-// patchAnnotations sets annotations of a Node, as the agent does.
-func patchAnnotations(t *testing.T, c client.Client, name string, set map[string]string) {
-	t.Helper()
-	node := getNode(t, c, name)
-	patched := node.DeepCopy()
-	if patched.Annotations == nil {
-		patched.Annotations = map[string]string{}
-	}
-	for k, v := range set {
-		patched.Annotations[k] = v
-	}
-	require.NoError(t, c.Patch(t.Context(), patched, client.MergeFrom(node)))
 }

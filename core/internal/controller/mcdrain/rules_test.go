@@ -32,7 +32,7 @@ func TestPoolDrainFollowsDrainRules(t *testing.T) {
 	const ns = "pool-rules"
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	node := createNodes(t, c, "rules", 1, nil)[0]
-	patchAnnotations(t, c, node, map[string]string{keyDesired: "rendered-r-2", keyCurrent: "rendered-r-1"})
+	controllertest.PatchNodeAnnotations(t, c, node, map[string]string{keyDesired: "rendered-r-2", keyCurrent: "rendered-r-1"})
 	require.NoError(t, c.Create(ctx, &v1alpha1.Machine{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "m1", Labels: map[string]string{v1alpha1.NodeLabelKey: node, "pool": "a"}},
 		Spec:       v1alpha1.MachineSpec{Class: v1alpha1.ClassSpec{Kind: "MachineClass", Name: "small"}},
@@ -67,9 +67,11 @@ func TestPoolDrainFollowsDrainRules(t *testing.T) {
 		require.NoError(t, err)
 		return p, true
 	}
-	acked := func() bool { return getNode(t, c, node).Annotations[keyLastApplied] == "drain-rendered-r-2" }
+	acked := func() bool {
+		return controllertest.GetNode(t, c, node).Annotations[keyLastApplied] == "drain-rendered-r-2"
+	}
 
-	patchAnnotations(t, c, node, map[string]string{keyDrain: "drain-rendered-r-2"})
+	controllertest.PatchNodeAnnotations(t, c, node, map[string]string{keyDrain: "drain-rendered-r-2"})
 	// web-1 is evicted; no kubelet runs, so the test removes it.
 	require.Eventually(t, func() bool {
 		p, ok := pod("web-1")

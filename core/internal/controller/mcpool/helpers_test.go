@@ -143,48 +143,22 @@ func updatePool(t *testing.T, c client.Client, name string, change func(*mcv1.Ma
 	}))
 }
 
-func getNode(t *testing.T, c client.Client, name string) *corev1.Node {
-	t.Helper()
-	node := &corev1.Node{}
-	require.NoError(t, c.Get(t.Context(), client.ObjectKey{Name: name}, node))
-	return node
-}
-
-// patchAnnotations sets (or, for "", removes) annotations of a Node, as
-// the agent does.
-func patchAnnotations(t *testing.T, c client.Client, name string, set map[string]string) {
-	t.Helper()
-	node := getNode(t, c, name)
-	patched := node.DeepCopy()
-	if patched.Annotations == nil {
-		patched.Annotations = map[string]string{}
-	}
-	for k, v := range set {
-		if v == "" {
-			delete(patched.Annotations, k)
-		} else {
-			patched.Annotations[k] = v
-		}
-	}
-	require.NoError(t, c.Patch(t.Context(), patched, client.MergeFrom(node)))
-}
-
 // agentUpdate plays a node agent through one update of name to the
 // desiredConfig it has: Working, a drain asked for and waited for (the
 // node must then be cordoned), the files "written", the uncordon asked for
 // and waited for, Done with currentConfig.
 func agentUpdate(t *testing.T, c client.Client, name string) {
 	t.Helper()
-	desired := getNode(t, c, name).Annotations[keyDesired]
+	desired := controllertest.GetNode(t, c, name).Annotations[keyDesired]
 	require.NotEmpty(t, desired)
-	patchAnnotations(t, c, name, map[string]string{keyState: "Working", keyReason: ""})
-	patchAnnotations(t, c, name, map[string]string{keyDrain: "drain-" + desired})
+	controllertest.PatchNodeAnnotations(t, c, name, map[string]string{keyState: "Working", keyReason: ""})
+	controllertest.PatchNodeAnnotations(t, c, name, map[string]string{keyDrain: "drain-" + desired})
 	controllertest.WaitObject(t, c, client.ObjectKey{Name: name}, "drain acknowledged", func(n *corev1.Node) bool { return n.Annotations[keyLastApplied] == "drain-"+desired })
-	require.True(t, getNode(t, c, name).Spec.Unschedulable, "a drained node is cordoned")
-	patchAnnotations(t, c, name, map[string]string{keyDrain: "uncordon-" + desired})
+	require.True(t, controllertest.GetNode(t, c, name).Spec.Unschedulable, "a drained node is cordoned")
+	controllertest.PatchNodeAnnotations(t, c, name, map[string]string{keyDrain: "uncordon-" + desired})
 	controllertest.WaitObject(t, c, client.ObjectKey{Name: name}, "uncordon acknowledged", func(n *corev1.Node) bool { return n.Annotations[keyLastApplied] == "uncordon-"+desired })
-	require.False(t, getNode(t, c, name).Spec.Unschedulable, "an uncordoned node is schedulable")
-	patchAnnotations(t, c, name, map[string]string{keyCurrent: desired, keyState: "Done", keyReason: ""})
+	require.False(t, controllertest.GetNode(t, c, name).Spec.Unschedulable, "an uncordoned node is schedulable")
+	controllertest.PatchNodeAnnotations(t, c, name, map[string]string{keyCurrent: desired, keyState: "Done", keyReason: ""})
 }
 
 func conditionIs(p *mcv1.MachineConfigPool, typ string, status metav1.ConditionStatus) bool {
@@ -204,7 +178,7 @@ func inFlight(t *testing.T, c client.Client, names []string, target string) []st
 	t.Helper()
 	var out []string
 	for _, name := range names {
-		a := getNode(t, c, name).Annotations
+		a := controllertest.GetNode(t, c, name).Annotations
 		if a[keyDesired] == target && (a[keyCurrent] != target || a[keyState] != "Done") {
 			out = append(out, name)
 		}
@@ -217,7 +191,7 @@ func countOn(t *testing.T, c client.Client, names []string, target string) int {
 	t.Helper()
 	n := 0
 	for _, name := range names {
-		if getNode(t, c, name).Annotations[keyDesired] == target {
+		if controllertest.GetNode(t, c, name).Annotations[keyDesired] == target {
 			n++
 		}
 	}
@@ -304,7 +278,7 @@ func countDone(t *testing.T, c client.Client, names []string, target string) int
 	t.Helper()
 	n := 0
 	for _, name := range names {
-		a := getNode(t, c, name).Annotations
+		a := controllertest.GetNode(t, c, name).Annotations
 		if a[keyDesired] == target && a[keyCurrent] == target && a[keyState] == "Done" {
 			n++
 		}

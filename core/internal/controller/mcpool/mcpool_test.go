@@ -121,7 +121,7 @@ func TestPoolRollout(t *testing.T) {
 			return first != ""
 		}
 		controllertest.WaitObject(t, c, client.ObjectKey{Name: "deg"}, "a node started", func(*mcv1.MachineConfigPool) bool { return waitFirst() })
-		patchAnnotations(t, c, first, map[string]string{keyState: "Degraded", keyReason: "writing /etc/motd: disk full"})
+		controllertest.PatchNodeAnnotations(t, c, first, map[string]string{keyState: "Degraded", keyReason: "writing /etc/motd: disk full"})
 
 		pool := controllertest.WaitObject(t, c, client.ObjectKey{Name: "deg"}, "node degraded", func(p *mcv1.MachineConfigPool) bool {
 			return conditionIs(p, mcv1.PoolNodeDegraded, metav1.ConditionTrue)
@@ -153,7 +153,7 @@ func TestPoolRollout(t *testing.T) {
 		names := createNodes(t, c, "stale", 3, map[string]string{"pool": "stale"}, "rendered-stale-0")
 		// Two nodes failed on a, which the pool targeted before.
 		for _, n := range names[:2] {
-			patchAnnotations(t, c, n, map[string]string{keyDesired: "rendered-stale-a", keyState: "Degraded", keyReason: "writing /etc/motd: disk full"})
+			controllertest.PatchNodeAnnotations(t, c, n, map[string]string{keyDesired: "rendered-stale-a", keyState: "Degraded", keyReason: "writing /etc/motd: disk full"})
 		}
 		peak := watchInFlight(t, c, names, "rendered-stale-b")
 		createPool(t, c, "stale", "rendered-stale-b", nil)
@@ -172,8 +172,8 @@ func TestPoolRollout(t *testing.T) {
 		if first == names[0] {
 			second = names[1]
 		}
-		assert.Equal(t, "rendered-stale-a", getNode(t, c, second).Annotations[keyDesired], "the second waits for room")
-		assert.Equal(t, "rendered-stale-0", getNode(t, c, names[2]).Annotations[keyDesired])
+		assert.Equal(t, "rendered-stale-a", controllertest.GetNode(t, c, second).Annotations[keyDesired], "the second waits for room")
+		assert.Equal(t, "rendered-stale-0", controllertest.GetNode(t, c, names[2]).Annotations[keyDesired])
 		agentUpdate(t, c, first)
 		controllertest.WaitObject(t, c, client.ObjectKey{Name: second}, "re-targeted once the first is done", func(n *corev1.Node) bool {
 			return n.Annotations[keyDesired] == "rendered-stale-b"
@@ -199,12 +199,12 @@ func TestPoolRollout(t *testing.T) {
 		// A node not yet started leaves.
 		var leaver string
 		for _, n := range names {
-			if getNode(t, c, n).Annotations[keyDesired] == "rendered-leave-a" {
+			if controllertest.GetNode(t, c, n).Annotations[keyDesired] == "rendered-leave-a" {
 				leaver = n
 			}
 		}
 		require.NotEmpty(t, leaver)
-		node := getNode(t, c, leaver)
+		node := controllertest.GetNode(t, c, leaver)
 		patched := node.DeepCopy()
 		delete(patched.Labels, "pool")
 		require.NoError(t, c.Patch(t.Context(), patched, clientMergeFrom(node)))
@@ -220,7 +220,7 @@ func TestPoolRollout(t *testing.T) {
 		controllertest.WaitObject(t, c, client.ObjectKey{Name: "leave"}, "updated without the leaver", func(p *mcv1.MachineConfigPool) bool {
 			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.UpdatedMachineCount == 3
 		})
-		assert.Equal(t, "rendered-leave-a", getNode(t, c, leaver).Annotations[keyDesired], "the node that left keeps its configuration")
+		assert.Equal(t, "rendered-leave-a", controllertest.GetNode(t, c, leaver).Annotations[keyDesired], "the node that left keeps its configuration")
 	})
 
 	t.Run("a node in two pools is an error on both and updated by neither", func(t *testing.T) {
@@ -251,7 +251,7 @@ func TestPoolRollout(t *testing.T) {
 		}
 		x := controllertest.WaitObject(t, c, client.ObjectKey{Name: "x"}, "two machines", func(p *mcv1.MachineConfigPool) bool { return p.Status.MachineCount == 2 })
 		assert.Equal(t, int32(2), x.Status.MachineCount, "the shared node is not counted")
-		assert.Empty(t, getNode(t, c, both).Annotations[keyDesired], "neither pool drives the shared node")
+		assert.Empty(t, controllertest.GetNode(t, c, both).Annotations[keyDesired], "neither pool drives the shared node")
 	})
 
 	t.Run("a node in a MachineDeployment's in-place rollout waits for it", func(t *testing.T) {
@@ -259,7 +259,7 @@ func TestPoolRollout(t *testing.T) {
 		createRendered(t, c, "rendered-ip-b")
 		names := createNodes(t, c, "ip", 2, map[string]string{"pool": "ip"}, "rendered-ip-a")
 		// ip-0 is a candidate of an in-place rollout.
-		node := getNode(t, c, names[0])
+		node := controllertest.GetNode(t, c, names[0])
 		patched := node.DeepCopy()
 		patched.Labels[v1alpha1.LabelKeyNodeCandidateForUpdate] = "true"
 		require.NoError(t, c.Patch(t.Context(), patched, clientMergeFrom(node)))
@@ -268,11 +268,11 @@ func TestPoolRollout(t *testing.T) {
 		controllertest.WaitObject(t, c, client.ObjectKey{Name: names[1]}, "started", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == "rendered-ip-b" })
 		agentUpdate(t, c, names[1])
 		pool := controllertest.WaitObject(t, c, client.ObjectKey{Name: "ip"}, "one updated", func(p *mcv1.MachineConfigPool) bool { return p.Status.UpdatedMachineCount == 1 })
-		assert.Equal(t, "rendered-ip-a", getNode(t, c, names[0]).Annotations[keyDesired], "the in-place candidate is left alone")
+		assert.Equal(t, "rendered-ip-a", controllertest.GetNode(t, c, names[0]).Annotations[keyDesired], "the in-place candidate is left alone")
 		assert.True(t, conditionIs(pool, mcv1.PoolUpdating, metav1.ConditionTrue))
 
 		// The in-place rollout is over: the pool takes the node.
-		node = getNode(t, c, names[0])
+		node = controllertest.GetNode(t, c, names[0])
 		patched = node.DeepCopy()
 		delete(patched.Labels, v1alpha1.LabelKeyNodeCandidateForUpdate)
 		require.NoError(t, c.Patch(t.Context(), patched, clientMergeFrom(node)))
@@ -295,8 +295,8 @@ func TestPoolRollout(t *testing.T) {
 			Spec: corev1.PodSpec{NodeName: names[0], Containers: []corev1.Container{{Name: "c", Image: "batch"}}},
 		}
 		require.NoError(t, c.Create(t.Context(), pod))
-		patchAnnotations(t, c, names[1], map[string]string{"karpenter.sh/do-not-disrupt": "true"})
-		patchAnnotations(t, c, names[3], map[string]string{"pre-update.hook.machina.io/storage": "move replicas"})
+		controllertest.PatchNodeAnnotations(t, c, names[1], map[string]string{"karpenter.sh/do-not-disrupt": "true"})
+		controllertest.PatchNodeAnnotations(t, c, names[3], map[string]string{"pre-update.hook.machina.io/storage": "move replicas"})
 		createPool(t, c, "dnd", "rendered-dnd-a", nil)
 		controllertest.WaitObject(t, c, client.ObjectKey{Name: "dnd"}, "updated on a", func(p *mcv1.MachineConfigPool) bool {
 			return conditionIs(p, mcv1.PoolUpdated, metav1.ConditionTrue) && p.Status.MachineCount == 4
@@ -317,13 +317,13 @@ func TestPoolRollout(t *testing.T) {
 		assert.Equal(t, 0, countOn(t, c, []string{names[0], names[1], names[3]}, "rendered-dnd-b"), "held nodes are not started")
 
 		// The Node's annotation goes: its Node's change starts it at once.
-		patchAnnotations(t, c, names[1], map[string]string{"karpenter.sh/do-not-disrupt": ""})
+		controllertest.PatchNodeAnnotations(t, c, names[1], map[string]string{"karpenter.sh/do-not-disrupt": ""})
 		controllertest.WaitObject(t, c, client.ObjectKey{Name: names[1]}, "started", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == "rendered-dnd-b" })
 		agentUpdate(t, c, names[1])
 		// The operator takes its hook off: the node starts.
-		patchAnnotations(t, c, names[3], map[string]string{"pre-update.hook.machina.io/storage": ""})
+		controllertest.PatchNodeAnnotations(t, c, names[3], map[string]string{"pre-update.hook.machina.io/storage": ""})
 		controllertest.WaitObject(t, c, client.ObjectKey{Name: names[3]}, "started", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == "rendered-dnd-b" })
-		assert.NotEqual(t, "rendered-dnd-b", getNode(t, c, names[0]).Annotations[keyDesired], "dnd-0 still holds")
+		assert.NotEqual(t, "rendered-dnd-b", controllertest.GetNode(t, c, names[0]).Annotations[keyDesired], "dnd-0 still holds")
 		agentUpdate(t, c, names[3])
 
 		// The pod finishes (pods are not watched: the pool looks again within
@@ -409,19 +409,19 @@ func TestPoolRollout(t *testing.T) {
 		name := createNodes(t, c, "ready", 1, map[string]string{"pool": "ready"}, "rendered-ready-a")[0]
 		createPool(t, c, "ready", "rendered-ready-b", nil)
 		controllertest.WaitObject(t, c, client.ObjectKey{Name: name}, "started", func(n *corev1.Node) bool { return n.Annotations[keyDesired] == "rendered-ready-b" })
-		patchAnnotations(t, c, name, map[string]string{keyState: "Working"})
-		patchAnnotations(t, c, name, map[string]string{keyDrain: "drain-rendered-ready-b"})
+		controllertest.PatchNodeAnnotations(t, c, name, map[string]string{keyState: "Working"})
+		controllertest.PatchNodeAnnotations(t, c, name, map[string]string{keyDrain: "drain-rendered-ready-b"})
 		controllertest.WaitObject(t, c, client.ObjectKey{Name: name}, "drained", func(n *corev1.Node) bool {
 			return n.Annotations[keyLastApplied] == "drain-rendered-ready-b" && n.Spec.Unschedulable
 		})
 		// The node reboots into the new configuration and is not Ready yet
 		// when its agent asks for the uncordon.
 		setReady(t, c, name, corev1.ConditionFalse)
-		patchAnnotations(t, c, name, map[string]string{keyDrain: "uncordon-rendered-ready-b"})
+		controllertest.PatchNodeAnnotations(t, c, name, map[string]string{keyDrain: "uncordon-rendered-ready-b"})
 		// The controller hears of the request at once (a node event); it
 		// must hold it for as long as the node stays NotReady.
 		assert.Never(t, func() bool {
-			n := getNode(t, c, name)
+			n := controllertest.GetNode(t, c, name)
 			return !n.Spec.Unschedulable || n.Annotations[keyLastApplied] == "uncordon-rendered-ready-b"
 		}, 3*time.Second, 50*time.Millisecond, "a NotReady node was uncordoned")
 		setReady(t, c, name, corev1.ConditionTrue)
@@ -491,18 +491,18 @@ func TestPoolRolloutAcrossARestart(t *testing.T) {
 	// agent of the one in flight goes on while no manager runs, up to its
 	// drain request.
 	stop()
-	patchAnnotations(t, c, flying[1], map[string]string{keyState: "Working"})
-	patchAnnotations(t, c, flying[1], map[string]string{keyDrain: "drain-rendered-rs-b"})
+	controllertest.PatchNodeAnnotations(t, c, flying[1], map[string]string{keyState: "Working"})
+	controllertest.PatchNodeAnnotations(t, c, flying[1], map[string]string{keyDrain: "drain-rendered-rs-b"})
 
 	startControllers(t, env)
 	controllertest.WaitObject(t, c, client.ObjectKey{Name: flying[1]}, "drain acknowledged by the new manager", func(n *corev1.Node) bool {
 		return n.Annotations[keyLastApplied] == "drain-rendered-rs-b"
 	})
-	patchAnnotations(t, c, flying[1], map[string]string{keyDrain: "uncordon-rendered-rs-b"})
+	controllertest.PatchNodeAnnotations(t, c, flying[1], map[string]string{keyDrain: "uncordon-rendered-rs-b"})
 	controllertest.WaitObject(t, c, client.ObjectKey{Name: flying[1]}, "uncordon acknowledged", func(n *corev1.Node) bool {
 		return n.Annotations[keyLastApplied] == "uncordon-rendered-rs-b" && !n.Spec.Unschedulable
 	})
-	patchAnnotations(t, c, flying[1], map[string]string{keyCurrent: "rendered-rs-b", keyState: "Done"})
+	controllertest.PatchNodeAnnotations(t, c, flying[1], map[string]string{keyCurrent: "rendered-rs-b", keyState: "Done"})
 
 	rollOut(t, c, names, "rendered-rs-b", 2)
 	controllertest.WaitObject(t, c, client.ObjectKey{Name: "rs"}, "updated", func(p *mcv1.MachineConfigPool) bool {

@@ -114,10 +114,10 @@ func TestCustomPoolOverWorker(t *testing.T) {
 		assert.Equal(t, int32(1), pool.Status.MachineCount, "pool %s counts one node: the node of two pools only in infra", name)
 		assert.True(t, conditionIs(pool, mcv1.PoolDegraded, metav1.ConditionFalse), "pool %s: %+v", name, conditionOf(pool, mcv1.PoolDegraded))
 	}
-	assert.Equal(t, infraTarget, getNode(t, c, infra).Annotations[keyCurrent])
+	assert.Equal(t, infraTarget, controllertest.GetNode(t, c, infra).Annotations[keyCurrent])
 
 	// The node leaves infra: worker takes it and gives it worker's rendering.
-	node := getNode(t, c, infra)
+	node := controllertest.GetNode(t, c, infra)
 	patched := node.DeepCopy()
 	delete(patched.Labels, "node-role.kubernetes.io/infra")
 	require.NoError(t, c.Patch(t.Context(), patched, clientMergeFrom(node)))

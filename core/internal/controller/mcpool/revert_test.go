@@ -65,10 +65,10 @@ func TestRevertHeals(t *testing.T) {
 		return first != ""
 	})
 	// The agent starts, is drained, and fails.
-	patchAnnotations(t, c, first, map[string]string{keyState: "Working", keyReason: ""})
-	patchAnnotations(t, c, first, map[string]string{keyDrain: "drain-" + a})
+	controllertest.PatchNodeAnnotations(t, c, first, map[string]string{keyState: "Working", keyReason: ""})
+	controllertest.PatchNodeAnnotations(t, c, first, map[string]string{keyDrain: "drain-" + a})
 	controllertest.WaitObject(t, c, client.ObjectKey{Name: first}, "drained for A", func(n *corev1.Node) bool { return n.Annotations[keyLastApplied] == "drain-"+a })
-	patchAnnotations(t, c, first, map[string]string{keyState: "Degraded", keyReason: "writing /etc/motd: read-only file system"})
+	controllertest.PatchNodeAnnotations(t, c, first, map[string]string{keyState: "Degraded", keyReason: "writing /etc/motd: read-only file system"})
 	controllertest.WaitObject(t, c, client.ObjectKey{Name: "heal"}, "node degraded", func(p *mcv1.MachineConfigPool) bool {
 		return conditionIs(p, mcv1.PoolNodeDegraded, metav1.ConditionTrue)
 	})
