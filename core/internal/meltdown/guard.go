@@ -91,14 +91,19 @@ func (g *Guard) Admit(ctx context.Context, m *v1alpha1.Machine) (Decision, error
 	}
 	d.Limit = limit
 
+	// The read's time is on the permits' clock, which grant times use.
+	seen := listing{at: g.permits().now()}
 	machines := &v1alpha1.MachineList{}
 	if err := g.Reader.List(ctx, machines, client.InNamespace(m.Namespace),
 		client.MatchingLabels{v1alpha1.MachineDeploymentNameLabel: name}); err != nil {
 		return d, fmt.Errorf("listing machines of MachineDeployment %s: %w", key, err)
 	}
-	busy := inProgress(machines.Items, g.now())
-	d.InProgress = len(busy)
-	d.Allowed = g.permits().TryAcquire(d.Deployment, m.Name, limit, busy)
+	for i := range machines.Items {
+		seen.names = append(seen.names, machines.Items[i].Name)
+	}
+	seen.inProgress = inProgress(machines.Items, g.now())
+	d.InProgress = len(seen.inProgress)
+	d.Allowed = g.permits().TryAcquire(d.Deployment, m.Name, limit, seen)
 	return d, nil
 }
 

@@ -39,21 +39,40 @@ func newPermitSet(ttl time.Duration) *permitSet {
 	return &permitSet{ttl: ttl, now: time.Now, held: map[string]map[string]time.Time{}}
 }
 
+// listing is the caller's read of one deployment's machines, the only
+// thing a permit is measured against. The zero value says nothing.
+type listing struct {
+	// at is when the read was taken (before the List call).
+	at time.Time
+	// names are all machines of the deployment the read shows.
+	names []string
+	// inProgress are those being replaced (the function inProgress).
+	inProgress []string
+}
+
 // TryAcquire grants machine a permit to be replaced, as one of the machines
 // of deployment, if fewer than limit machines of that deployment are
-// being replaced: those named in inProgress (as the caller observed them,
-// counted by the function inProgress) together with those holding a
-// permit. A machine that already holds a permit, or is itself in
-// inProgress, is granted at once.
-// Permits of machines that inProgress now shows are dropped: the observed
-// state counts them from here on.
-func (p *permitSet) TryAcquire(deployment, machine string, limit int, inProgress []string) bool {
+// being replaced: those the listing shows in progress together with those
+// holding a permit. A machine that already holds a permit, or is itself
+// in progress, is granted at once.
+//
+// A permit is dropped only when a read shows what it stood for: the
+// machine in progress (the read counts it from here on) or gone (a permit
+// granted before the read was taken, for a machine the read no longer
+// lists; its holder read it from the same cache before asking). Dropping
+// it on the strength of a fresher read than the cache, such as a live Get,
+// would let a machine the cache does not yet show as Failed go uncounted.
+func (p *permitSet) TryAcquire(deployment, machine string, limit int, seen listing) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
 	held := p.held[deployment]
+	inProgress := seen.inProgress
 	for name, at := range held {
-		if now.Sub(at) >= p.ttl || (name != machine && slices.Contains(inProgress, name)) {
+		expired := now.Sub(at) >= p.ttl
+		observed := name != machine && slices.Contains(inProgress, name)
+		gone := at.Before(seen.at) && !slices.Contains(seen.names, name)
+		if expired || observed || gone {
 			delete(held, name)
 		}
 	}
@@ -78,7 +97,7 @@ func (p *permitSet) TryAcquire(deployment, machine string, limit int, inProgress
 }
 
 // Release gives machine's permit back: after its replacement was decided
-// but failed to be recorded, or when the machine recovered or is gone.
+// but failed to be recorded, or when the machine recovered.
 // Releasing a permit that is not held does nothing.
 func (p *permitSet) Release(deployment, machine string) {
 	p.mu.Lock()

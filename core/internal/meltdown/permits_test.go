@@ -40,22 +40,22 @@ func TestPermitsLimit(t *testing.T) {
 	p, _ := newTestPermits(time.Hour)
 	const dep = "ns/workers"
 
-	assert.True(t, p.TryAcquire(dep, "m1", 2, nil))
-	assert.True(t, p.TryAcquire(dep, "m2", 2, nil))
-	assert.False(t, p.TryAcquire(dep, "m3", 2, nil), "a third machine exceeds the limit of 2")
+	assert.True(t, p.TryAcquire(dep, "m1", 2, listing{}))
+	assert.True(t, p.TryAcquire(dep, "m2", 2, listing{}))
+	assert.False(t, p.TryAcquire(dep, "m3", 2, listing{}), "a third machine exceeds the limit of 2")
 	assert.Equal(t, 2, p.Held(dep))
 
 	// Asking again for a machine that holds a permit is no second permit.
-	assert.True(t, p.TryAcquire(dep, "m1", 2, nil))
+	assert.True(t, p.TryAcquire(dep, "m1", 2, listing{}))
 	assert.Equal(t, 2, p.Held(dep))
 
 	// Other deployments have their own budget.
-	assert.True(t, p.TryAcquire("ns/other", "m3", 1, nil))
+	assert.True(t, p.TryAcquire("ns/other", "m3", 1, listing{}))
 
 	p.Release(dep, "m1")
 	assert.Equal(t, 1, p.Held(dep))
-	assert.True(t, p.TryAcquire(dep, "m3", 2, nil))
-	assert.False(t, p.TryAcquire(dep, "m4", 2, nil))
+	assert.True(t, p.TryAcquire(dep, "m3", 2, listing{}))
+	assert.False(t, p.TryAcquire(dep, "m4", 2, listing{}))
 
 	// Releasing what is not held is harmless.
 	p.Release(dep, "nobody")
@@ -68,33 +68,54 @@ func TestPermitsCountObservedReplacements(t *testing.T) {
 	const dep = "ns/workers"
 
 	// One machine of the deployment is already Failed in the cache.
-	assert.True(t, p.TryAcquire(dep, "m1", 2, []string{"old-failed"}))
-	assert.False(t, p.TryAcquire(dep, "m2", 2, []string{"old-failed"}))
+	assert.True(t, p.TryAcquire(dep, "m1", 2, listing{inProgress: []string{"old-failed"}}))
+	assert.False(t, p.TryAcquire(dep, "m2", 2, listing{inProgress: []string{"old-failed"}}))
 
 	// The cache now shows m1 as Failed too: it is counted once, not twice.
-	assert.False(t, p.TryAcquire(dep, "m2", 2, []string{"old-failed", "m1"}))
+	assert.False(t, p.TryAcquire(dep, "m2", 2, listing{inProgress: []string{"old-failed", "m1"}}))
 	assert.Equal(t, 0, p.Held(dep), "a permit the observed state covers is dropped")
 	// Once the old machine is gone, there is room again.
-	assert.True(t, p.TryAcquire(dep, "m2", 2, []string{"m1"}))
+	assert.True(t, p.TryAcquire(dep, "m2", 2, listing{inProgress: []string{"m1"}}))
 
 	// A machine already being replaced is allowed whatever the count.
-	assert.True(t, p.TryAcquire(dep, "m1", 0, []string{"m1"}))
+	assert.True(t, p.TryAcquire(dep, "m1", 0, listing{inProgress: []string{"m1"}}))
 
 	// Limit 0: nobody new.
-	assert.False(t, p.TryAcquire("ns/frozen", "x", 0, nil))
+	assert.False(t, p.TryAcquire("ns/frozen", "x", 0, listing{}))
+}
+
+// A permit is dropped when a read taken after it was granted no longer
+// lists its machine (the machine is gone), and only then: a read taken
+// before the grant, or one that still lists the machine, keeps it.
+func TestPermitsDroppedWhenGone(t *testing.T) {
+	p, clock := newTestPermits(time.Hour)
+	const dep = "ns/workers"
+	before := clock.now()
+	clock.advance(time.Second)
+	require.True(t, p.TryAcquire(dep, "m1", 1, listing{at: before, names: []string{"m1", "m2"}}))
+
+	// An older read that does not list m1 says nothing about it.
+	assert.False(t, p.TryAcquire(dep, "m2", 1, listing{at: before, names: []string{"m2"}}))
+	// A newer read that still lists m1, not yet Failed there: m1 counts.
+	clock.advance(time.Second)
+	assert.False(t, p.TryAcquire(dep, "m2", 1, listing{at: clock.now(), names: []string{"m1", "m2"}}))
+	assert.Equal(t, 1, p.Held(dep))
+	// A newer read without m1: it is gone, its permit with it.
+	assert.True(t, p.TryAcquire(dep, "m2", 1, listing{at: clock.now(), names: []string{"m2", "m3"}}))
+	assert.Equal(t, 1, p.Held(dep), "m2 holds the only permit")
 }
 
 func TestPermitsExpire(t *testing.T) {
 	p, clock := newTestPermits(time.Minute)
 	const dep = "ns/workers"
-	require.True(t, p.TryAcquire(dep, "m1", 1, nil))
-	require.False(t, p.TryAcquire(dep, "m2", 1, nil))
+	require.True(t, p.TryAcquire(dep, "m1", 1, listing{}))
+	require.False(t, p.TryAcquire(dep, "m2", 1, listing{}))
 	clock.advance(59 * time.Second)
-	require.False(t, p.TryAcquire(dep, "m2", 1, nil))
+	require.False(t, p.TryAcquire(dep, "m2", 1, listing{}))
 	assert.Equal(t, 1, p.Held(dep))
 	clock.advance(time.Second)
 	assert.Equal(t, 0, p.Held(dep))
-	assert.True(t, p.TryAcquire(dep, "m2", 1, nil), "an expired permit no longer counts")
+	assert.True(t, p.TryAcquire(dep, "m2", 1, listing{}), "an expired permit no longer counts")
 }
 
 // TestPermitsConcurrency lets ten machines of one deployment race for a
@@ -115,7 +136,7 @@ func TestPermitsConcurrency(t *testing.T) {
 			defer wg.Done()
 			name := fmt.Sprintf("m%d", i)
 			for range rounds {
-				if !p.TryAcquire(dep, name, limit, nil) {
+				if !p.TryAcquire(dep, name, limit, listing{}) {
 					continue
 				}
 				grants.Add(1)

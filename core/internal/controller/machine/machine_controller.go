@@ -221,10 +221,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.reportIgnoredExpiry(s)
 		res, err = r.reconcileNormal(ctx, s)
 	} else {
-		// A machine being deleted counts as being replaced by what the
-		// cache shows; a permit it may hold from being failed is no longer
-		// needed, and would outlive the machine.
-		r.releasePermit(m)
+		// A permit the machine may hold from being failed is not given
+		// back here: m may be a live read ahead of the cache the guard
+		// counts from, and until the cache shows the machine Failed,
+		// deleting or gone, the permit is what counts it.
 		r.vmChecks.forget(m.UID)
 		res, err = r.reconcileDelete(ctx, s)
 	}

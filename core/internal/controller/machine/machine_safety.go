@@ -78,7 +78,8 @@ func (r *Reconciler) admitReplacement(ctx context.Context, s *scope, why string)
 }
 
 // releasePermit gives back the meltdown permit the machine may hold: when
-// it is being deleted (from then on the cache counts it) or healthy again.
+// it is healthy again, or its Failed phase could not be written. A machine
+// the cache shows Failed, deleting or gone loses its permit in the guard.
 func (r *Reconciler) releasePermit(m *v1alpha1.Machine) {
 	if r.Meltdown != nil {
 		r.Meltdown.Release(m)
