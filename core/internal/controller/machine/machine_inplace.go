@@ -2,6 +2,7 @@ package machine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -42,6 +43,17 @@ const (
 // The health timeout does not apply in the in-place phases (a node that
 // reboots to update is not a broken node): reconcileHealth skips them.
 func (r *Reconciler) reconcileInPlace(ctx context.Context, s *scope) (phase.Result, error) {
+	res, err := r.inPlaceStep(ctx, s)
+	// A selection whose drain did not finish in this reconcile is written
+	// now (one that did went out with the go signal).
+	if ferr := r.flushInPlaceCondition(ctx, s); ferr != nil {
+		return phase.Result{}, errors.Join(err, ferr)
+	}
+	return res, err
+}
+
+// inPlaceStep takes the in-place update one step; see reconcileInPlace.
+func (r *Reconciler) inPlaceStep(ctx context.Context, s *scope) (phase.Result, error) {
 	if r.Target == nil || s.nodeName() == "" {
 		return phase.Result{}, nil
 	}
@@ -69,7 +81,12 @@ func (r *Reconciler) reconcileInPlace(ctx context.Context, s *scope) (phase.Resu
 		if next == v1alpha1.UpdateFailed {
 			msg = inplace.FailedMessage(node.Annotations[v1alpha1.AnnotationKeyMachineUpdateFailedReason])
 		}
-		if err := r.setInPlaceCondition(ctx, s, next, msg); err != nil {
+		if next == v1alpha1.SelectedForUpdate && drainsNow(current, node) {
+			// The drain below runs in this reconcile; a node with nothing
+			// to drain gets the go signal at once, in one write with the
+			// selection instead of two.
+			deferInPlaceCondition(s, next, msg)
+		} else if err := r.setInPlaceCondition(ctx, s, next, msg); err != nil {
 			return phase.Result{}, err
 		}
 		switch next {
@@ -137,6 +154,15 @@ func (r *Reconciler) reconcileInPlace(ctx context.Context, s *scope) (phase.Resu
 		return phase.Result{}, nil
 	}
 	return phase.Result{}, nil
+}
+
+// drainsNow tells whether a machine in phase current whose Node becomes
+// SelectedForUpdate is drained in the same reconcile (inPlaceStep's
+// switch): a Running machine, or one whose last in-place update has just
+// been cleaned up.
+func drainsNow(current v1alpha1.MachinePhase, node *corev1.Node) bool {
+	return current == v1alpha1.MachineRunning ||
+		(current == v1alpha1.MachineInPlaceUpdateSuccessful && inplace.Result(node) == "")
 }
 
 // missedGoSignal tells whether a node was given the go signal
@@ -251,15 +277,38 @@ func (r *Reconciler) inPlaceTimeout(ctx context.Context, s *scope) (phase.Result
 
 // setInPlaceCondition writes the Node's InPlaceUpdate condition (a
 // strategic merge patch of its status, so that the kubelet's conditions
-// are left alone) and keeps the written Node in the scope.
+// are left alone), together with a deferred one, and keeps the written
+// Node in the scope.
 func (r *Reconciler) setInPlaceCondition(ctx context.Context, s *scope, reason, message string) error {
+	deferInPlaceCondition(s, reason, message)
+	return r.flushInPlaceCondition(ctx, s)
+}
+
+// deferInPlaceCondition sets the InPlaceUpdate condition on the scope's
+// Node without writing it: the next setInPlaceCondition or the end of
+// reconcileInPlace writes it.
+func deferInPlaceCondition(s *scope, reason, message string) {
 	updated := s.node.DeepCopy()
 	if !inplace.SetCondition(updated, reason, message, s.now) {
-		return nil
+		return
 	}
-	if err := inplace.PatchStatus(ctx, r.Target, s.node, updated); err != nil {
-		return err
+	if s.nodeWritten == nil {
+		s.nodeWritten = s.node
 	}
 	s.node = updated
+}
+
+// flushInPlaceCondition writes a condition deferInPlaceCondition set. If
+// the write fails, the scope's Node is the last one written again.
+func (r *Reconciler) flushInPlaceCondition(ctx context.Context, s *scope) error {
+	written := s.nodeWritten
+	if written == nil {
+		return nil
+	}
+	s.nodeWritten = nil
+	if err := inplace.PatchStatus(ctx, r.Target, written, s.node); err != nil {
+		s.node = written
+		return err
+	}
 	return nil
 }

@@ -28,6 +28,48 @@ func TestMachineInPlaceUpdate(t *testing.T) {
 	t.Run("failed then successful", func(t *testing.T) { testInPlaceFailed(t, env) })
 	t.Run("timeout", func(t *testing.T) { testInPlaceTimeout(t, env) })
 	t.Run("cancelled", func(t *testing.T) { testInPlaceCancelled(t, env) })
+	t.Run("nothing to drain", func(t *testing.T) { testInPlaceNothingToDrain(t, env) })
+}
+
+// A selected node with no pod to drain gets the go signal in the write
+// that records its selection: the Node's InPlaceUpdate condition goes from
+// CandidateForUpdate straight to ReadyForUpdate, with no SelectedForUpdate
+// in between (one status write and one Node event instead of two). Every
+// revision of the Node is seen through a watch from the API server.
+func testInPlaceNothingToDrain(t *testing.T, env *testenv.Env) {
+	w := newWorld(t, env, env, inmemory.Options{})
+	w.class("small", nil)
+	w.start()
+	w.machine("m1", "small")
+	w.waitPhase("m1", v1alpha1.MachineRunning, waitLong)
+	setNodeLabels(t, w, "m1", v1alpha1.LabelKeyNodeCandidateForUpdate, "true")
+	w.waitNodeReason("m1", "m1", v1alpha1.CandidateForUpdate)
+
+	wc, err := client.NewWithWatch(w.target.Config, client.Options{Scheme: w.target.Scheme})
+	require.NoError(t, err)
+	wi, err := wc.Watch(w.ctx, &corev1.NodeList{}, client.MatchingFields{"metadata.name": "m1"})
+	require.NoError(t, err)
+	defer wi.Stop()
+	setNodeLabels(t, w, "m1", v1alpha1.LabelKeyNodeSelectedForUpdate, "true")
+
+	var reasons []string
+	deadline := time.After(waitLong)
+	for len(reasons) == 0 || reasons[len(reasons)-1] != v1alpha1.ReadyForUpdate {
+		select {
+		case ev := <-wi.ResultChan():
+			n, ok := ev.Object.(*corev1.Node)
+			require.True(t, ok, "watch event %v", ev)
+			if r := inplace.Reason(n); len(reasons) == 0 || reasons[len(reasons)-1] != r {
+				reasons = append(reasons, r)
+			}
+		case <-deadline:
+			require.Failf(t, "no go signal", "InPlaceUpdate reasons seen: %v", reasons)
+		}
+	}
+	assert.Equal(t, []string{v1alpha1.CandidateForUpdate, v1alpha1.ReadyForUpdate}, reasons)
+	w.waitPhase("m1", v1alpha1.MachineInPlaceUpdating, waitLong)
+	w.waitEvent("m1", corev1.EventTypeNormal, reasonInPlaceSelected)
+	w.waitEvent("m1", corev1.EventTypeNormal, reasonInPlaceReady)
 }
 
 // setNodeLabels changes labels of a Node (value "" removes the label) with

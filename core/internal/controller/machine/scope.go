@@ -30,6 +30,10 @@ type scope struct {
 	// or it does not exist), read by loadNode.
 	node       *corev1.Node
 	nodeLoaded bool
+	// nodeWritten is the Node as last read or written while node carries
+	// an InPlaceUpdate condition not written yet (deferInPlaceCondition);
+	// nil otherwise.
+	nodeWritten *corev1.Node
 
 	now time.Time
 	log logr.Logger
