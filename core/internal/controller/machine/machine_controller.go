@@ -75,7 +75,7 @@ type Reconciler struct {
 	// Options tune the controller; zero fields take their defaults.
 	Options Options
 
-	written  writtenVersions
+	written  setup.Written[struct{}]
 	vmChecks vmChecks
 	retries  retryGate
 	released releasedMachines

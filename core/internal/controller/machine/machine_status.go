@@ -93,7 +93,7 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) error {
 	if err := p.Patch(ctx, obj); err != nil {
 		return fmt.Errorf("adding finalizer: %w", err)
 	}
-	r.written.record(obj.UID, obj.ResourceVersion)
+	r.recordWrite(obj)
 	// Both copies now start from the persisted object.
 	status := s.machine.Status
 	s.original = obj.DeepCopy()
@@ -115,7 +115,7 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) error {
 	if err := p.Patch(ctx, obj); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("removing finalizer: %w", err)
 	}
-	r.written.forget(obj.UID)
+	r.written.Forget(obj.UID)
 	r.released.add(obj.UID)
 	s.released = true
 	return nil
@@ -136,8 +136,8 @@ func (r *Reconciler) patch(ctx context.Context, s *scope) error {
 	err := p.Patch(ctx, s.machine)
 	// s.machine holds the API server's answer to the last write that
 	// succeeded, if any.
-	if rv := s.machine.ResourceVersion; rv != s.original.ResourceVersion {
-		r.written.record(s.machine.UID, rv)
+	if s.machine.ResourceVersion != s.original.ResourceVersion {
+		r.recordWrite(s.machine)
 	}
 	if err != nil {
 		if r.goneWhileDeleting(s, err) {
@@ -157,7 +157,7 @@ func (r *Reconciler) goneWhileDeleting(s *scope, err error) bool {
 	if !apierrors.IsNotFound(err) || s.original.DeletionTimestamp == nil {
 		return false
 	}
-	r.written.forget(s.original.UID)
+	r.written.Forget(s.original.UID)
 	s.log.V(1).Info("Machine already gone; nothing left to write")
 	return true
 }

@@ -3,6 +3,7 @@ package machine
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -57,9 +58,9 @@ func TestPatchOfAGoneMachine(t *testing.T) {
 
 	t.Run("status of a machine being deleted", func(t *testing.T) {
 		m := read(t, "status", true)
-		r.written.record(m.UID, m.ResourceVersion)
+		r.recordWrite(m)
 		require.NoError(t, r.patch(ctx, scopeOf(m)))
-		_, recorded := r.written.get(m.UID)
+		_, recorded := r.written.Get(m.UID, time.Now())
 		assert.False(t, recorded, "the gone machine's written version is forgotten")
 	})
 	t.Run("metadata of a machine being deleted", func(t *testing.T) {

@@ -2,59 +2,42 @@ package machinedeployment
 
 import (
 	"slices"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 )
 
 // movedTTL is how long a move is remembered while the cache does not show
 // it: far longer than the cache lags, short enough that a machine deleted
-// meanwhile is forgotten.
-const movedTTL = 5 * time.Minute
+// meanwhile is forgotten (setup.Written's default).
+const movedTTL = setup.DefaultWrittenTTL
 
 // movedMachines remembers the machines an in-place rollout moved to a new
 // set until the cache shows them there. A move takes the node's marks off
 // in the same sync (clearMoved); a sync right after it may still find the
 // machine in its old set in the cache, and would make its clean node a
 // candidate again, and select it for a second update.
+//
+// Each move is a setup.Written write whose value is the set the machine
+// moved to. The write is recorded without its resourceVersion (moveMachine
+// keeps only whether it succeeded): the cache shows it when it shows the
+// machine in that set.
 type movedMachines struct {
-	mu sync.Mutex
-	// to is the set each machine moved to, and when.
-	to map[types.UID]movedTo
-}
-
-type movedTo struct {
-	set types.UID
-	at  time.Time
+	to setup.Written[types.UID]
 }
 
 // add records that machine m moved to set.
 func (mm *movedMachines) add(m types.UID, set types.UID, now time.Time) {
-	mm.mu.Lock()
-	defer mm.mu.Unlock()
-	if mm.to == nil {
-		mm.to = map[types.UID]movedTo{}
-	}
-	mm.to[m] = movedTo{set: set, at: now}
+	mm.to.Record(m, "", set, now)
 }
 
 // apply puts the machines the cache still shows in their old set where
 // they moved (when that set is the deployment's), and forgets the moves
 // the cache shows, and the old ones.
 func (mm *movedMachines) apply(s *scope) {
-	mm.mu.Lock()
-	defer mm.mu.Unlock()
-	if len(mm.to) == 0 {
-		return
-	}
-	for uid, mv := range mm.to {
-		if s.now.Sub(mv.at) > movedTTL {
-			delete(mm.to, uid)
-		}
-	}
 	type shift struct {
 		m        *v1alpha1.Machine
 		from, to types.UID
@@ -62,13 +45,13 @@ func (mm *movedMachines) apply(s *scope) {
 	var shifts []shift
 	for setUID, machines := range s.machines {
 		for _, m := range machines {
-			mv, ok := mm.to[m.UID]
+			mv, ok := mm.to.Get(m.UID, s.now)
 			switch {
 			case !ok:
-			case setUID == mv.set:
-				delete(mm.to, m.UID) // the cache has caught up
-			case s.hasSet(mv.set):
-				shifts = append(shifts, shift{m: m, from: setUID, to: mv.set})
+			case setUID == mv.Value:
+				mm.to.Forget(m.UID) // the cache has caught up
+			case s.hasSet(mv.Value):
+				shifts = append(shifts, shift{m: m, from: setUID, to: mv.Value})
 			}
 		}
 	}

@@ -40,7 +40,8 @@ func TestMovedMachinesStandInForALaggingCache(t *testing.T) {
 	mm.apply(s)
 	assert.Equal(t, []*v1alpha1.Machine{other}, s.machines[oldSet.UID])
 	assert.Equal(t, []*v1alpha1.Machine{fresh}, s.machines[newSet.UID])
-	assert.Empty(t, mm.to, "a move the cache shows is forgotten")
+	_, remembered := mm.to.Get(stale.UID, t0)
+	assert.False(t, remembered, "a move the cache shows is forgotten")
 
 	// A move the cache never shows (the machine went) is forgotten after
 	// movedTTL; a set that is not the deployment's is left alone.
@@ -48,7 +49,13 @@ func TestMovedMachinesStandInForALaggingCache(t *testing.T) {
 	s = scopeWith(map[types.UID][]*v1alpha1.Machine{oldSet.UID: {stale}})
 	mm.apply(s)
 	assert.Equal(t, []*v1alpha1.Machine{stale}, s.machines[oldSet.UID])
+	s.now = t0.Add(movedTTL)
+	mm.apply(s)
+	_, remembered = mm.to.Get(stale.UID, s.now)
+	assert.True(t, remembered, "a move is remembered for movedTTL")
 	s.now = t0.Add(movedTTL + 1)
 	mm.apply(s)
-	assert.Empty(t, mm.to)
+	assert.Equal(t, []*v1alpha1.Machine{stale}, s.machines[oldSet.UID])
+	_, remembered = mm.to.Get(stale.UID, t0) // asked at t0: gone, not just expired
+	assert.False(t, remembered, "a move older than movedTTL is forgotten")
 }
