@@ -60,13 +60,19 @@ func newMachineSetReplicas(d *v1alpha1.MachineDeployment, all []*v1alpha1.Machin
 	if !bounded(d) {
 		return d.Spec.Replicas
 	}
-	maxTotal := d.Spec.Replicas + maxSurge(d)
-	current := sumMachines(all)
-	if current >= maxTotal {
-		return newMS.Spec.Replicas
+	return newSetTarget(d.Spec.Replicas, maxSurge(d), sumMachines(all), newMS.Spec.Replicas)
+}
+
+// newSetTarget is newMachineSetReplicas in counts: a new set of newReplicas
+// grows by what replicas+surge leaves above the machines of all sets, up to
+// replicas.
+func newSetTarget(replicas, surge, machines, newReplicas int32) int32 {
+	maxTotal := replicas + surge
+	if machines >= maxTotal {
+		return newReplicas
 	}
-	grow := min(maxTotal-current, d.Spec.Replicas-newMS.Spec.Replicas)
-	return newMS.Spec.Replicas + max(grow, 0)
+	grow := min(maxTotal-machines, replicas-newReplicas)
+	return newReplicas + max(grow, 0)
 }
 
 // isScalingEvent reports whether the deployment's replicas changed since its

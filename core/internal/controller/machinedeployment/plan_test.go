@@ -1,0 +1,85 @@
+package machinedeployment
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// updatePlans rewrites the expected plans of testdata/plans with what the
+// planners compute now:
+//
+//	go test ./core/internal/controller/machinedeployment/ -run TestRolloutPlans -update
+//
+// Every change it makes must be reviewed by hand, step by step, against the
+// strategy's rules (docs/machinedeployments.md) before it is committed: a
+// golden plan is only worth something if a person checked it is right, not
+// just that it is what the code does.
+var updatePlans = flag.Bool("update", false, "rewrite the golden rollout plans in testdata/plans (review every change by hand)")
+
+// planCase is one golden file: a snapshot, what reading the disruption
+// budgets gives (absent: no budget limits the rollout), and the plan the
+// strategy's planner must compute from them.
+type planCase struct {
+	Description string          `json:"description"`
+	Strategy    string          `json:"strategy"`
+	Budget      *budgetRoom     `json:"budget,omitempty"`
+	Snapshot    rolloutSnapshot `json:"snapshot"`
+	Plan        rolloutPlan     `json:"plan"`
+}
+
+var planners = map[string]func(rolloutSnapshot) rolloutPlan{
+	"RollingUpdate": planRolling,
+	"Recreate":      planRecreate,
+}
+
+// TestRolloutPlans computes the plan of each case in testdata/plans and
+// compares it with the expected one, the way the controller plans
+// (planWithBudget): the budget is read only if the plan needs it.
+func TestRolloutPlans(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "plans", "*.json"))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(files), 12, "golden plans")
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".json"), func(t *testing.T) {
+			raw, err := os.ReadFile(file)
+			require.NoError(t, err)
+			var c planCase
+			require.NoError(t, json.Unmarshal(raw, &c))
+			planner, ok := planners[c.Strategy]
+			require.True(t, ok, "strategy %q", c.Strategy)
+			require.NotEmpty(t, c.Description)
+
+			reads := 0
+			got := planWithBudget(c.Snapshot, planner, func() budgetRoom {
+				reads++
+				if c.Budget == nil {
+					return budgetRoom{}
+				}
+				return *c.Budget
+			})
+			assert.Equal(t, got.BudgetRead, reads == 1, "the plan says it read the budget exactly when it was read")
+			assert.LessOrEqual(t, reads, 1, "the budget is read at most once")
+			assert.False(t, got.needsBudget, "a plan with the budget read needs nothing more")
+
+			if *updatePlans {
+				c.Plan = got
+				var out bytes.Buffer
+				enc := json.NewEncoder(&out)
+				enc.SetEscapeHTML(false) // "2->1" stays readable
+				enc.SetIndent("", "  ")
+				require.NoError(t, enc.Encode(c))
+				require.NoError(t, os.WriteFile(file, out.Bytes(), 0o600))
+				return
+			}
+			assert.Equal(t, c.Plan, got)
+		})
+	}
+}
