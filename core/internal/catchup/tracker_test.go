@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/internal/catchup"
-	"github.com/machina-io/machina/core/internal/controller/safety/safetytest"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/testenv"
 )
 
@@ -33,7 +33,7 @@ func TestWaitFollowsAnOutage(t *testing.T) {
 	require.NoError(t, c.Create(ctx, old))
 
 	tracker := &catchup.Tracker{}
-	proxy := safetytest.StartProxy(t, env.Config)
+	proxy := controllertest.StartProxy(t, env.Config)
 	cch, err := cache.New(proxy.Config(env.Config), cache.Options{
 		Scheme:            env.Scheme,
 		DefaultNamespaces: map[string]cache.Config{ns: {}},

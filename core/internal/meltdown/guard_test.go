@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
-	"github.com/machina-io/machina/core/internal/controller/safety/safetytest"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/internal/meltdown"
 	"github.com/machina-io/machina/core/testenv"
 )
@@ -21,11 +21,11 @@ func TestGuard(t *testing.T) {
 	env := testenv.Start(t)
 	c := env.Client
 	ctx := context.Background()
-	mgr := safetytest.NewManager(t, env.Config, env.Scheme)
-	safetytest.Start(t, mgr)
+	mgr := controllertest.NewManager(t, env.Config, env.Scheme)
+	controllertest.Start(t, mgr)
 	require.True(t, mgr.GetCache().WaitForCacheSync(ctx))
 
-	ns := safetytest.Namespace(t, c, "meltdown")
+	ns := controllertest.Namespace(t, c, "meltdown")
 	md := deployment(t, c, ns, "workers", 10, "2")
 	var machines []*v1alpha1.Machine
 	for i := range 10 {
@@ -108,7 +108,7 @@ func TestGuard(t *testing.T) {
 		b := machine(t, c, ns, "typo-b", other.Name, v1alpha1.MachineUnknown)
 		require.Eventually(t, func() bool {
 			return mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(other), &v1alpha1.MachineDeployment{}) == nil
-		}, safetytest.WaitFor, safetytest.Tick)
+		}, controllertest.WaitFor, controllertest.Tick)
 		waitCached(t, mgr.GetClient(), ns, 13, 1) // 9 of workers, loner, stray, typo-a, typo-b
 		d, err := guard.Admit(ctx, a)
 		require.NoError(t, err)
@@ -186,5 +186,5 @@ func waitCached(t *testing.T, r client.Reader, ns string, n, failed int) {
 			}
 		}
 		return f == failed
-	}, safetytest.WaitFor, safetytest.Tick)
+	}, controllertest.WaitFor, controllertest.Tick)
 }

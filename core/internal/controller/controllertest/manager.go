@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -32,9 +34,26 @@ func StartManager(t testing.TB, env *testenv.Env, setup func(ctrl.Manager) error
 // nothing more.
 func RunManager(t testing.TB, env *testenv.Env, setup func(ctrl.Manager) error, opts ...func(*ctrl.Options)) (mgr ctrl.Manager, stop func()) {
 	t.Helper()
+	mgr = NewManager(t, env.Config, env.Scheme, opts...)
+	if err := setup(mgr); err != nil {
+		t.Fatalf("setting up the controllers: %v", err)
+	}
+	stop = Start(t, mgr)
+	if !mgr.GetCache().WaitForCacheSync(t.Context()) {
+		t.Fatal("the manager's cache did not sync")
+	}
+	return mgr, stop
+}
+
+// NewManager returns a manager for cfg that is not started yet, for a test
+// that adds its controllers itself or reaches the API server another way (a
+// Proxy's Config, say). The metrics and health servers are off, and
+// controller names need not be unique; opts change other options.
+func NewManager(t testing.TB, cfg *rest.Config, scheme *runtime.Scheme, opts ...func(*ctrl.Options)) ctrl.Manager {
+	t.Helper()
 	skip := true
 	options := ctrl.Options{
-		Scheme:                 env.Scheme,
+		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: &skip},
@@ -42,13 +61,19 @@ func RunManager(t testing.TB, env *testenv.Env, setup func(ctrl.Manager) error, 
 	for _, opt := range opts {
 		opt(&options)
 	}
-	mgr, err := ctrl.NewManager(env.Config, options)
+	mgr, err := ctrl.NewManager(cfg, options)
 	if err != nil {
 		t.Fatalf("new manager: %v", err)
 	}
-	if err := setup(mgr); err != nil {
-		t.Fatalf("setting up the controllers: %v", err)
-	}
+	return mgr
+}
+
+// Start starts mgr and returns at once, without waiting for its caches: a
+// test of cold caches needs the manager running before they sync. stop
+// cancels the manager and waits (up to WaitFor) for it to return; it runs
+// at the test's end too, and calling it again does nothing more.
+func Start(t testing.TB, mgr ctrl.Manager) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
@@ -56,16 +81,18 @@ func RunManager(t testing.TB, env *testenv.Env, setup func(ctrl.Manager) error, 
 	stop = func() {
 		once.Do(func() {
 			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("manager stopped with an error: %v", err)
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("manager stopped with an error: %v", err)
+				}
+			case <-time.After(WaitFor):
+				t.Errorf("the manager did not stop within %s", WaitFor)
 			}
 		})
 	}
 	t.Cleanup(stop)
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		t.Fatal("the manager's cache did not sync")
-	}
-	return mgr, stop
+	return stop
 }
 
 // WaitCached waits until the manager's cache holds every object. A test

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
-	"github.com/machina-io/machina/core/internal/controller/safety/safetytest"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/internal/freeze"
 	"github.com/machina-io/machina/core/testenv"
 	"github.com/machina-io/machina/drivers/inmemory"
@@ -33,7 +33,7 @@ func TestUnknownMachineRecoversWhileTheCacheLags(t *testing.T) {
 	// (the target cluster is the same API server, reached directly).
 	target := *env
 	w := newWorld(t, env, &target, inmemory.Options{})
-	proxy := safetytest.StartProxy(t, env.Config)
+	proxy := controllertest.StartProxy(t, env.Config)
 	w.cacheConfig = proxy.Config(env.Config)
 	gate := &freeze.Gate{}
 	var cached client.Client

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/internal/controller/machineset"
-	"github.com/machina-io/machina/core/internal/controller/safety/safetytest"
 	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/meltdown"
 	"github.com/machina-io/machina/core/testenv"
@@ -153,11 +153,11 @@ func testLostVMsReplacedBySet(t *testing.T, env *testenv.Env) {
 		r.Meltdown = meltdown.NewGuard(cached, intstr.FromInt32(2))
 	}
 	w.start()
-	setMgr := safetytest.NewManager(t, env.Config, env.Scheme)
+	setMgr := controllertest.NewManager(t, env.Config, env.Scheme)
 	setOpts := machineset.DefaultOptions()
 	setOpts.NewMachineFinalizers = []string{v1alpha1.MachineFinalizer}
 	require.NoError(t, (&machineset.Reconciler{Options: setOpts}).SetupWithManager(setMgr, setup.Env{Workers: 2}))
-	safetytest.Start(t, setMgr)
+	controllertest.Start(t, setMgr)
 	require.NoError(t, env.Client.Create(w.ctx, &v1alpha1.MachineSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "rs"},
 		Spec:       v1alpha1.MachineSetSpec{Replicas: 6, Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: template},

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
-	"github.com/machina-io/machina/core/internal/controller/machineset/machinesettest"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
 )
 
 func expiringDeployment(ns, name string, surge, unavailable int32, expireAfter time.Duration) *v1alpha1.MachineDeployment {
@@ -30,7 +30,7 @@ func (s *suite) testExpireAfter(t *testing.T) {
 	ctx := context.Background()
 	ns := s.namespace(t)
 	s.joiner(t, ns, 300*time.Millisecond)
-	obs := machinesettest.ObserveMachines(t, s.env.Config, s.env.Scheme, ns)
+	obs := controllertest.ObserveMachines(t, s.env.Config, s.env.Scheme, ns)
 	d := expiringDeployment(ns, "expire", 0, 1, 4*time.Second)
 	require.NoError(t, s.c.Create(ctx, d))
 	s.waitComplete(t, d)

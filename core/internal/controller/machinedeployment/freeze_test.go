@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
-	"github.com/machina-io/machina/core/internal/controller/machineset/machinesettest"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
 )
 
 // unfreezeWithin bounds how long the deployment may take to act once the
@@ -25,7 +25,7 @@ func (s *suite) testAPIServerFreeze(t *testing.T) {
 	ctx := context.Background()
 	ns := s.namespace(t)
 	s.joiner(t, ns, 0)
-	obs := machinesettest.ObserveMachines(t, s.env.Config, s.env.Scheme, ns)
+	obs := controllertest.ObserveMachines(t, s.env.Config, s.env.Scheme, ns)
 	d := newDeployment(ns, "apifreeze", 2)
 	require.NoError(t, s.c.Create(ctx, d))
 	s.waitComplete(t, d)

@@ -13,9 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/internal/controller/machinedeployment"
 	"github.com/machina-io/machina/core/internal/controller/machineset"
-	"github.com/machina-io/machina/core/internal/controller/machineset/machinesettest"
 	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/testenv"
 )
@@ -42,7 +42,7 @@ func TestInvalidDurationStopsOnlyItsDeployment(t *testing.T) {
 	assert.Contains(t, err.Error(), "spec.template.spec.drainTimeout")
 	env.CreateBypassingRules(t, u, "machinedeployments."+v1alpha1.GroupVersion.Group, "spec", "template", "spec", "drainTimeout")
 
-	machinesettest.StartManager(t, env.Config, env.Scheme, func(mgr ctrl.Manager) error {
+	controllertest.StartManager(t, env, func(mgr ctrl.Manager) error {
 		if err := (&machineset.Reconciler{}).SetupWithManager(mgr, setup.Env{Workers: 4}); err != nil {
 			return err
 		}

@@ -16,11 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/internal/controller/machine"
 	"github.com/machina-io/machina/core/internal/controller/machinedeployment"
 	"github.com/machina-io/machina/core/internal/controller/machineset"
-	"github.com/machina-io/machina/core/internal/controller/machineset/machinesettest"
-	"github.com/machina-io/machina/core/internal/controller/safety/safetytest"
 	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/testenv"
 	"github.com/machina-io/machina/drivers/inmemory"
@@ -37,8 +36,8 @@ func TestMachineDeploymentWithMachineController(t *testing.T) {
 	env := testenv.Start(t)
 	c := env.Client
 	vms, endpoint := inmemorytest.Serve(t, inmemory.Options{})
-	driverClient := safetytest.Connect(t, endpoint)
-	machinesettest.StartManager(t, env.Config, env.Scheme, func(mgr ctrl.Manager) error {
+	driverClient := controllertest.ConnectDriver(t, endpoint)
+	controllertest.StartManager(t, env, func(mgr ctrl.Manager) error {
 		if err := (&machine.Reconciler{
 			Driver: driverClient,
 			Options: machine.Options{
@@ -122,7 +121,7 @@ func TestMachineDeploymentWithMachineController(t *testing.T) {
 	}
 	waitJoined(3, "class-v1")
 
-	obs := machinesettest.ObserveMachines(t, env.Config, env.Scheme, ns.Name)
+	obs := controllertest.ObserveMachines(t, env.Config, env.Scheme, ns.Name)
 	require.Eventually(t, func() bool { return obs.Current().Count(running) == 3 }, waitTimeout, poll)
 	mark := obs.Mark()
 	old := vmNames()

@@ -22,9 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/internal/controller/machinedeployment"
 	"github.com/machina-io/machina/core/internal/controller/machineset"
-	"github.com/machina-io/machina/core/internal/controller/machineset/machinesettest"
 	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/freeze"
 	"github.com/machina-io/machina/core/testenv"
@@ -49,7 +49,7 @@ type suite struct {
 func TestMachineDeploymentController(t *testing.T) {
 	env := testenv.Start(t)
 	gate := &freeze.Gate{}
-	machinesettest.StartManager(t, env.Config, env.Scheme, func(mgr ctrl.Manager) error {
+	controllertest.StartManager(t, env, func(mgr ctrl.Manager) error {
 		if err := (&machineset.Reconciler{Target: mgr.GetClient(), Pods: mgr.GetAPIReader()}).SetupWithManager(mgr, setup.Env{Workers: 4}); err != nil {
 			return err
 		}
@@ -93,8 +93,8 @@ func (s *suite) namespace(t *testing.T) string {
 }
 
 // joiner starts a Joiner for the namespace that also creates Nodes.
-func (s *suite) joiner(t *testing.T, ns string, delay time.Duration) *machinesettest.Joiner {
-	j := &machinesettest.Joiner{Client: s.c, Nodes: s.c, Namespace: ns, Delay: delay}
+func (s *suite) joiner(t *testing.T, ns string, delay time.Duration) *controllertest.Joiner {
+	j := &controllertest.Joiner{Client: s.c, Nodes: s.c, Namespace: ns, Delay: delay}
 	j.Start(t)
 	return j
 }
@@ -187,7 +187,7 @@ func running(m *v1alpha1.Machine) bool {
 	return live(m) && m.Status.CurrentStatus.Phase == v1alpha1.MachineRunning
 }
 
-func hashes(st machinesettest.State) map[string]int {
+func hashes(st controllertest.MachineState) map[string]int {
 	out := map[string]int{}
 	for _, m := range st {
 		if live(m) {
@@ -210,7 +210,7 @@ func (s *suite) testScale(t *testing.T) {
 	ctx := context.Background()
 	ns := s.namespace(t)
 	s.joiner(t, ns, 0)
-	obs := machinesettest.ObserveMachines(t, s.env.Config, s.env.Scheme, ns)
+	obs := controllertest.ObserveMachines(t, s.env.Config, s.env.Scheme, ns)
 	d := newDeployment(ns, "scale", 0)
 	require.NoError(t, s.c.Create(ctx, d))
 	s.waitComplete(t, d)
@@ -250,7 +250,7 @@ func (s *suite) testRollingUpdate(t *testing.T) {
 		oldNames[m.Name] = true
 	}
 
-	obs := machinesettest.ObserveMachines(t, s.env.Config, s.env.Scheme, ns)
+	obs := controllertest.ObserveMachines(t, s.env.Config, s.env.Scheme, ns)
 	require.Eventually(t, func() bool { return obs.Current().Count(running) == 6 }, waitTimeout, poll)
 	mark := obs.Mark()
 
@@ -357,7 +357,7 @@ func (s *suite) testRecreate(t *testing.T) {
 	require.NoError(t, s.c.Create(ctx, d))
 	s.waitComplete(t, d)
 
-	obs := machinesettest.ObserveMachines(t, s.env.Config, s.env.Scheme, ns)
+	obs := controllertest.ObserveMachines(t, s.env.Config, s.env.Scheme, ns)
 	require.Eventually(t, func() bool { return obs.Current().Count(live) == 3 }, waitTimeout, poll)
 	mark := obs.Mark()
 	s.update(t, d, func(d *v1alpha1.MachineDeployment) { d.Spec.Template.Spec.Class.Name = "class-v2" })
@@ -494,7 +494,7 @@ func (s *suite) testTriggerDeletion(t *testing.T) {
 	doomed := map[string]bool{all[1].Name: true, all[3].Name: true}
 	value := all[1].Name + "~2026-01-01T10:00:00Z," + all[3].Name
 
-	obs := machinesettest.ObserveMachines(t, s.env.Config, s.env.Scheme, ns)
+	obs := controllertest.ObserveMachines(t, s.env.Config, s.env.Scheme, ns)
 	require.Eventually(t, func() bool { return obs.Current().Count(live) == 5 }, waitTimeout, poll)
 	mark := obs.Mark()
 	// One update, as the autoscaler's mcm provider does it.

@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/internal/controller/machinedeployment"
-	"github.com/machina-io/machina/core/internal/controller/machineset/machinesettest"
 )
 
 // testRolloutAfter: spec.rolloutAfter before the machines were created, or
@@ -45,7 +45,7 @@ func (s *suite) testRolloutAfter(t *testing.T) {
 		assert.True(t, oldNames[m.Name], "machine %s is new before rolloutAfter", m.Name)
 	}
 
-	obs := machinesettest.ObserveMachines(t, s.env.Config, s.env.Scheme, ns)
+	obs := controllertest.ObserveMachines(t, s.env.Config, s.env.Scheme, ns)
 	require.Eventually(t, func() bool { return obs.Current().Count(running) == 3 }, waitTimeout, poll)
 	mark := obs.Mark()
 	// A time a few seconds ahead (metav1.Time keeps seconds): the rollout

@@ -13,9 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/internal/controller/machinedeployment"
 	"github.com/machina-io/machina/core/internal/controller/machineset"
-	"github.com/machina-io/machina/core/internal/controller/machineset/machinesettest"
 	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/testenv"
 )
@@ -28,7 +28,7 @@ func TestRolloutMarksNodesInTheTargetCluster(t *testing.T) {
 	ctx := context.Background()
 	control := testenv.Start(t)
 	target := testenv.Start(t, testenv.WithoutCRDs())
-	machinesettest.StartManager(t, control.Config, control.Scheme, func(mgr ctrl.Manager) error {
+	controllertest.StartManager(t, control, func(mgr ctrl.Manager) error {
 		if err := (&machineset.Reconciler{}).SetupWithManager(mgr, setup.Env{Workers: 2}); err != nil {
 			return err
 		}
@@ -37,7 +37,7 @@ func TestRolloutMarksNodesInTheTargetCluster(t *testing.T) {
 	c := control.Client
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "two"}}
 	require.NoError(t, c.Create(ctx, ns))
-	j := &machinesettest.Joiner{Client: c, Nodes: target.Client, Namespace: ns.Name}
+	j := &controllertest.Joiner{Client: c, Nodes: target.Client, Namespace: ns.Name}
 	j.Start(t)
 
 	d := newDeployment(ns.Name, "split", 2)

@@ -11,7 +11,6 @@ import (
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/controllertest"
-	"github.com/machina-io/machina/core/internal/controller/machineset/machinesettest"
 )
 
 // unfreezeWithin bounds how long the set may take to act once the gate
@@ -25,13 +24,13 @@ const unfreezeWithin = 10 * time.Second
 func (s *suite) testAPIServerFreeze(t *testing.T) {
 	ctx := context.Background()
 	ns := s.namespace(t)
-	obs := machinesettest.ObserveMachines(t, s.env.Config, s.env.Scheme, ns)
+	obs := controllertest.ObserveMachines(t, s.env.Config, s.env.Scheme, ns)
 	ms := newSet(ns, "apifreeze", 2)
 	require.NoError(t, s.c.Create(ctx, ms))
 	s.waitSynced(t, ms, 2)
 	before := s.machines(t, ns)
 	for i := range before {
-		require.NoError(t, machinesettest.SetPhase(ctx, s.c, &before[i], v1alpha1.MachineRunning))
+		require.NoError(t, controllertest.SetMachinePhase(ctx, s.c, &before[i], v1alpha1.MachineRunning))
 	}
 	controllertest.Eventually(t, func() bool {
 		s.get(t, ms)
@@ -43,7 +42,7 @@ func (s *suite) testAPIServerFreeze(t *testing.T) {
 	mark := obs.Mark()
 	s.scale(t, ms, 4)
 	victim := before[0]
-	require.NoError(t, machinesettest.SetPhase(ctx, s.c, &victim, v1alpha1.MachineFailed))
+	require.NoError(t, controllertest.SetMachinePhase(ctx, s.c, &victim, v1alpha1.MachineFailed))
 	// The status write of a frozen sync comes where creations and deletions
 	// would be; once it shows the new generation and the Failed machine, the
 	// controller has decided with both changes in view.

@@ -21,7 +21,6 @@ import (
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/internal/controller/machineset"
-	"github.com/machina-io/machina/core/internal/controller/machineset/machinesettest"
 	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/freeze"
 	"github.com/machina-io/machina/core/testenv"
@@ -38,7 +37,7 @@ type suite struct {
 func TestMachineSetController(t *testing.T) {
 	env := testenv.Start(t)
 	gate := &freeze.Gate{}
-	machinesettest.StartManager(t, env.Config, env.Scheme, func(mgr ctrl.Manager) error {
+	controllertest.StartManager(t, env, func(mgr ctrl.Manager) error {
 		return (&machineset.Reconciler{Gate: gate}).SetupWithManager(mgr, setup.Env{Workers: 4})
 	})
 	s := &suite{env: env, c: env.Client, gate: gate}
@@ -113,12 +112,12 @@ func (s *suite) waitSynced(t *testing.T, ms *v1alpha1.MachineSet, replicas int32
 	}, "set %s did not settle at %d replicas", ms.Name, replicas)
 }
 
-func total(st machinesettest.State) int { return len(st) }
+func total(st controllertest.MachineState) int { return len(st) }
 
 func (s *suite) testScale(t *testing.T) {
 	ctx := context.Background()
 	ns := s.namespace(t)
-	obs := machinesettest.ObserveMachines(t, s.env.Config, s.env.Scheme, ns)
+	obs := controllertest.ObserveMachines(t, s.env.Config, s.env.Scheme, ns)
 	ms := newSet(ns, "workers", 0)
 	require.NoError(t, s.c.Create(ctx, ms))
 	s.waitSynced(t, ms, 0)
@@ -166,14 +165,14 @@ func (s *suite) testScale(t *testing.T) {
 func (s *suite) testReplaceFailed(t *testing.T) {
 	ctx := context.Background()
 	ns := s.namespace(t)
-	obs := machinesettest.ObserveMachines(t, s.env.Config, s.env.Scheme, ns)
+	obs := controllertest.ObserveMachines(t, s.env.Config, s.env.Scheme, ns)
 	ms := newSet(ns, "replace", 2)
 	require.NoError(t, s.c.Create(ctx, ms))
 	s.waitSynced(t, ms, 2)
 
 	victim := s.machines(t, ns)[0]
 	mark := obs.Mark()
-	require.NoError(t, machinesettest.SetPhase(ctx, s.c, &victim, v1alpha1.MachineFailed))
+	require.NoError(t, controllertest.SetMachinePhase(ctx, s.c, &victim, v1alpha1.MachineFailed))
 	controllertest.Eventually(t, func() bool {
 		ms := s.machines(t, ns)
 		if len(ms) != 2 {
@@ -201,7 +200,7 @@ func (s *suite) testVictimPriority(t *testing.T) {
 	machines := s.machines(t, ns)
 	// The victim is Running while the others are still being created, so by
 	// phase it would go last: only its priority can make it go first.
-	require.NoError(t, machinesettest.SetPhase(ctx, s.c, &machines[0], v1alpha1.MachineRunning))
+	require.NoError(t, controllertest.SetMachinePhase(ctx, s.c, &machines[0], v1alpha1.MachineRunning))
 	victim := machines[0]
 	orig := victim.DeepCopy()
 	victim.Annotations = map[string]string{v1alpha1.MachinePriorityAnnotation: "1"}
@@ -219,7 +218,7 @@ func (s *suite) testVictimPriority(t *testing.T) {
 func (s *suite) testAdoptRelease(t *testing.T) {
 	ctx := context.Background()
 	ns := s.namespace(t)
-	obs := machinesettest.ObserveMachines(t, s.env.Config, s.env.Scheme, ns)
+	obs := controllertest.ObserveMachines(t, s.env.Config, s.env.Scheme, ns)
 	orphan := &v1alpha1.Machine{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan", Labels: map[string]string{"pool": "adopt"}},
 		Spec:       v1alpha1.MachineSpec{Class: v1alpha1.ClassSpec{Name: "test-class"}},
@@ -305,9 +304,9 @@ func (s *suite) testStatusCounts(t *testing.T) {
 	s.waitSynced(t, ms, 3)
 
 	machines := s.machines(t, ns)
-	require.NoError(t, machinesettest.SetPhase(ctx, s.c, &machines[0], v1alpha1.MachineRunning))
-	require.NoError(t, machinesettest.SetPhase(ctx, s.c, &machines[1], v1alpha1.MachineRunning))
-	require.NoError(t, machinesettest.SetPhase(ctx, s.c, &machines[2], v1alpha1.MachinePending))
+	require.NoError(t, controllertest.SetMachinePhase(ctx, s.c, &machines[0], v1alpha1.MachineRunning))
+	require.NoError(t, controllertest.SetMachinePhase(ctx, s.c, &machines[1], v1alpha1.MachineRunning))
+	require.NoError(t, controllertest.SetMachinePhase(ctx, s.c, &machines[2], v1alpha1.MachinePending))
 	// The stored lastUpdateTime (whole seconds) is what minReadySeconds
 	// counts from.
 	readySince := func() time.Time {

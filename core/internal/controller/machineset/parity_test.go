@@ -10,7 +10,6 @@ import (
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/controllertest"
-	"github.com/machina-io/machina/core/internal/controller/machineset/machinesettest"
 )
 
 // staleRemoved reads mcm_machine_stale_machines_total from the registry the
@@ -44,6 +43,6 @@ func (s *suite) testMCMParity(t *testing.T) {
 
 	before := staleRemoved(t)
 	victim := s.machines(t, ns)[0]
-	require.NoError(t, machinesettest.SetPhase(ctx, s.c, &victim, v1alpha1.MachineFailed))
+	require.NoError(t, controllertest.SetMachinePhase(ctx, s.c, &victim, v1alpha1.MachineFailed))
 	controllertest.Eventually(t, func() bool { return staleRemoved(t) == before+1 }, "the replaced Failed machine was not counted")
 }

@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/internal/controller/safety/apiserver"
-	"github.com/machina-io/machina/core/internal/controller/safety/safetytest"
 	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/freeze"
 	"github.com/machina-io/machina/core/testenv"
@@ -33,7 +33,7 @@ func TestAPIServerFreeze(t *testing.T) {
 	t.Run("an outage longer than the timeout freezes; recovery resets Unknown machines", func(t *testing.T) {
 		ctx := context.Background()
 		c := env.Client
-		ns := safetytest.Namespace(t, c, "apisafety")
+		ns := controllertest.Namespace(t, c, "apisafety")
 		longAgo := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
 		sick := machine(t, c, ns, "sick", v1alpha1.MachineUnknown, &longAgo)
 		fine := machine(t, c, ns, "fine", v1alpha1.MachineRunning, nil)
@@ -49,8 +49,8 @@ func TestAPIServerFreeze(t *testing.T) {
 			}
 		})
 
-		proxy := safetytest.StartProxy(t, env.Config)
-		mgr := safetytest.NewManager(t, env.Config, env.Scheme)
+		proxy := controllertest.StartProxy(t, env.Config)
+		mgr := controllertest.NewManager(t, env.Config, env.Scheme)
 		gate := &freeze.Gate{}
 		reg := prometheus.NewRegistry()
 		rec := &rounds{}
@@ -87,9 +87,9 @@ func TestAPIServerFreeze(t *testing.T) {
 			return m.Status.UnhealthySince.UTC().Format(time.RFC3339)
 		})
 		require.NoError(t, chk.SetupWithManager(mgr, setup.Env{}))
-		safetytest.Start(t, mgr)
+		controllertest.Start(t, mgr)
 		require.Eventually(t, func() bool { return rec.count(func(r apiserver.Round) bool { return len(r.Unreachable) == 0 }) >= 2 },
-			safetytest.WaitFor, safetytest.Tick)
+			controllertest.WaitFor, controllertest.Tick)
 		assert.False(t, gate.Frozen())
 		assert.Equal(t, 0.0, gauge(t, reg))
 
@@ -98,7 +98,7 @@ func TestAPIServerFreeze(t *testing.T) {
 		proxy.SetDown(true)
 		select {
 		case <-changed:
-		case <-time.After(safetytest.WaitFor):
+		case <-time.After(controllertest.WaitFor):
 			t.Fatal("the gate never froze")
 		}
 		frozenAt := time.Now()
@@ -117,7 +117,7 @@ func TestAPIServerFreeze(t *testing.T) {
 		openedBefore := rec.len()
 		outageSince := gate.Since()
 		proxy.SetDown(false)
-		require.Eventually(t, func() bool { return !gate.Frozen() }, safetytest.WaitFor, safetytest.Tick)
+		require.Eventually(t, func() bool { return !gate.Frozen() }, controllertest.WaitFor, controllertest.Tick)
 		openedAt := time.Now()
 		assert.Equal(t, 0.0, gauge(t, reg))
 
@@ -143,12 +143,12 @@ func TestAPIServerFreeze(t *testing.T) {
 
 		assert.Empty(t, get(t, c, fine).Status.LastOperation.Description, "a Running machine is not touched")
 		assert.True(t, get(t, c, leaving).Status.UnhealthySince.Equal(&longAgo), "a machine being deleted is not touched")
-		require.Eventually(t, func() bool { return hasEvent(t, c, sick, apiserver.ReasonHealthTimeoutReset) }, safetytest.WaitFor, safetytest.Tick)
+		require.Eventually(t, func() bool { return hasEvent(t, c, sick, apiserver.ReasonHealthTimeoutReset) }, controllertest.WaitFor, controllertest.Tick)
 	})
 
 	t.Run("an outage shorter than the timeout does not freeze", func(t *testing.T) {
-		proxy := safetytest.StartProxy(t, env.Config)
-		mgr := safetytest.NewManager(t, env.Config, env.Scheme)
+		proxy := controllertest.StartProxy(t, env.Config)
+		mgr := controllertest.NewManager(t, env.Config, env.Scheme)
 		gate := &freeze.Gate{}
 		rec := &rounds{}
 		const timeout = 2 * time.Second
@@ -161,19 +161,19 @@ func TestAPIServerFreeze(t *testing.T) {
 			Observe:    rec.observer(nil),
 		}
 		require.NoError(t, chk.SetupWithManager(mgr, setup.Env{}))
-		safetytest.Start(t, mgr)
-		require.Eventually(t, func() bool { return rec.len() >= 1 }, safetytest.WaitFor, safetytest.Tick)
+		controllertest.Start(t, mgr)
+		require.Eventually(t, func() bool { return rec.len() >= 1 }, controllertest.WaitFor, controllertest.Tick)
 
 		proxy.SetDown(true)
 		before := rec.len()
 		require.Eventually(t, func() bool {
 			return rec.countFrom(before, func(r apiserver.Round) bool { return r.Unreachable["control"] != nil }) >= 2
-		}, safetytest.WaitFor, safetytest.Tick)
+		}, controllertest.WaitFor, controllertest.Tick)
 		proxy.SetDown(false)
 		deadline := time.Now().Add(2 * timeout)
 		for time.Now().Before(deadline) {
 			require.False(t, gate.Frozen(), "a blip shorter than the timeout froze the controllers")
-			time.Sleep(safetytest.Tick)
+			time.Sleep(controllertest.Tick)
 		}
 	})
 }

@@ -10,8 +10,8 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/internal/controller/safety/orphan"
-	"github.com/machina-io/machina/core/internal/controller/safety/safetytest"
 	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/testenv"
 	"github.com/machina-io/machina/drivers/inmemory"
@@ -27,8 +27,8 @@ func TestOrphanCollector(t *testing.T) {
 	t.Run("deletes only true orphans, and only on the second consecutive scan", func(t *testing.T) {
 		ctx := context.Background()
 		f := newFixture(t, env, inmemory.Options{})
-		mgr := safetytest.NewManager(t, env.Config, env.Scheme)
-		safetytest.Start(t, mgr)
+		mgr := controllertest.NewManager(t, env.Config, env.Scheme)
+		controllertest.Start(t, mgr)
 
 		f.liveMachine("live-1")
 		f.liveMachine("live-2")
@@ -63,7 +63,7 @@ func TestOrphanCollector(t *testing.T) {
 		assert.Equal(t, []string{"adopted", "crashing", "creating", "live-1", "live-2", "pending"}, f.vmNames())
 		assert.Equal(t, 2, f.deleteCalls())
 		assert.Equal(t, 2.0, f.deletedMetric())
-		require.Eventually(t, func() bool { return len(f.orphanEvents()) == 2 }, safetytest.WaitFor, safetytest.Tick)
+		require.Eventually(t, func() bool { return len(f.orphanEvents()) == 2 }, controllertest.WaitFor, controllertest.Tick)
 		assert.Contains(t, f.orphanEvents(), "Deleted orphan VM "+ghostID+` of machine ghost: no Machine "ghost" exists`)
 		for _, note := range f.orphanEvents() {
 			assert.NotContains(t, note, "s3cr3t", "events must not carry secrets")
@@ -80,8 +80,8 @@ func TestOrphanCollector(t *testing.T) {
 	t.Run("a failed ListMachines forgets the class's candidates", func(t *testing.T) {
 		ctx := context.Background()
 		f := newFixture(t, env, inmemory.Options{})
-		mgr := safetytest.NewManager(t, env.Config, env.Scheme)
-		safetytest.Start(t, mgr)
+		mgr := controllertest.NewManager(t, env.Config, env.Scheme)
+		controllertest.Start(t, mgr)
 		f.liveMachine("live")
 		f.vm("ghost")
 		f.waitCached(mgr, 1)
@@ -114,8 +114,8 @@ func TestOrphanCollector(t *testing.T) {
 		f := newFixture(t, env, inmemory.Options{
 			DisabledCapabilities: []driverv1alpha1.Capability_Type{driverv1alpha1.Capability_TYPE_LIST_MACHINES},
 		})
-		mgr := safetytest.NewManager(t, env.Config, env.Scheme)
-		safetytest.Start(t, mgr)
+		mgr := controllertest.NewManager(t, env.Config, env.Scheme)
+		controllertest.Start(t, mgr)
 		f.vm("ghost")
 		col := f.collector(mgr, nil)
 		for range 3 {
@@ -130,9 +130,9 @@ func TestOrphanCollector(t *testing.T) {
 	t.Run("a fresh read saves a machine the cache has not seen", func(t *testing.T) {
 		ctx := context.Background()
 		f := newFixture(t, env, inmemory.Options{})
-		proxy := safetytest.StartProxy(t, env.Config)
-		mgr := safetytest.NewManager(t, proxy.Config(env.Config), env.Scheme)
-		safetytest.Start(t, mgr)
+		proxy := controllertest.StartProxy(t, env.Config)
+		mgr := controllertest.NewManager(t, proxy.Config(env.Config), env.Scheme)
+		controllertest.Start(t, mgr)
 		f.liveMachine("early")
 		f.waitCached(mgr, 1)
 
@@ -160,22 +160,22 @@ func TestOrphanCollector(t *testing.T) {
 		f.liveMachine("live-2")
 		f.vm("ghost-1")
 
-		proxy := safetytest.StartProxy(t, env.Config)
+		proxy := controllertest.StartProxy(t, env.Config)
 		proxy.SetDown(true) // down before the manager starts: its caches cannot sync
-		mgr := safetytest.NewManager(t, proxy.Config(env.Config), env.Scheme)
+		mgr := controllertest.NewManager(t, proxy.Config(env.Config), env.Scheme)
 		rec := &scans{}
 		col := f.collector(mgr, nil)
 		col.Period = scanPeriod
 		col.Observe = rec.observe
 		require.NoError(t, col.SetupWithManager(mgr, setup.Env{}))
-		safetytest.Start(t, mgr)
+		controllertest.Start(t, mgr)
 
 		requireNever(t, func() bool { return f.drv.VMs.Calls(inmemory.MethodListMachines) > 0 }, 20*scanPeriod,
 			"the collector listed VMs before its caches could sync")
 		assert.Zero(t, rec.count(every), "no scan may run before the caches synced")
 
 		proxy.SetDown(false)
-		require.Eventually(t, func() bool { return !f.hasVM("ghost-1") }, safetytest.WaitFor, safetytest.Tick)
+		require.Eventually(t, func() bool { return !f.hasVM("ghost-1") }, controllertest.WaitFor, controllertest.Tick)
 		assert.Equal(t, []string{"live-1", "live-2"}, f.vmNames())
 
 		// A new orphan is seen once; then the API server goes away.
@@ -183,13 +183,13 @@ func TestOrphanCollector(t *testing.T) {
 		require.Eventually(t, func() bool {
 			results, _ := rec.snapshot()
 			return len(results) > 0 && results[len(results)-1].Candidates == 1 && results[len(results)-1].Err == nil
-		}, safetytest.WaitFor, safetytest.Tick)
+		}, controllertest.WaitFor, controllertest.Tick)
 		proxy.SetDown(true)
 		callsBefore := f.deleteCalls()
 		abortedBefore := rec.count(aborted)
 		// client-go retries a failed GET for a few seconds before it gives
 		// up, so an aborted scan takes a while.
-		require.Eventually(t, func() bool { return rec.count(aborted) >= abortedBefore+2 }, safetytest.WaitFor, safetytest.Tick,
+		require.Eventually(t, func() bool { return rec.count(aborted) >= abortedBefore+2 }, controllertest.WaitFor, controllertest.Tick,
 			"scans must keep running, and abort, while the API server is unreachable")
 		assert.Equal(t, callsBefore, f.deleteCalls(), "no DeleteMachine while the API server is unreachable")
 		assert.True(t, f.hasVM("ghost-2"))
@@ -201,7 +201,7 @@ func TestOrphanCollector(t *testing.T) {
 		results, _ := rec.snapshot()
 		recovered := len(results)
 		proxy.SetDown(false)
-		require.Eventually(t, func() bool { return !f.hasVM("ghost-2") }, safetytest.WaitFor, safetytest.Tick)
+		require.Eventually(t, func() bool { return !f.hasVM("ghost-2") }, controllertest.WaitFor, controllertest.Tick)
 		results, _ = rec.snapshot()
 		var okAfter []orphan.Result
 		for _, r := range results[recovered:] {
@@ -223,15 +223,15 @@ func TestOrphanCollector(t *testing.T) {
 		f.machine("creating", "", "")
 		f.vm("ghost-1")
 
-		mgr1 := safetytest.NewManager(t, env.Config, env.Scheme)
+		mgr1 := controllertest.NewManager(t, env.Config, env.Scheme)
 		rec1 := &scans{}
 		col1 := f.collector(mgr1, nil)
 		col1.Period = scanPeriod
 		col1.Observe = rec1.observe
 		require.NoError(t, col1.SetupWithManager(mgr1, setup.Env{}))
-		run1 := safetytest.Start(t, mgr1)
-		require.Eventually(t, func() bool { return rec1.count(succeeded) >= 4 }, safetytest.WaitFor, safetytest.Tick)
-		run1.Stop(t)
+		run1 := controllertest.Start(t, mgr1)
+		require.Eventually(t, func() bool { return rec1.count(succeeded) >= 4 }, controllertest.WaitFor, controllertest.Tick)
+		run1()
 		assert.Equal(t, []string{"creating", "live-1", "live-2", "live-3"}, f.vmNames())
 		assert.Equal(t, 1, f.deleteCalls())
 
@@ -239,7 +239,7 @@ func TestOrphanCollector(t *testing.T) {
 		f.liveMachine("live-4")
 		f.vm("ghost-2")
 
-		mgr2 := safetytest.NewManager(t, env.Config, env.Scheme)
+		mgr2 := controllertest.NewManager(t, env.Config, env.Scheme)
 		rec2 := &scans{probe: func() string {
 			if f.hasVM("ghost-2") {
 				return "ghost-2 exists"
@@ -250,8 +250,8 @@ func TestOrphanCollector(t *testing.T) {
 		col2.Period = scanPeriod
 		col2.Observe = rec2.observe
 		require.NoError(t, col2.SetupWithManager(mgr2, setup.Env{}))
-		safetytest.Start(t, mgr2)
-		require.Eventually(t, func() bool { return rec2.count(succeeded) >= 6 }, safetytest.WaitFor, safetytest.Tick)
+		controllertest.Start(t, mgr2)
+		require.Eventually(t, func() bool { return rec2.count(succeeded) >= 6 }, controllertest.WaitFor, controllertest.Tick)
 
 		results, probes := rec2.snapshot()
 		require.NoError(t, results[0].Err)

@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/internal/controller/safety/orphan"
-	"github.com/machina-io/machina/core/internal/controller/safety/safetytest"
 	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/driver"
 	"github.com/machina-io/machina/core/testenv"
@@ -52,7 +52,7 @@ func newFixture(t *testing.T, env *testenv.Env, opts inmemory.Options) *fixture 
 	t.Helper()
 	ctx := context.Background()
 	f := &fixture{t: t, c: env.Client, reg: prometheus.NewRegistry()}
-	f.ns = safetytest.Namespace(t, env.Client, "orphan")
+	f.ns = controllertest.Namespace(t, env.Client, "orphan")
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "creds"},
 		Data:       map[string][]byte{"token": []byte("s3cr3t-token"), "userData": []byte("#!/bin/sh")},
@@ -65,7 +65,7 @@ func newFixture(t *testing.T, env *testenv.Env, opts inmemory.Options) *fixture 
 	}
 	require.NoError(t, env.Client.Create(ctx, f.class))
 	vms, endpoint := inmemorytest.Serve(t, opts)
-	f.drv = servedDriver{VMs: vms, Client: safetytest.Connect(t, endpoint)}
+	f.drv = servedDriver{VMs: vms, Client: controllertest.ConnectDriver(t, endpoint)}
 	return f
 }
 
@@ -149,7 +149,7 @@ func (f *fixture) waitCached(mgr ctrl.Manager, n int) {
 		classes, machines := &v1alpha1.MachineClassList{}, &v1alpha1.MachineList{}
 		return mgr.GetClient().List(ctx, classes, client.InNamespace(f.ns)) == nil && len(classes.Items) == 1 &&
 			mgr.GetClient().List(ctx, machines, client.InNamespace(f.ns)) == nil && len(machines.Items) == n
-	}, safetytest.WaitFor, safetytest.Tick)
+	}, controllertest.WaitFor, controllertest.Tick)
 }
 
 // orphanEvents returns the notes of the OrphanVMDeleted events on the class.
@@ -234,7 +234,7 @@ func requireNever(t *testing.T, cond func() bool, d time.Duration, msg string, a
 		if cond() {
 			t.Fatalf(msg, args...)
 		}
-		time.Sleep(safetytest.Tick)
+		time.Sleep(controllertest.Tick)
 	}
 }
 

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/internal/controller/safety/orphan"
-	"github.com/machina-io/machina/core/internal/controller/safety/safetytest"
 	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/testenv"
 	"github.com/machina-io/machina/drivers/inmemory"
@@ -22,7 +22,7 @@ func TestOrphanCollectorTrigger(t *testing.T) {
 	f := newFixture(t, env, inmemory.Options{})
 	f.liveMachine("live")
 	f.vm("ghost")
-	mgr := safetytest.NewManager(t, env.Config, env.Scheme)
+	mgr := controllertest.NewManager(t, env.Config, env.Scheme)
 	rec := &scans{}
 	trigger := orphan.NewTrigger()
 	col := f.collector(mgr, nil)
@@ -30,15 +30,15 @@ func TestOrphanCollectorTrigger(t *testing.T) {
 	col.Trigger = trigger
 	col.Observe = rec.observe
 	require.NoError(t, col.SetupWithManager(mgr, setup.Env{}))
-	safetytest.Start(t, mgr)
+	controllertest.Start(t, mgr)
 
-	require.Eventually(t, func() bool { return rec.count(every) == 1 }, safetytest.WaitFor, safetytest.Tick, "the first scan at start")
+	require.Eventually(t, func() bool { return rec.count(every) == 1 }, controllertest.WaitFor, controllertest.Tick, "the first scan at start")
 	assert.True(t, f.hasVM("ghost"), "one sighting deletes nothing")
 
 	trigger.Fire()
-	require.Eventually(t, func() bool { return rec.count(every) == 2 }, safetytest.WaitFor, safetytest.Tick,
+	require.Eventually(t, func() bool { return rec.count(every) == 2 }, controllertest.WaitFor, controllertest.Tick,
 		"the fired scan did not run before the period")
-	require.Eventually(t, func() bool { return !f.hasVM("ghost") }, safetytest.WaitFor, safetytest.Tick)
+	require.Eventually(t, func() bool { return !f.hasVM("ghost") }, controllertest.WaitFor, controllertest.Tick)
 	assert.True(t, f.hasVM("live"))
 
 	var nilTrigger *orphan.Trigger

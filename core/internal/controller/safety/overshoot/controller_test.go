@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/internal/controller/safety/overshoot"
-	"github.com/machina-io/machina/core/internal/controller/safety/safetytest"
 	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/testenv"
 )
@@ -140,11 +140,11 @@ type fixture struct {
 
 func start(t *testing.T, env *testenv.Env, up, down int32) *fixture {
 	t.Helper()
-	mgr := safetytest.NewManager(t, env.Config, env.Scheme)
+	mgr := controllertest.NewManager(t, env.Config, env.Scheme)
 	r := &overshoot.Reconciler{SafetyUp: up, SafetyDown: down, Period: period}
 	require.NoError(t, r.SetupWithManager(mgr, setup.Env{Workers: 2}))
-	safetytest.Start(t, mgr)
-	return &fixture{t: t, c: env.Client, ns: safetytest.Namespace(t, env.Client, "overshoot")}
+	controllertest.Start(t, mgr)
+	return &fixture{t: t, c: env.Client, ns: controllertest.Namespace(t, env.Client, "overshoot")}
 }
 
 func template(app string) v1alpha1.MachineTemplateSpec {
@@ -240,14 +240,14 @@ func (f *fixture) requireFrozen(ms *v1alpha1.MachineSet, want bool) {
 	f.t.Helper()
 	require.Eventually(f.t, func() bool {
 		return f.frozen(ms) == want && (f.setCondition(ms) != nil) == want
-	}, safetytest.WaitFor, safetytest.Tick, "machine set %s: frozen should be %v", ms.Name, want)
+	}, controllertest.WaitFor, controllertest.Tick, "machine set %s: frozen should be %v", ms.Name, want)
 }
 
 func (f *fixture) requireDeploymentFrozen(md *v1alpha1.MachineDeployment, want bool) {
 	f.t.Helper()
 	require.Eventually(f.t, func() bool {
 		return f.frozen(md) == want && (f.deploymentCondition(md) != nil) == want
-	}, safetytest.WaitFor, safetytest.Tick, "machine deployment %s: frozen should be %v", md.Name, want)
+	}, controllertest.WaitFor, controllertest.Tick, "machine deployment %s: frozen should be %v", md.Name, want)
 }
 
 // requireStays checks that ms's freeze state stays want for a while.
@@ -256,7 +256,7 @@ func (f *fixture) requireStays(ms *v1alpha1.MachineSet, want bool) {
 	deadline := time.Now().Add(quiet)
 	for time.Now().Before(deadline) {
 		require.Equal(f.t, want, f.frozen(ms), "machine set %s: frozen changed", ms.Name)
-		time.Sleep(safetytest.Tick)
+		time.Sleep(controllertest.Tick)
 	}
 }
 
@@ -266,7 +266,7 @@ func (f *fixture) requireNotAnnotated(obj client.Object) {
 		require.NoError(f.t, f.c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj))
 		_, ok := obj.GetAnnotations()[v1alpha1.UnfreezeAnnotation]
 		return !ok
-	}, safetytest.WaitFor, safetytest.Tick)
+	}, controllertest.WaitFor, controllertest.Tick)
 }
 
 func (f *fixture) setCondition(ms *v1alpha1.MachineSet) *v1alpha1.MachineSetCondition {
@@ -302,7 +302,7 @@ func (f *fixture) requireEvents(ms *v1alpha1.MachineSet, reason string, n int) {
 		}
 		return total
 	}
-	require.Eventually(f.t, func() bool { return count() >= n }, safetytest.WaitFor, safetytest.Tick,
+	require.Eventually(f.t, func() bool { return count() >= n }, controllertest.WaitFor, controllertest.Tick,
 		"machine set %s: want %d %s events", ms.Name, n, reason)
 	assert.Equal(f.t, n, count(), "machine set %s: %s events", ms.Name, reason)
 }

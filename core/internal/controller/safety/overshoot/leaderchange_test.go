@@ -14,10 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/internal/controller/machinedeployment"
 	"github.com/machina-io/machina/core/internal/controller/machineset"
 	"github.com/machina-io/machina/core/internal/controller/safety/overshoot"
-	"github.com/machina-io/machina/core/internal/controller/safety/safetytest"
 	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/testenv"
 )
@@ -50,27 +50,27 @@ type leader struct {
 // controllers starts the MachineDeployment and MachineSet controllers;
 // machines get holdFinalizer, so that deleted ones stay as while the Machine
 // controller drains them. The set has at most burst deletions in flight.
-func (l leader) controllers(burst int) *safetytest.Running {
-	mgr := safetytest.NewManager(l.t, l.env.Config, l.env.Scheme)
+func (l leader) controllers(burst int) (stop func()) {
+	mgr := controllertest.NewManager(l.t, l.env.Config, l.env.Scheme)
 	setOpts := machineset.DefaultOptions()
 	setOpts.NewMachineFinalizers = []string{holdFinalizer}
 	setOpts.BurstReplicas = burst
 	require.NoError(l.t, (&machineset.Reconciler{Options: setOpts}).SetupWithManager(mgr, setup.Env{Workers: 2}))
 	require.NoError(l.t, (&machinedeployment.Reconciler{Options: machinedeployment.DefaultOptions()}).SetupWithManager(mgr, setup.Env{Workers: 2}))
-	return safetytest.Start(l.t, mgr)
+	return controllertest.Start(l.t, mgr)
 }
 
 // checker starts a fresh overshoot check with the default safety margins.
-func (l leader) checker() *safetytest.Running {
-	mgr := safetytest.NewManager(l.t, l.env.Config, l.env.Scheme)
+func (l leader) checker() (stop func()) {
+	mgr := controllertest.NewManager(l.t, l.env.Config, l.env.Scheme)
 	require.NoError(l.t, (&overshoot.Reconciler{SafetyUp: 2, SafetyDown: 1, Period: period}).SetupWithManager(mgr, setup.Env{Workers: 2}))
-	return safetytest.Start(l.t, mgr)
+	return controllertest.Start(l.t, mgr)
 }
 
 func testScaleDownAcrossLeaders(t *testing.T, env *testenv.Env) {
 	const replicas, burst = 30, 10
 	l := leader{t: t, env: env}
-	f := &fixture{t: t, c: env.Client, ns: safetytest.Namespace(t, env.Client, "leaders")}
+	f := &fixture{t: t, c: env.Client, ns: controllertest.Namespace(t, env.Client, "leaders")}
 	frozenSeen := watchFreezes(t, env, f.ns)
 
 	controllers, check := l.controllers(burst), l.checker()
@@ -78,8 +78,8 @@ func testScaleDownAcrossLeaders(t *testing.T, env *testenv.Env) {
 	ms := f.settledSet(md, replicas)
 
 	// The leader dies; the deployment is scaled to 0 before another leads.
-	controllers.Stop(t)
-	check.Stop(t)
+	controllers()
+	check()
 	f.scale(md, 0)
 
 	// The new leader's check runs before its MachineDeployment controller
@@ -92,17 +92,17 @@ func testScaleDownAcrossLeaders(t *testing.T, env *testenv.Env) {
 	// fresh check starts once the first machines are being deleted.
 	controllers = l.controllers(burst)
 	require.Eventually(t, func() bool { live, _ := f.count(ms); return live < replicas },
-		safetytest.WaitFor, safetytest.Tick, "the set never started to scale down")
-	check.Stop(t)
+		controllertest.WaitFor, controllertest.Tick, "the set never started to scale down")
+	check()
 	check = l.checker()
 	require.Eventually(t, func() bool { live, deleting := f.count(ms); return live == 0 && deleting == replicas },
-		safetytest.WaitFor, safetytest.Tick, "the set never marked all %d machines for deletion", replicas)
+		controllertest.WaitFor, controllertest.Tick, "the set never marked all %d machines for deletion", replicas)
 
 	// And once more with every machine being deleted.
-	check.Stop(t)
+	check()
 	l.checker()
 	f.wait(quiet)
-	controllers.Stop(t)
+	controllers()
 	f.release(ms)
 
 	assert.Empty(t, frozenSeen(), "sets seen frozen during the scale-down")
@@ -112,7 +112,7 @@ func testScaleDownAcrossLeaders(t *testing.T, env *testenv.Env) {
 func testRunawayAcrossLeaders(t *testing.T, env *testenv.Env) {
 	ctx := context.Background()
 	l := leader{t: t, env: env}
-	f := &fixture{t: t, c: env.Client, ns: safetytest.Namespace(t, env.Client, "runaway")}
+	f := &fixture{t: t, c: env.Client, ns: controllertest.Namespace(t, env.Client, "runaway")}
 
 	controllers, check := l.controllers(100), l.checker()
 	md := f.deployment("run", 3, intstr.FromInt32(1)) // higher = 3 + 1 + 2 = 6
@@ -121,8 +121,8 @@ func testRunawayAcrossLeaders(t *testing.T, env *testenv.Env) {
 	// The leader dies with creations in flight that its stale view made
 	// twice: three machines beyond the set's replicas, which its status
 	// does not count either.
-	controllers.Stop(t)
-	check.Stop(t)
+	controllers()
+	check()
 	f.machines(ms, 3)
 
 	l.checker()
@@ -154,7 +154,7 @@ func (f *fixture) settledSet(md *v1alpha1.MachineDeployment, n int32) *v1alpha1.
 		ms = &list.Items[0]
 		live, _ := f.count(ms)
 		return live == int(n) && ms.Status.Replicas == n && ms.Status.ObservedGeneration == ms.Generation
-	}, 2*safetytest.WaitFor, 100*time.Millisecond, "deployment %s never had a settled set of %d machines", md.Name, n)
+	}, 2*controllertest.WaitFor, 100*time.Millisecond, "deployment %s never had a settled set of %d machines", md.Name, n)
 	return ms
 }
 
@@ -201,14 +201,14 @@ func (f *fixture) release(ms *v1alpha1.MachineSet) {
 		require.NoError(f.t, f.c.Patch(ctx, m, patch))
 	}
 	require.Eventually(f.t, func() bool { _, deleting := f.count(ms); return deleting == 0 },
-		safetytest.WaitFor, safetytest.Tick, "the deleted machines never went")
+		controllertest.WaitFor, controllertest.Tick, "the deleted machines never went")
 }
 
 // wait lets d pass: several periods of the check, watching for what must
 // not happen.
 func (f *fixture) wait(d time.Duration) {
 	deadline := time.Now().Add(d)
-	require.Eventually(f.t, func() bool { return time.Now().After(deadline) }, d+safetytest.WaitFor, safetytest.Tick)
+	require.Eventually(f.t, func() bool { return time.Now().After(deadline) }, d+controllertest.WaitFor, controllertest.Tick)
 }
 
 func (f *fixture) requireNoFreezeEvents() {

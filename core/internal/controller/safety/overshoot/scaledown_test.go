@@ -16,10 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/controllertest"
 	"github.com/machina-io/machina/core/internal/controller/machinedeployment"
 	"github.com/machina-io/machina/core/internal/controller/machineset"
 	"github.com/machina-io/machina/core/internal/controller/safety/overshoot"
-	"github.com/machina-io/machina/core/internal/controller/safety/safetytest"
 	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/testenv"
 )
@@ -87,14 +87,14 @@ func TestOvershootCountsOnlyLiveMachines(t *testing.T) {
 // FrozeMachineSet event.
 func testScaleDown150To0(t *testing.T, env *testenv.Env) {
 	const replicas = 150
-	mgr := safetytest.NewManager(t, env.Config, env.Scheme)
+	mgr := controllertest.NewManager(t, env.Config, env.Scheme)
 	require.NoError(t, (&overshoot.Reconciler{SafetyUp: 2, SafetyDown: 1, Period: period}).SetupWithManager(mgr, setup.Env{Workers: 2}))
 	setOpts := machineset.DefaultOptions()
 	setOpts.NewMachineFinalizers = []string{holdFinalizer}
 	require.NoError(t, (&machineset.Reconciler{Options: setOpts}).SetupWithManager(mgr, setup.Env{Workers: 2}))
 	require.NoError(t, (&machinedeployment.Reconciler{Options: machinedeployment.DefaultOptions()}).SetupWithManager(mgr, setup.Env{Workers: 2}))
-	safetytest.Start(t, mgr)
-	f := &fixture{t: t, c: env.Client, ns: safetytest.Namespace(t, env.Client, "scaledown")}
+	controllertest.Start(t, mgr)
+	f := &fixture{t: t, c: env.Client, ns: controllertest.Namespace(t, env.Client, "scaledown")}
 	ctx := context.Background()
 
 	frozenSeen := watchFreezes(t, env, f.ns)
@@ -112,17 +112,17 @@ func testScaleDown150To0(t *testing.T, env *testenv.Env) {
 		return live, deleting
 	}
 	require.Eventually(t, func() bool { live, _ := machines(); return live == replicas },
-		2*safetytest.WaitFor, 100*time.Millisecond, "the deployment never had %d machines", replicas)
+		2*controllertest.WaitFor, 100*time.Millisecond, "the deployment never had %d machines", replicas)
 
 	require.NoError(t, f.c.Get(ctx, client.ObjectKeyFromObject(md), md))
 	patch := client.MergeFrom(md.DeepCopy())
 	md.Spec.Replicas = 0
 	require.NoError(t, f.c.Patch(ctx, md, patch))
 	require.Eventually(t, func() bool { live, deleting := machines(); return live == 0 && deleting == replicas },
-		2*safetytest.WaitFor, 100*time.Millisecond, "the set never marked all %d machines for deletion", replicas)
+		2*controllertest.WaitFor, 100*time.Millisecond, "the set never marked all %d machines for deletion", replicas)
 	// Several periods of the check with every machine being deleted.
 	deadline := time.Now().Add(quiet)
-	require.Eventually(t, func() bool { return time.Now().After(deadline) }, safetytest.WaitFor, safetytest.Tick)
+	require.Eventually(t, func() bool { return time.Now().After(deadline) }, controllertest.WaitFor, controllertest.Tick)
 
 	list := &v1alpha1.MachineList{}
 	require.NoError(t, f.c.List(ctx, list, client.InNamespace(f.ns)))
@@ -133,7 +133,7 @@ func testScaleDown150To0(t *testing.T, env *testenv.Env) {
 		require.NoError(t, f.c.Patch(ctx, m, patch))
 	}
 	require.Eventually(t, func() bool { live, deleting := machines(); return live+deleting == 0 },
-		safetytest.WaitFor, 100*time.Millisecond, "the machines never went")
+		controllertest.WaitFor, 100*time.Millisecond, "the machines never went")
 
 	assert.Empty(t, frozenSeen(), "sets seen frozen during the scale-down")
 	events := &corev1.EventList{}

@@ -1,4 +1,4 @@
-package machinesettest
+package controllertest
 
 import (
 	"context"
@@ -14,9 +14,10 @@ import (
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 )
 
-// SetPhase sets a machine's phase and stamps currentStatus.lastUpdateTime, as
-// the machine controller does on a phase change.
-func SetPhase(ctx context.Context, c client.Client, m *v1alpha1.Machine, phase v1alpha1.MachinePhase) error {
+// SetMachinePhase sets a machine's phase and stamps
+// currentStatus.lastUpdateTime, as the machine controller does on a phase
+// change.
+func SetMachinePhase(ctx context.Context, c client.Client, m *v1alpha1.Machine, phase v1alpha1.MachinePhase) error {
 	orig := m.DeepCopy()
 	m.Status.CurrentStatus.Phase = phase
 	m.Status.CurrentStatus.LastUpdateTime = metav1.Now()
@@ -24,7 +25,7 @@ func SetPhase(ctx context.Context, c client.Client, m *v1alpha1.Machine, phase v
 }
 
 // LabelJoinedBy marks the Nodes a Joiner created, with its namespace as value.
-const LabelJoinedBy = "machinesettest.machina.io/joined-by"
+const LabelJoinedBy = "controllertest.machina.io/joined-by"
 
 // Joiner plays the machine controller and the kubelet for tests that run
 // neither: every machine of a namespace that has no phase yet and is at least
@@ -58,7 +59,7 @@ func (j *Joiner) Start(t testing.TB) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(50 * time.Millisecond)
+		tick := time.NewTicker(Tick)
 		defer tick.Stop()
 		for {
 			select {
@@ -89,7 +90,7 @@ func (j *Joiner) round(ctx context.Context) {
 				continue
 			}
 		}
-		_ = SetPhase(ctx, j.Client, m, v1alpha1.MachineRunning)
+		_ = SetMachinePhase(ctx, j.Client, m, v1alpha1.MachineRunning)
 	}
 	if j.Nodes == nil {
 		return

@@ -1,4 +1,4 @@
-package safetytest
+package controllertest
 
 import (
 	"io"

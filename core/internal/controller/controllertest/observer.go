@@ -1,8 +1,4 @@
-// Package machinesettest holds test helpers for the MachineSet and
-// MachineDeployment controllers: an observer that records every state of the
-// machines of a namespace as the API server reports it, and helpers that play
-// the parts of the controllers those tests do not run.
-package machinesettest
+package controllertest
 
 import (
 	"context"
@@ -20,11 +16,11 @@ import (
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 )
 
-// State is the set of machines of the namespace after one watch event.
-type State map[string]*v1alpha1.Machine
+// MachineState is the set of machines of a namespace after one watch event.
+type MachineState map[string]*v1alpha1.Machine
 
 // Names returns the machine names, sorted.
-func (s State) Names() []string {
+func (s MachineState) Names() []string {
 	out := make([]string, 0, len(s))
 	for n := range s {
 		out = append(out, n)
@@ -34,7 +30,7 @@ func (s State) Names() []string {
 }
 
 // Count returns how many machines satisfy keep.
-func (s State) Count(keep func(*v1alpha1.Machine) bool) int {
+func (s MachineState) Count(keep func(*v1alpha1.Machine) bool) int {
 	n := 0
 	for _, m := range s {
 		if keep(m) {
@@ -44,25 +40,25 @@ func (s State) Count(keep func(*v1alpha1.Machine) bool) int {
 	return n
 }
 
-// Observer records every state of the machines of one namespace, one state
-// per watch event, so a test can assert on all states a controller passed
-// through, not only the last.
-type Observer struct {
+// MachineObserver records every state of the machines of one namespace,
+// one state per watch event, so a test can assert on all states a
+// controller passed through, not only the last.
+type MachineObserver struct {
 	mu      sync.Mutex
-	current State
-	states  []State
+	current MachineState
+	states  []MachineState
 }
 
 // ObserveMachines starts a watch on the machines of namespace and records
 // states until the test ends.
-func ObserveMachines(t testing.TB, cfg *rest.Config, scheme *runtime.Scheme, namespace string) *Observer {
+func ObserveMachines(t testing.TB, cfg *rest.Config, scheme *runtime.Scheme, namespace string) *MachineObserver {
 	t.Helper()
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
-		t.Fatalf("machinesettest: watch client: %v", err)
+		t.Fatalf("watch client: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	o := &Observer{current: State{}}
+	o := &MachineObserver{current: MachineState{}}
 	started := make(chan error, 1)
 	done := make(chan struct{})
 	go func() {
@@ -71,7 +67,7 @@ func ObserveMachines(t testing.TB, cfg *rest.Config, scheme *runtime.Scheme, nam
 	}()
 	if err := <-started; err != nil {
 		cancel()
-		t.Fatalf("machinesettest: watching machines: %v", err)
+		t.Fatalf("watching machines: %v", err)
 	}
 	t.Cleanup(func() { cancel(); <-done })
 	return o
@@ -79,7 +75,7 @@ func ObserveMachines(t testing.TB, cfg *rest.Config, scheme *runtime.Scheme, nam
 
 // run consumes watch events, re-opening the watch from the last seen
 // resourceVersion when the server closes it.
-func (o *Observer) run(ctx context.Context, c client.WithWatch, namespace string, started chan<- error) {
+func (o *MachineObserver) run(ctx context.Context, c client.WithWatch, namespace string, started chan<- error) {
 	rv := ""
 	first := true
 	for ctx.Err() == nil {
@@ -107,7 +103,7 @@ func (o *Observer) run(ctx context.Context, c client.WithWatch, namespace string
 	}
 }
 
-func (o *Observer) record(t watch.EventType, m *v1alpha1.Machine) {
+func (o *MachineObserver) record(t watch.EventType, m *v1alpha1.Machine) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	next := maps.Clone(o.current)
@@ -124,14 +120,14 @@ func (o *Observer) record(t watch.EventType, m *v1alpha1.Machine) {
 }
 
 // States returns every state recorded so far, oldest first.
-func (o *Observer) States() []State {
+func (o *MachineObserver) States() []MachineState {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return append([]State(nil), o.states...)
+	return append([]MachineState(nil), o.states...)
 }
 
 // Current returns the latest state.
-func (o *Observer) Current() State {
+func (o *MachineObserver) Current() MachineState {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.current
@@ -139,15 +135,15 @@ func (o *Observer) Current() State {
 
 // Mark returns the number of states recorded so far; StatesSince(mark)
 // returns the ones recorded after it.
-func (o *Observer) Mark() int {
+func (o *MachineObserver) Mark() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return len(o.states)
 }
 
 // StatesSince returns the states recorded after mark.
-func (o *Observer) StatesSince(mark int) []State {
+func (o *MachineObserver) StatesSince(mark int) []MachineState {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return append([]State(nil), o.states[mark:]...)
+	return append([]MachineState(nil), o.states[mark:]...)
 }
