@@ -43,9 +43,10 @@
 // (rolling.go, which also marks the target cluster's nodes, nodes.go),
 // Recreate (recreate.go) and InPlaceUpdate (inplace.go). A new strategy is
 // one more file and one more entry in that map; its validation is the error
-// its bounds method returns. RollingUpdate and Recreate plan, then write
-// (plan.go): the step is a pure function of a snapshot of the sets' counts
-// (planRolling, planRecreate) that returns the scale steps, which applyPlan
+// its bounds method returns. RollingUpdate and Recreate, and the scaling of
+// a scaling event or a paused deployment, plan, then write (plan.go): the
+// step is a pure function of a snapshot of the sets' counts (planRolling,
+// planRecreate, planScale) that returns the scale steps, which applyPlan
 // writes in order; the golden plans in testdata/plans (plan_test.go) hold
 // the rules. The bounds come from bounds.go; revisions, the template hash
 // and the new machine set from machinesets.go and hash.go; old-set cleanup

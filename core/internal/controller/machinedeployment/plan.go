@@ -9,9 +9,10 @@ import (
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 )
 
-// A rollout step of RollingUpdate and Recreate is planned, then written: a
+// A rollout step of RollingUpdate and Recreate, and the scaling of the sets
+// for a scaling event or a paused deployment, are planned, then written: a
 // snapshot of the deployment's counts and machine sets (rolloutSnapshot) goes
-// into a pure function of the strategy (planRolling, planRecreate) that
+// into a pure function (planRolling, planRecreate, planScale) that
 // returns the scale steps to take (rolloutPlan), and applyPlan writes them in
 // order, stopping at the first error. The planners are tested against golden
 // plans in testdata/plans (plan_test.go), in the spirit of Cluster API's
@@ -29,6 +30,10 @@ type setSnapshot struct {
 	// Machines is how many machines the set has in the cache, terminating
 	// ones included (Recreate waits for none to be left).
 	Machines int32 `json:"machines,omitempty"`
+	// DesiredReplicas and MaxReplicas are the set's desired-replicas and
+	// max-replicas annotations, nil when absent or not a count (planScale).
+	DesiredReplicas *int32 `json:"desiredReplicas,omitempty"`
+	MaxReplicas     *int32 `json:"maxReplicas,omitempty"`
 }
 
 // available is availableOf for a snapshot: the available machines that stay
@@ -64,6 +69,12 @@ type rolloutSnapshot struct {
 	// Complete is deploymentComplete of the stored status: a rollout that
 	// makes no change then cleans up old sets beyond the history limit.
 	Complete bool `json:"complete,omitempty"`
+	// Bounded: the strategy has maxSurge and maxUnavailable, and a scaling
+	// event is spread proportionally; Observed is the deployment's
+	// status.replicas, a set's old size when it has no max-replicas
+	// annotation (planScale).
+	Bounded  bool  `json:"bounded,omitempty"`
+	Observed int32 `json:"observed,omitempty"`
 	// New is the machine set of the current template, nil while it does not
 	// exist; Old are all other sets, in any order.
 	New *setSnapshot  `json:"new,omitempty"`
@@ -88,6 +99,9 @@ const (
 	reasonRecreateOld      stepReason = "old set goes to zero"
 	reasonRecreateHeld     stepReason = "old set held by the disruption budget"
 	reasonRecreateNew      stepReason = "new set gets all replicas once no old machine is left"
+	reasonScaleOnly        stepReason = "the only active set takes the replicas"
+	reasonScaleSaturated   stepReason = "the new set serves all replicas: old set goes to zero"
+	reasonScaleProportion  stepReason = "proportional share of the new replicas+maxSurge"
 )
 
 // newSetToCreate names, in a step, the new machine set the plan creates
@@ -146,16 +160,29 @@ func oldestFirst(sets []setSnapshot) []setSnapshot {
 	return out
 }
 
-// snapshotOfSet takes a set's counts.
-func snapshotOfSet(s *scope, ms *v1alpha1.MachineSet) setSnapshot {
-	return setSnapshot{
+// setCounts takes a set's counts and replica annotations.
+func setCounts(ms *v1alpha1.MachineSet) setSnapshot {
+	snap := setSnapshot{
 		Name:           ms.Name,
 		Created:        ms.CreationTimestamp.Time,
 		Replicas:       ms.Spec.Replicas,
 		StatusReplicas: ms.Status.Replicas,
 		Available:      ms.Status.AvailableReplicas,
-		Machines:       int32(len(s.machines[ms.UID])),
 	}
+	if n, ok := annotationInt(ms, v1alpha1.DesiredReplicasAnnotation); ok {
+		snap.DesiredReplicas = &n
+	}
+	if n, ok := annotationInt(ms, v1alpha1.MaxReplicasAnnotation); ok {
+		snap.MaxReplicas = &n
+	}
+	return snap
+}
+
+// snapshotOfSet takes a set's counts, annotations and machines.
+func snapshotOfSet(s *scope, ms *v1alpha1.MachineSet) setSnapshot {
+	snap := setCounts(ms)
+	snap.Machines = int32(len(s.machines[ms.UID]))
+	return snap
 }
 
 // snapshotOf takes what a rollout step of the scope's deployment is planned
@@ -166,6 +193,8 @@ func snapshotOf(s *scope) rolloutSnapshot {
 		MaxSurge:       maxSurge(s.d),
 		MaxUnavailable: maxUnavailable(s.d),
 		Complete:       deploymentComplete(s.d, &s.d.Status),
+		Bounded:        bounded(s.d),
+		Observed:       s.d.Status.Replicas,
 	}
 	if s.new != nil {
 		n := snapshotOfSet(s, s.new)

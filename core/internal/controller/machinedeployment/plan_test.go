@@ -24,7 +24,8 @@ import (
 // just that it is what the code does.
 var updatePlans = flag.Bool("update", false, "rewrite the golden rollout plans in testdata/plans (review every change by hand)")
 
-// planCase is one golden file: a snapshot, what reading the disruption
+// planCase is one golden file: the planner (strategy: RollingUpdate,
+// Recreate, or Scale for a scaling event), a snapshot, what reading the disruption
 // budgets gives (absent: no budget limits the rollout), and the plan the
 // strategy's planner must compute from them.
 type planCase struct {
@@ -38,6 +39,7 @@ type planCase struct {
 var planners = map[string]func(rolloutSnapshot) rolloutPlan{
 	"RollingUpdate": planRolling,
 	"Recreate":      planRecreate,
+	"Scale":         planScale, // a scaling event or a paused deployment
 }
 
 // TestRolloutPlans computes the plan of each case in testdata/plans and

@@ -87,65 +87,53 @@ func isScalingEvent(d *v1alpha1.MachineDeployment, sets []*v1alpha1.MachineSet) 
 	return false
 }
 
-// isSaturated reports whether the new set alone serves the deployment: it
-// has all replicas, was scaled for this replica count, and all its machines
-// are available.
-func isSaturated(d *v1alpha1.MachineDeployment, ms *v1alpha1.MachineSet) bool {
-	if ms == nil {
-		return false
-	}
-	desired, ok := annotationInt(ms, v1alpha1.DesiredReplicasAnnotation)
-	return ok && ms.Spec.Replicas == d.Spec.Replicas && desired == d.Spec.Replicas && ms.Status.AvailableReplicas == d.Spec.Replicas
-}
-
-// activeOrLatest returns the only active set, or the newest set if none is
-// active; nil when several are active (they are scaled proportionally).
-func activeOrLatest(newMS *v1alpha1.MachineSet, old []*v1alpha1.MachineSet) *v1alpha1.MachineSet {
-	all := append(append([]*v1alpha1.MachineSet(nil), old...), newMS)
-	act := active(all)
-	switch len(act) {
-	case 0:
-		if newMS != nil {
-			return newMS
-		}
-		var newest *v1alpha1.MachineSet
-		for _, ms := range old {
-			if newest == nil || olderThan(newest, ms) {
-				newest = ms
-			}
-		}
-		return newest
-	case 1:
-		return act[0]
-	default:
-		return nil
-	}
-}
-
 // proportionalSizes spreads a change of the deployment's replicas over its
+// active machine sets (proportionalSizesOf); the sets' counts are taken as a
+// snapshot.
+func proportionalSizes(d *v1alpha1.MachineDeployment, sets []*v1alpha1.MachineSet) map[string]int32 {
+	var snaps []setSnapshot
+	for _, ms := range sets {
+		if ms != nil {
+			snaps = append(snaps, setCounts(ms))
+		}
+	}
+	return proportionalSizesOf(d.Spec.Replicas, maxSurge(d), d.Status.Replicas, snaps)
+}
+
+// proportionalSizesOf spreads a change of the deployment's replicas over its
 // active machine sets in proportion to their sizes, so that a scaling event
 // during a rollout neither speeds it up nor hides a bad template. The total
-// moves to replicas+maxSurge (0 when scaling to zero). Each set's share is
+// moves to replicas+surge (0 when scaling to zero). Each set's share is
 // size*newMax/oldMax rounded, with oldMax from the set's max-replicas
-// annotation; what rounding leaves over goes to the first set in the order:
-// largest first, and among equal sizes the newest first when growing and the
-// oldest first when shrinking.
-func proportionalSizes(d *v1alpha1.MachineDeployment, sets []*v1alpha1.MachineSet) map[string]int32 {
-	act := active(sets)
-	allowed := int32(0)
-	if d.Spec.Replicas > 0 {
-		allowed = d.Spec.Replicas + maxSurge(d)
+// annotation (observed, the deployment's status.replicas, without it); what
+// rounding leaves over goes to the first set in the order: largest first,
+// and among equal sizes the newest first when growing and the oldest first
+// when shrinking.
+func proportionalSizesOf(replicas, surge, observed int32, sets []setSnapshot) map[string]int32 {
+	var act []setSnapshot
+	for _, ms := range sets {
+		if ms.Replicas > 0 {
+			act = append(act, ms)
+		}
 	}
-	toAdd := allowed - sumReplicas(act)
+	allowed := int32(0)
+	if replicas > 0 {
+		allowed = replicas + surge
+	}
+	var current int32
+	for _, ms := range act {
+		current += ms.Replicas
+	}
+	toAdd := allowed - current
 	sort.SliceStable(act, func(i, j int) bool {
 		a, b := act[i], act[j]
-		if a.Spec.Replicas != b.Spec.Replicas {
-			return a.Spec.Replicas > b.Spec.Replicas
+		if a.Replicas != b.Replicas {
+			return a.Replicas > b.Replicas
 		}
 		if toAdd > 0 {
-			return olderThan(b, a)
+			return b.olderThan(a)
 		}
-		return olderThan(a, b)
+		return a.olderThan(b)
 	})
 
 	sizes := make(map[string]int32, len(act))
@@ -153,9 +141,9 @@ func proportionalSizes(d *v1alpha1.MachineDeployment, sets []*v1alpha1.MachineSe
 	for _, ms := range act {
 		p := int32(0)
 		if toAdd != 0 {
-			p = proportion(d, ms, toAdd, added)
+			p = proportion(replicas, surge, observed, ms, toAdd, added)
 		}
-		sizes[ms.Name] = ms.Spec.Replicas + p
+		sizes[ms.Name] = ms.Replicas + p
 		added += p
 	}
 	if len(act) > 0 && toAdd != 0 {
@@ -170,11 +158,11 @@ func proportionalSizes(d *v1alpha1.MachineDeployment, sets []*v1alpha1.MachineSe
 // edited max-replicas annotation must not grow a set while the deployment
 // shrinks, or shrink one while it grows (found by FuzzRolloutArithmetic;
 // Kubernetes' getProportion has no such bound).
-func proportion(d *v1alpha1.MachineDeployment, ms *v1alpha1.MachineSet, toAdd, added int32) int32 {
-	if ms.Spec.Replicas == 0 || toAdd == 0 || toAdd == added {
+func proportion(replicas, surge, observed int32, ms setSnapshot, toAdd, added int32) int32 {
+	if ms.Replicas == 0 || toAdd == 0 || toAdd == added {
 		return 0
 	}
-	frac := fraction(d, ms)
+	frac := fraction(replicas, surge, observed, ms)
 	left := toAdd - added
 	if toAdd > 0 {
 		return min(max(frac, 0), left)
@@ -184,16 +172,19 @@ func proportion(d *v1alpha1.MachineDeployment, ms *v1alpha1.MachineSet, toAdd, a
 
 // fraction is how much a set should grow (or shrink, negative) for the
 // deployment's new size.
-func fraction(d *v1alpha1.MachineDeployment, ms *v1alpha1.MachineSet) int32 {
-	if d.Spec.Replicas == 0 {
-		return -ms.Spec.Replicas
+func fraction(replicas, surge, observed int32, ms setSnapshot) int32 {
+	if replicas == 0 {
+		return -ms.Replicas
 	}
-	newMax := d.Spec.Replicas + maxSurge(d)
-	oldMax, ok := annotationInt(ms, v1alpha1.MaxReplicasAnnotation)
-	if !ok || oldMax == 0 {
+	newMax := replicas + surge
+	oldMax := int32(0)
+	if ms.MaxReplicas != nil {
+		oldMax = *ms.MaxReplicas
+	}
+	if oldMax == 0 {
 		// Without the annotation, the deployment's last observed size is the
 		// best guess; the bounds in proportion keep the result in range.
-		oldMax = d.Status.Replicas
+		oldMax = observed
 		if oldMax == 0 {
 			return 0
 		}
@@ -202,8 +193,8 @@ func fraction(d *v1alpha1.MachineDeployment, ms *v1alpha1.MachineSet) int32 {
 	// share is bounded by what is left to add (proportion), so the size only
 	// has to stay a machine count: converting a float beyond int32 would
 	// wrap it (found by FuzzRolloutArithmetic).
-	size := math.Round(float64(ms.Spec.Replicas) * float64(newMax) / float64(oldMax))
-	return int32(min(max(size, 0), math.MaxInt32)) - ms.Spec.Replicas
+	size := math.Round(float64(ms.Replicas) * float64(newMax) / float64(oldMax))
+	return int32(min(max(size, 0), math.MaxInt32)) - ms.Replicas
 }
 
 // scale is the phase of a scaling event (isScalingEvent): the deployment's
@@ -218,47 +209,16 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (phase.Result, error) 
 }
 
 // scaleOnly handles a scaling event or a paused deployment: the sets are
-// scaled, history is cleaned up when paused, and the status counts refreshed
-// without judging progress.
+// scaled as planScale plans (plan_scale.go), history is cleaned up when
+// paused, and the status counts refreshed without judging progress.
 func (r *Reconciler) scaleOnly(ctx context.Context, s *scope, paused bool) error {
 	if _, err := r.getNewMachineSet(ctx, s, false); err != nil {
 		return err
 	}
-	err := r.scaleSets(ctx, s)
+	err := r.applyPlan(ctx, s, planScale(snapshotOf(s)))
 	if err == nil && paused {
 		err = r.cleanupHistory(ctx, s)
 	}
 	s.d.Status = calculateStatus(s.d, s.all(), s.new, s.now)
 	return err
-}
-
-// scaleSets scales the sets for a scaling event, or a paused deployment: the
-// only active set takes all replicas; a saturated new set lets the old ones
-// go to zero; otherwise the active sets of a deployment with bounds are
-// scaled proportionally.
-func (r *Reconciler) scaleSets(ctx context.Context, s *scope) error {
-	d := s.d
-	if only := activeOrLatest(s.new, s.old); only != nil {
-		_, err := r.scaleMachineSet(ctx, s, only, d.Spec.Replicas)
-		return err
-	}
-	if isSaturated(d, s.new) {
-		for _, ms := range active(s.old) {
-			if _, err := r.scaleMachineSet(ctx, s, ms, 0); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if !bounded(d) {
-		return nil
-	}
-	all := append(append([]*v1alpha1.MachineSet(nil), s.old...), s.new)
-	sizes := proportionalSizes(d, all)
-	for _, ms := range active(all) {
-		if _, err := r.scaleMachineSet(ctx, s, ms, sizes[ms.Name]); err != nil {
-			return err
-		}
-	}
-	return nil
 }
