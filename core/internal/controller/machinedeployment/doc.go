@@ -48,7 +48,10 @@
 // step is a pure function of a snapshot of the sets' counts (planRolling,
 // planRecreate, planScale) that returns the scale steps, which applyPlan
 // writes in order; the golden plans in testdata/plans (plan_test.go) hold
-// the rules. The bounds come from bounds.go; revisions, the template hash
+// the rules. An in-place rollout plans its wave the same way: which nodes
+// may be selected, and how many (planWave, plan_wave.go; golden waves in
+// testdata/plans/wave); the pod and hook holds, read live, stay in
+// selectForUpdate. The bounds come from bounds.go; revisions, the template hash
 // and the new machine set from machinesets.go and hash.go; old-set cleanup
 // from history.go. docs/machinedeployments.md describes the behaviour for
 // users.

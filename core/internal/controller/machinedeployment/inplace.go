@@ -734,53 +734,26 @@ func (r *Reconciler) replaceFailedInPlace(ctx context.Context, s *scope, machine
 
 // selectForUpdate labels as many candidate nodes selected-for-update as
 // the budget allows (inplace.Budget), in the order of loadOldMachines.
-// Only nodes of Running (or Available) machines are selected: a machine
-// that is unhealthy, or already under way, is not drained for an update.
+// Which nodes may be selected, and how many, is planned (planWave,
+// plan_wave.go): only nodes of Running (or Available) machines, as a
+// machine that is unhealthy, or already under way, is not drained for an
+// update.
 func (r *Reconciler) selectForUpdate(ctx context.Context, s *scope, candidates []machineNode, stale int32) error {
-	d := s.d
-	b := inplace.Budget{Desired: d.Spec.Replicas, Updated: max(s.new.Spec.Replicas-stale, 0), MaxUnavailable: maxUnavailable(d)}
-	for _, ms := range s.all() {
-		for _, m := range s.machines[ms.UID] {
-			if m.DeletionTimestamp == nil && isAvailablePhase(m.Status.CurrentStatus.Phase) {
-				b.Available++
-			}
-		}
-	}
-	var selectable []machineNode
-	for _, om := range candidates {
-		if om.node == nil {
-			continue
-		}
-		if inplace.IsSelected(om.node) {
-			// Only a selected node whose machine still counts as available
-			// is about to take a slot of the budget; one being drained or
-			// updated has taken it already (Available leaves it out), and
-			// counting it again would hold every further selection back
-			// until the whole wave is done.
-			if isAvailablePhase(om.m.Status.CurrentStatus.Phase) {
-				b.Undergoing++
-			} else {
-				b.Updating++
-			}
-			continue
-		}
-		// A node a machine configuration pool is updating is left until the
-		// pool's update is done: one node is never driven by both.
-		if inplace.IsCandidate(om.node) && isAvailablePhase(om.m.Status.CurrentStatus.Phase) && !inplace.ConfigUpdating(om.node) {
-			selectable = append(selectable, om)
-		}
+	// A disruption budget of reason InPlace caps the nodes updating at once.
+	wave := planWaveWithBudget(waveSnapshotOf(s, candidates, stale), func(underway int32) budgetRoom {
+		room, limited := r.room(s, v1alpha1.DisruptionReasonInPlace, underway)
+		return budgetRoom{Limited: limited, Room: room}
+	})
+	b, n := wave.Counts, wave.Select
+	selectable := make([]machineNode, 0, len(wave.selectable))
+	for _, i := range wave.selectable {
+		selectable = append(selectable, candidates[i])
 	}
 	// A node with a pre-update hook (on it or its machine), or whose pods (or
 	// itself) ask not to be disrupted, is passed over, its slot going to the
 	// next candidate; the rollout looks again in disruption.Recheck, as pods
 	// are not watched (a machine's change wakes it at once).
-	n := b.Selectable()
-	// A disruption budget of reason InPlace caps the nodes updating at once.
-	if n > 0 {
-		if room, limited := r.room(s, v1alpha1.DisruptionReasonInPlace, b.Undergoing+b.Updating); limited && room < n {
-			n = room
-		}
-	}
+	//
 	// Each hold is a live list of the node's pods: the first n are looked
 	// up together (inParallel), the ones after them only if a node is held.
 	holds := make([]string, min(int(max(n, 0)), len(selectable)))

@@ -73,15 +73,86 @@ func TestRolloutPlans(t *testing.T) {
 
 			if *updatePlans {
 				c.Plan = got
-				var out bytes.Buffer
-				enc := json.NewEncoder(&out)
-				enc.SetEscapeHTML(false) // "2->1" stays readable
-				enc.SetIndent("", "  ")
-				require.NoError(t, enc.Encode(c))
-				require.NoError(t, os.WriteFile(file, out.Bytes(), 0o600))
+				writeGolden(t, file, c)
 				return
 			}
 			assert.Equal(t, c.Plan, got)
 		})
 	}
+}
+
+// waveCase is one golden wave of an in-place rollout: a snapshot, what
+// reading the disruption budgets of reason InPlace gives (absent: no
+// budget limits it), and the wave planWave must plan.
+type waveCase struct {
+	Description string       `json:"description"`
+	Budget      *budgetRoom  `json:"budget,omitempty"`
+	Snapshot    waveSnapshot `json:"snapshot"`
+	Plan        wavePlan     `json:"plan"`
+}
+
+// TestWavePlans plans each wave of testdata/plans/wave the way
+// selectForUpdate does (planWaveWithBudget) and compares it with the
+// expected one; -update rewrites them, to be reviewed by hand as above.
+func TestWavePlans(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "plans", "wave", "*.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files, "golden waves")
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".json"), func(t *testing.T) {
+			raw, err := os.ReadFile(file)
+			require.NoError(t, err)
+			var c waveCase
+			require.NoError(t, json.Unmarshal(raw, &c))
+			require.NotEmpty(t, c.Description)
+
+			reads := 0
+			got := planWaveWithBudget(c.Snapshot, func(underway int32) budgetRoom {
+				reads++
+				assert.Equal(t, selectedIn(c.Snapshot), underway, "the budget is asked with the nodes under way")
+				if c.Budget == nil {
+					return budgetRoom{}
+				}
+				return *c.Budget
+			})
+			assert.Equal(t, got.BudgetRead, reads == 1, "the plan says it read the budget exactly when it was read")
+			assert.False(t, got.needsBudget)
+			// The indexes behind Selectable name the same nodes.
+			require.Len(t, got.selectable, len(got.Selectable))
+			for k, i := range got.selectable {
+				assert.Equal(t, c.Snapshot.Candidates[i].Node, got.Selectable[k])
+			}
+			got.selectable = nil
+
+			if *updatePlans {
+				c.Plan = got
+				writeGolden(t, file, c)
+				return
+			}
+			assert.Equal(t, c.Plan, got)
+		})
+	}
+}
+
+// selectedIn counts the selected nodes of a snapshot: the disruptions
+// under way the budget is asked about.
+func selectedIn(snap waveSnapshot) int32 {
+	var n int32
+	for _, c := range snap.Candidates {
+		if c.Node != "" && c.Selected {
+			n++
+		}
+	}
+	return n
+}
+
+// writeGolden rewrites a golden file (-update).
+func writeGolden(t *testing.T, file string, v any) {
+	t.Helper()
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false) // "2->1" stays readable
+	enc.SetIndent("", "  ")
+	require.NoError(t, enc.Encode(v))
+	require.NoError(t, os.WriteFile(file, out.Bytes(), 0o600))
 }
