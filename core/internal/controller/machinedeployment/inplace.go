@@ -201,7 +201,7 @@ func (r *Reconciler) rolloutInPlace(ctx context.Context, s *scope) error {
 		if err != nil {
 			return err
 		}
-		_, err = r.scaleMachineSet(ctx, s, newMS, s.d.Spec.Replicas)
+		err = r.scaleMachineSet(ctx, s, newMS, s.d.Spec.Replicas)
 		return err
 	}
 	newMS, err := r.getNewMachineSet(ctx, s, true)
@@ -276,7 +276,7 @@ func (r *Reconciler) rolloutInPlace(ctx context.Context, s *scope) error {
 		// surplus, deleted rather than updated. Its own stale machines
 		// are still updated.
 		for _, ms := range active(s.old) {
-			if _, err := r.scaleMachineSet(ctx, s, ms, 0); err != nil {
+			if err := r.scaleMachineSet(ctx, s, ms, 0); err != nil {
 				return err
 			}
 		}
@@ -556,7 +556,7 @@ func (r *Reconciler) sizeInPlaceSets(ctx context.Context, s *scope, old []machin
 		// would delete once their marker comes off.
 		want := max(min(ms.Spec.Replicas, have[ms]), marked[ms])
 		if want != ms.Spec.Replicas {
-			if _, err := r.scaleMachineSet(ctx, s, ms, want); err != nil {
+			if err := r.scaleMachineSet(ctx, s, ms, want); err != nil {
 				return err
 			}
 		}
@@ -574,7 +574,7 @@ func (r *Reconciler) sizeInPlaceSets(ctx context.Context, s *scope, old []machin
 		}
 	}
 	want := inplace.NewReplicas(d.Spec.Replicas, total+newHave, newHave, maxSurge(d))
-	_, err := r.scaleMachineSet(ctx, s, newMS, want)
+	err := r.scaleMachineSet(ctx, s, newMS, want)
 	return err
 }
 
@@ -648,12 +648,12 @@ func (r *Reconciler) moveUpdatedMachines(ctx context.Context, s *scope, old []ma
 	}
 	for _, ms := range s.old {
 		if n := fromSets[ms]; n > 0 {
-			if _, err := r.scaleMachineSet(ctx, s, ms, max(ms.Spec.Replicas-n, 0)); err != nil {
+			if err := r.scaleMachineSet(ctx, s, ms, max(ms.Spec.Replicas-n, 0)); err != nil {
 				return moved, err
 			}
 		}
 	}
-	if _, err := r.scaleMachineSet(ctx, s, newMS, min(newMS.Spec.Replicas+moved, s.d.Spec.Replicas)); err != nil {
+	if err := r.scaleMachineSet(ctx, s, newMS, min(newMS.Spec.Replicas+moved, s.d.Spec.Replicas)); err != nil {
 		return moved, err
 	}
 	r.Recorder.Eventf(s.d, newMS, corev1.EventTypeNormal, reasonInPlaceMoved, "UpdateInPlace", "Moved %d machines updated in place to machine set %s: %s",

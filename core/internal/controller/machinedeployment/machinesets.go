@@ -458,23 +458,23 @@ func (r *Reconciler) buildNewMachineSet(d *v1alpha1.MachineDeployment, now time.
 // scaleMachineSet sets a machine set's replicas and its replica annotations
 // (the deployment's replicas and replicas+maxSurge). It writes only when
 // something differs, with an optimistic lock: a decision made from a stale
-// copy fails and is retried. ms is updated in place; scaled reports a change
-// of replicas.
-func (r *Reconciler) scaleMachineSet(ctx context.Context, s *scope, ms *v1alpha1.MachineSet, replicas int32) (scaled bool, err error) {
+// copy fails and is retried. ms is updated in place (a planned step knows
+// whether it changes the replicas: rolloutPlan).
+func (r *Reconciler) scaleMachineSet(ctx context.Context, s *scope, ms *v1alpha1.MachineSet, replicas int32) error {
 	d := s.d
 	updated := ms.DeepCopy()
 	annotationsChanged := setReplicaAnnotations(updated, d.Spec.Replicas, d.Spec.Replicas+maxSurge(d))
 	if ms.Spec.Replicas == replicas && !annotationsChanged {
-		return false, nil
+		return nil
 	}
 	from := ms.Spec.Replicas
 	updated.Spec.Replicas = replicas
 	if err := r.Client.Patch(ctx, updated, client.MergeFromWithOptions(ms, client.MergeFromWithOptimisticLock{})); err != nil {
-		return false, fmt.Errorf("scaling machine set %s to %d: %w", ms.Name, replicas, err)
+		return fmt.Errorf("scaling machine set %s to %d: %w", ms.Name, replicas, err)
 	}
 	*ms = *updated
 	if from == replicas {
-		return false, nil
+		return nil
 	}
 	// One action per direction: a scale-down does not fold into the
 	// scale-up's event (setup.Recorder).
@@ -484,7 +484,7 @@ func (r *Reconciler) scaleMachineSet(ctx context.Context, s *scope, ms *v1alpha1
 	}
 	ctrl.LoggerFrom(ctx).Info("Scaled machine set", "machineSet", ms.Name, "from", from, "to", replicas)
 	r.Recorder.Eventf(d, ms, corev1.EventTypeNormal, "ScalingMachineSet", action, "Scaled %s machine set %s from %d to %d", direction, ms.Name, from, replicas)
-	return true, nil
+	return nil
 }
 
 // ptrCopy returns a copy of *p, nil for nil.

@@ -247,7 +247,7 @@ func (r *Reconciler) applyPlan(ctx context.Context, s *scope, p rolloutPlan) err
 		if st.Set != newSetToCreate && ms.Spec.Replicas != st.From {
 			return fmt.Errorf("rollout plan expects machine set %s at %d replicas, it has %d", ms.Name, st.From, ms.Spec.Replicas)
 		}
-		if _, err := r.scaleMachineSet(ctx, s, ms, st.To); err != nil {
+		if err := r.scaleMachineSet(ctx, s, ms, st.To); err != nil {
 			return wrapStepError(st.Reason, err)
 		}
 	}

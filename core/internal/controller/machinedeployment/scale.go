@@ -43,15 +43,6 @@ func sumMachines(sets []*v1alpha1.MachineSet) (n int32) {
 	return n
 }
 
-func sumAvailable(sets []*v1alpha1.MachineSet) (n int32) {
-	for _, ms := range sets {
-		if ms != nil {
-			n += availableOf(ms)
-		}
-	}
-	return n
-}
-
 // newMachineSetReplicas is the size the new machine set may grow to now.
 // A strategy with bounds (RollingUpdate): up to replicas+maxSurge machines in
 // all sets together, never more than replicas in the new set. Without bounds
