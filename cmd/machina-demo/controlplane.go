@@ -1,16 +1,16 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/machina-io/machina/core/testenv"
 )
 
 const (
@@ -48,45 +48,25 @@ type controlPlane struct {
 // startControlPlane starts etcd and kube-apiserver from assets, keeping
 // their data under dir, and installs the CRDs of crdDir.
 func startControlPlane(dir, assets, crdDir string) (*controlPlane, error) {
-	for _, name := range append([]string{"kubectl"}, wrappedAssets...) {
-		if _, err := os.Stat(filepath.Join(assets, name)); err != nil {
-			return nil, fmt.Errorf("control plane binary: %w (hack/envtest-assets.sh builds them)", err)
-		}
+	// The scenarios run kubectl from assets too.
+	if _, err := os.Stat(filepath.Join(assets, "kubectl")); err != nil {
+		return nil, fmt.Errorf("control plane binary: %w (hack/envtest-assets.sh builds them)", err)
 	}
 	paths, err := assetPaths(dir, assets)
 	if err != nil {
 		return nil, err
 	}
-	etcdDir := filepath.Join(dir, "etcd")
-	certDir := filepath.Join(dir, "apiserver")
-	for _, d := range []string{etcdDir, certDir} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, err
-		}
-	}
-	noExisting := false
-	env := &envtest.Environment{
-		UseExistingCluster:       &noExisting,
-		CRDDirectoryPaths:        []string{crdDir},
-		ErrorIfCRDPathMissing:    true,
-		ControlPlaneStartTimeout: 2 * time.Minute,
-		ControlPlaneStopTimeout:  time.Minute,
-		ControlPlane: envtest.ControlPlane{
-			Etcd:        &envtest.Etcd{Path: paths["etcd"], DataDir: etcdDir},
-			APIServer:   &envtest.APIServer{Path: paths["kube-apiserver"], CertDir: certDir},
-			KubectlPath: filepath.Join(assets, "kubectl"),
-		},
-	}
-	cfg, err := env.Start()
+	local, err := testenv.StartLocal(testenv.LocalOptions{
+		Dir:           dir,
+		Assets:        assets,
+		CRDDir:        crdDir,
+		EtcdPath:      paths["etcd"],
+		APIServerPath: paths["kube-apiserver"],
+	})
 	if err != nil {
-		// Start may have started etcd before the API server failed.
-		return nil, errors.Join(fmt.Errorf("starting etcd and kube-apiserver: %w", err), env.Stop())
+		return nil, err
 	}
-	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
-	if err := os.WriteFile(kubeconfig, env.KubeConfig, 0o600); err != nil {
-		return nil, errors.Join(err, env.Stop())
-	}
-	return &controlPlane{env: env, cfg: cfg, kubeconfig: kubeconfig}, nil
+	return &controlPlane{env: local.Env, cfg: local.Admin, kubeconfig: local.Kubeconfig}, nil
 }
 
 // stop stops the API server and etcd.

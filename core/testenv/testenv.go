@@ -1,6 +1,8 @@
 // Package testenv starts a real kube-apiserver and etcd (controller-runtime's
 // envtest) for tests, with machina's CRDs installed. Every controller test
-// uses it; a two-cluster test starts two Envs.
+// uses it; a two-cluster test starts two Envs. The programs that run a
+// control plane of their own (the demo, the chaos suite, the benchmark)
+// start it with StartLocal.
 //
 // The binaries come from KUBEBUILDER_ASSETS, which `make test` sets; run a
 // single package with

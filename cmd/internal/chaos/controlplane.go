@@ -44,66 +44,38 @@ type controlPlane struct {
 // startControlPlane starts etcd and kube-apiserver from assets with their
 // data under dir and their logs in logDir.
 func startControlPlane(dir, logDir, assets string) (*controlPlane, error) {
-	crds, err := testenv.CRDDir()
-	if err != nil {
-		return nil, err
-	}
-	for _, name := range []string{"etcd", "kube-apiserver"} {
-		if _, err := os.Stat(filepath.Join(assets, name)); err != nil {
-			return nil, fmt.Errorf("control plane binary: %w (hack/envtest-assets.sh builds them)", err)
-		}
-	}
 	policy := filepath.Join(dir, "audit-policy.yaml")
 	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
 		return nil, err
 	}
 	cp := &controlPlane{}
 	apiLogPath, auditLogPath := filepath.Join(logDir, "kube-apiserver.log"), filepath.Join(logDir, "audit.log")
+	var err error
 	if cp.apiLog, err = os.Create(apiLogPath); err != nil {
 		return nil, err
 	}
 	cp.logs = []string{apiLogPath, auditLogPath}
-	// A CertDir of our own: envtest keeps it (and the serving certificate
-	// and client CA in it) across a Stop and Start, and the secure port is
-	// remembered after the first start, so the restarted API server is the
-	// same endpoint for every client.
-	cp.api = &envtest.APIServer{
-		Path:    filepath.Join(assets, "kube-apiserver"),
-		CertDir: filepath.Join(dir, "apiserver"),
-		Out:     cp.apiLog,
-		Err:     cp.apiLog,
-	}
-	cp.api.Configure().
-		Set("audit-policy-file", policy).
-		Set("audit-log-path", auditLogPath).
-		Set("audit-log-format", "json").
-		Set("audit-log-mode", "blocking")
-	noExisting := false
-	cp.env = &envtest.Environment{
-		UseExistingCluster:       &noExisting,
-		CRDDirectoryPaths:        []string{crds},
-		ErrorIfCRDPathMissing:    true,
-		ControlPlaneStartTimeout: 2 * time.Minute,
-		// Also the API server's: envtest sets every component's stop
-		// timeout from this one.
-		ControlPlaneStopTimeout: apiServerStopTimeout,
-		ControlPlane: envtest.ControlPlane{
-			Etcd:      &envtest.Etcd{Path: filepath.Join(assets, "etcd"), DataDir: filepath.Join(dir, "etcd")},
-			APIServer: cp.api,
+	// The API server's certificates stay in dir across a Stop and Start
+	// (testenv.Local), and the secure port is remembered after the first
+	// start, so the restarted API server is the same endpoint for every
+	// client.
+	local, err := testenv.StartLocal(testenv.LocalOptions{
+		Dir:    dir,
+		Assets: assets,
+		ConfigureAPIServer: func(api *envtest.APIServer) {
+			api.Out, api.Err = cp.apiLog, cp.apiLog
+			api.Configure().
+				Set("audit-policy-file", policy).
+				Set("audit-log-path", auditLogPath).
+				Set("audit-log-format", "json").
+				Set("audit-log-mode", "blocking")
 		},
+		StopTimeout: apiServerStopTimeout,
+	})
+	if err != nil {
+		return nil, errors.Join(err, cp.apiLog.Close())
 	}
-	for _, d := range []string{cp.env.ControlPlane.Etcd.DataDir, cp.api.CertDir} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, err
-		}
-	}
-	if cp.admin, err = cp.env.Start(); err != nil {
-		return nil, errors.Join(fmt.Errorf("starting etcd and kube-apiserver: %w", err), cp.env.Stop())
-	}
-	cp.kubeconfig = filepath.Join(dir, "admin.kubeconfig")
-	if err := os.WriteFile(cp.kubeconfig, cp.env.KubeConfig, 0o600); err != nil {
-		return nil, errors.Join(err, cp.env.Stop())
-	}
+	cp.env, cp.api, cp.admin, cp.kubeconfig = local.Env, local.Env.ControlPlane.APIServer, local.Admin, local.Kubeconfig
 	return cp, nil
 }
 
