@@ -105,7 +105,10 @@ const (
 )
 
 // newSetToCreate names, in a step, the new machine set the plan creates
-// first (its name comes from the template hash when it is created).
+// first (its name comes from the template hash when it is created). The
+// step goes from 0: the set is created with the replicas the step gives it
+// (newMachineSetReplicas), and the step then finds nothing left to write,
+// or, if the set existed already (the cache lagged), scales it.
 const newSetToCreate = "(new machine set)"
 
 // scaleStep scales one machine set from From to To replicas. A step with
@@ -207,7 +210,10 @@ func snapshotOf(s *scope) rolloutSnapshot {
 }
 
 // planWithBudget plans with planner, and if the plan needs the disruption
-// budgets, reads them (read) and plans again with them.
+// budgets, reads them (read) and plans again with them. The budgets are read
+// before any step is written: a rolling update that also drops unavailable
+// old machines records a budget's hold even if that write then fails (the
+// code before the planner read them after it).
 func planWithBudget(snap rolloutSnapshot, planner func(rolloutSnapshot) rolloutPlan, read func() budgetRoom) rolloutPlan {
 	p := planner(snap)
 	if p.needsBudget {
