@@ -72,13 +72,21 @@ type Reconciler struct {
 	// cache has not caught up with the controller's own last write; the
 	// manager's API reader when nil.
 	APIReader client.Reader
+	// TargetReader reads Nodes straight from the target cluster's API
+	// server, when the cache has not caught up with the controller's own
+	// last write of the Node's in-place condition; the target cluster's API
+	// reader when nil.
+	TargetReader client.Reader
 	// Options tune the controller; zero fields take their defaults.
 	Options Options
 
-	written  setup.Written[struct{}]
-	vmChecks vmChecks
-	retries  retryGate
-	released releasedMachines
+	written setup.Written[struct{}]
+	// nodesWritten are the Nodes whose InPlaceUpdate condition this
+	// controller wrote and the cache may not show yet (machine_node.go).
+	nodesWritten setup.Written[struct{}]
+	vmChecks     vmChecks
+	retries      retryGate
+	released     releasedMachines
 }
 
 // Field indexes of the controller's Machine cache. The names carry the
@@ -170,6 +178,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
 func (r *Reconciler) setupTarget(target cluster.Cluster) error {
 	if r.Target == nil {
 		r.Target = target.GetClient()
+	}
+	if r.TargetReader == nil {
+		r.TargetReader = target.GetAPIReader()
 	}
 	if r.Drainer == nil {
 		cs, err := kubernetes.NewForConfigAndClient(target.GetConfig(), target.GetHTTPClient())

@@ -310,5 +310,7 @@ func (r *Reconciler) flushInPlaceCondition(ctx context.Context, s *scope) error 
 		s.node = written
 		return err
 	}
+	// s.node holds the API server's answer: its version is the write's.
+	r.nodesWritten.Record(s.node.UID, s.node.ResourceVersion, struct{}{}, time.Now())
 	return nil
 }
