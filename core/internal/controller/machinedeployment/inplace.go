@@ -556,7 +556,7 @@ func (r *Reconciler) sizeInPlaceSets(ctx context.Context, s *scope, old []machin
 		// would delete once their marker comes off.
 		want := max(min(ms.Spec.Replicas, have[ms]), marked[ms])
 		if want != ms.Spec.Replicas {
-			if err := r.scaleMachineSet(ctx, s, ms, want); err != nil {
+			if err := r.resizeMachineSet(ctx, s, ms, want); err != nil {
 				return err
 			}
 		}
@@ -574,7 +574,7 @@ func (r *Reconciler) sizeInPlaceSets(ctx context.Context, s *scope, old []machin
 		}
 	}
 	want := inplace.NewReplicas(d.Spec.Replicas, total+newHave, newHave, maxSurge(d))
-	err := r.scaleMachineSet(ctx, s, newMS, want)
+	err := r.resizeMachineSet(ctx, s, newMS, want)
 	return err
 }
 
@@ -648,12 +648,12 @@ func (r *Reconciler) moveUpdatedMachines(ctx context.Context, s *scope, old []ma
 	}
 	for _, ms := range s.old {
 		if n := fromSets[ms]; n > 0 {
-			if err := r.scaleMachineSet(ctx, s, ms, max(ms.Spec.Replicas-n, 0)); err != nil {
+			if err := r.resizeMachineSet(ctx, s, ms, max(ms.Spec.Replicas-n, 0)); err != nil {
 				return moved, err
 			}
 		}
 	}
-	if err := r.scaleMachineSet(ctx, s, newMS, min(newMS.Spec.Replicas+moved, s.d.Spec.Replicas)); err != nil {
+	if err := r.resizeMachineSet(ctx, s, newMS, min(newMS.Spec.Replicas+moved, s.d.Spec.Replicas)); err != nil {
 		return moved, err
 	}
 	r.Recorder.Eventf(s.d, newMS, corev1.EventTypeNormal, reasonInPlaceMoved, "UpdateInPlace", "Moved %d machines updated in place to machine set %s: %s",

@@ -461,6 +461,19 @@ func (r *Reconciler) buildNewMachineSet(d *v1alpha1.MachineDeployment, now time.
 // copy fails and is retried. ms is updated in place (a planned step knows
 // whether it changes the replicas: rolloutPlan).
 func (r *Reconciler) scaleMachineSet(ctx context.Context, s *scope, ms *v1alpha1.MachineSet, replicas int32) error {
+	return r.writeReplicas(ctx, s, ms, replicas, false)
+}
+
+// resizeMachineSet is scaleMachineSet for a decision made from the
+// deployment's machines rather than from the set's status (the in-place
+// rollout's sizing and moves): the write is refused only if the set's
+// replicas changed since ms was read, not whenever the set controller
+// wrote its status meanwhile, which it does on every machine it sees move.
+func (r *Reconciler) resizeMachineSet(ctx context.Context, s *scope, ms *v1alpha1.MachineSet, replicas int32) error {
+	return r.writeReplicas(ctx, s, ms, replicas, true)
+}
+
+func (r *Reconciler) writeReplicas(ctx context.Context, s *scope, ms *v1alpha1.MachineSet, replicas int32, testReplicas bool) error {
 	d := s.d
 	updated := ms.DeepCopy()
 	annotationsChanged := setReplicaAnnotations(updated, d.Spec.Replicas, d.Spec.Replicas+maxSurge(d))
@@ -469,7 +482,16 @@ func (r *Reconciler) scaleMachineSet(ctx context.Context, s *scope, ms *v1alpha1
 	}
 	from := ms.Spec.Replicas
 	updated.Spec.Replicas = replicas
-	if err := r.Client.Patch(ctx, updated, client.MergeFromWithOptions(ms, client.MergeFromWithOptimisticLock{})); err != nil {
+	patch := client.MergeFromWithOptions(ms, client.MergeFromWithOptimisticLock{})
+	if testReplicas {
+		patch = replicasTestPatch(ms, updated)
+	}
+	if err := r.Client.Patch(ctx, updated, patch); err != nil {
+		if testReplicas && apierrors.IsInvalid(err) {
+			// The test failed: the replicas changed since ms was read. It
+			// is a conflict like the lock's, retried by the same policy.
+			err = apierrors.NewConflict(v1alpha1.GroupVersion.WithResource("machinesets").GroupResource(), ms.Name, err)
+		}
 		return fmt.Errorf("scaling machine set %s to %d: %w", ms.Name, replicas, err)
 	}
 	*ms = *updated
