@@ -2,6 +2,7 @@ package orphan_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -166,7 +167,17 @@ func TestOrphanCollector(t *testing.T) {
 		rec := &scans{}
 		col := f.collector(mgr, nil)
 		col.Period = scanPeriod
-		col.Observe = rec.observe
+		// cutOnFirstSighting, once armed, takes the API server away in the
+		// scan that first sees an orphan, before the next scan can start:
+		// cut from the test's goroutine, a second scan (30 ms later) may
+		// come first and delete it with the API server still there.
+		var cutOnFirstSighting atomic.Bool
+		col.Observe = func(r orphan.Result) {
+			rec.observe(r)
+			if r.Err == nil && r.Candidates == 1 && cutOnFirstSighting.CompareAndSwap(true, false) {
+				proxy.SetDown(true)
+			}
+		}
 		require.NoError(t, col.SetupWithManager(mgr, setup.Env{}))
 		controllertest.Start(t, mgr)
 
@@ -179,13 +190,11 @@ func TestOrphanCollector(t *testing.T) {
 		assert.Equal(t, []string{"live-1", "live-2"}, f.vmNames())
 
 		// A new orphan is seen once; then the API server goes away.
-		f.vm("ghost-2")
-		require.Eventually(t, func() bool {
-			results, _ := rec.snapshot()
-			return len(results) > 0 && results[len(results)-1].Candidates == 1 && results[len(results)-1].Err == nil
-		}, controllertest.WaitFor, controllertest.Tick)
-		proxy.SetDown(true)
 		callsBefore := f.deleteCalls()
+		cutOnFirstSighting.Store(true)
+		f.vm("ghost-2")
+		require.Eventually(t, func() bool { return !cutOnFirstSighting.Load() }, controllertest.WaitFor, controllertest.Tick,
+			"no scan saw the new orphan")
 		abortedBefore := rec.count(aborted)
 		// client-go retries a failed GET for a few seconds before it gives
 		// up, so an aborted scan takes a while.
