@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
@@ -88,6 +89,8 @@ type Reconciler struct {
 	// answered holds the updates answered (applied or refused) whose
 	// record the cache may not show yet.
 	answered map[retryKey]bool
+	// calls are the UpdateMachine calls in flight.
+	calls *calls
 }
 
 type retryKey struct {
@@ -111,6 +114,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
 	r.Options = r.Options.withDefaults()
 	r.retryAt = map[retryKey]time.Time{}
 	r.answered = map[retryKey]bool{}
+	r.calls = newCalls()
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Machine{}, indexClass, classOf); err != nil {
 		return fmt.Errorf("indexing machines by class: %w", err)
 	}
@@ -133,6 +137,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
 		For(&v1alpha1.MachineClass{}, builder.WithPredicates(contentsChanged())).
 		Watches(&v1alpha1.Machine{}, throttle.New(throttle.ShortestWindow, throttle.LongestWindow).Handler(handler.EnqueueRequestsFromMapFunc(classOfMachine)),
 			builder.WithPredicates(machineChanged)).
+		WatchesRawSource(source.Channel(r.calls.ended, &handler.TypedEnqueueRequestForObject[*v1alpha1.MachineClass]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)})
 	if r.Gate != nil {
 		b = b.WatchesRawSource(freeze.UnfreezeSource(r.Gate, mgr.GetCache(), func() client.ObjectList { return &v1alpha1.MachineClassList{} }))

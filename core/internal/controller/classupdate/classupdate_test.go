@@ -24,6 +24,7 @@ func TestClassUpdate(t *testing.T) {
 	t.Run("driver errors", func(t *testing.T) { testDriverErrors(t, env) })
 	t.Run("manager restart mid-way", func(t *testing.T) { testRestart(t, env) })
 	t.Run("budget", func(t *testing.T) { testBudget(t, env) })
+	t.Run("a slow call holds only its own slot", func(t *testing.T) { testSlowCall(t, env) })
 	t.Run("driver without the capability", func(t *testing.T) { testWithoutCapability(t, env) })
 }
 
@@ -188,6 +189,30 @@ func testBudget(t *testing.T, env *testenv.Env) {
 		w.waitMachine(n, "the class update applied", appliedTo(hashB))
 	}
 	assert.EqualValues(t, 2, w.drv.maxInFlight.Load())
+	assert.Equal(t, len(ms), w.mem.Calls(inmemory.MethodUpdateMachine))
+}
+
+// testSlowCall: a call that does not come back holds one slot of the
+// budget, not the class: the other machines go through the other slot.
+func testSlowCall(t *testing.T, env *testenv.Env) {
+	w := newWorld(t, env, inmemory.Options{})
+	w.opts.MaxConcurrent = 2
+	w.start()
+	class := w.createClass("slow", specA)
+	hashA := hashOf(t, class)
+	ms := names("s", 5)
+	w.createMachines(class.Name, hashA, ms...)
+
+	w.drv.hold(ms[0])
+	hashB := w.setSpec(class, specB)
+	for _, n := range ms[1:] {
+		w.waitMachine(n, "the class update applied while "+ms[0]+"'s call hangs", appliedTo(hashB))
+	}
+	assert.EqualValues(t, 1, w.drv.inFlight.Load(), "the held call is still in flight")
+	assert.Equal(t, hashA, w.machine(ms[0]).Annotations[v1alpha1.ClassHashAnnotation])
+	w.drv.unhold()
+	w.waitMachine(ms[0], "the class update applied once released", appliedTo(hashB))
+	assert.LessOrEqual(t, w.drv.maxInFlight.Load(), int32(2))
 	assert.Equal(t, len(ms), w.mem.Calls(inmemory.MethodUpdateMachine))
 }
 

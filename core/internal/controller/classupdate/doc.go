@@ -17,8 +17,11 @@
 //     contents, and delete the snapshots no machine refers to any more;
 //  2. stamp (stamp.go): record the current hash on machines that have a VM
 //     but no record (machines created before this controller ran);
-//  3. update (update.go): for at most Options.MaxConcurrent machines whose
-//     hash differs, call UpdateMachine concurrently and record each answer
+//  3. update (update.go): for the machines whose hash differs, start
+//     UpdateMachine while the class has fewer than Options.MaxConcurrent
+//     calls in flight; each call runs on its own (calls.go), so a slow one
+//     holds one slot, not the class, and when it ends the class is
+//     reconciled again to start the next. Each answer is recorded
 //     (record.go) in the machine's ClassUpdated condition, its annotations
 //     and an event. Applied: the machine takes the new hash. Needs a new VM:
 //     the VM was left untouched, the machine keeps its old hash and waits
@@ -28,8 +31,10 @@
 //
 // Each machine is written through setup.Patcher, only what changed: its
 // annotations with a merge patch, its status with the machine's
-// resourceVersion (the Machine controller writes the same conditions); a
-// conflict is setup.RequeueOnConflict's: reconciled again soon, no error.
+// resourceVersion (the Machine controller writes the same conditions). A
+// conflict of the reconcile's own writes (stamp) is setup.RequeueOnConflict's:
+// reconciled again soon, no error; a conflict while an answer is recorded
+// makes the machine be asked again soon (UpdateMachine is idempotent).
 //
 // A driver without the UpdateMachine capability is never called: its
 // machines behave as before this controller existed. Nothing runs while the

@@ -7,27 +7,26 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/driver"
 	"github.com/machina-io/machina/core/internal/driverclass"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 )
 
-// nextBatch is how soon a class with more machines to update than the budget
-// is reconciled again after a batch.
-const nextBatch = 100 * time.Millisecond
-
-// update calls UpdateMachine for at most Options.MaxConcurrent machines of
-// the class whose VM was made from other contents, at the same time, and
-// records each answer.
+// update starts UpdateMachine for the machines of the class whose VM was
+// made from other contents, while the class has fewer than
+// Options.MaxConcurrent calls in flight, and records each answer when it
+// comes (calls.go).
 func (r *Reconciler) update(ctx context.Context, s *scope) (phase.Result, error) {
 	if r.Gate != nil && r.Gate.Frozen() {
 		s.log.V(1).Info("API server freeze: no class updates", "reason", r.Gate.Reason())
@@ -48,9 +47,13 @@ func (r *Reconciler) update(ctx context.Context, s *scope) (phase.Result, error)
 	now := time.Now()
 	var pending []*v1alpha1.Machine
 	var res phase.Result
+	key := client.ObjectKeyFromObject(s.class)
 	for _, m := range s.machines {
 		if !needsUpdate(m, s.hash) {
 			r.forgetHandled(string(m.UID), s.hash)
+			continue
+		}
+		if r.calls.inFlight(key, m.UID) {
 			continue
 		}
 		if r.handled(string(m.UID), s.hash) {
@@ -63,45 +66,46 @@ func (r *Reconciler) update(ctx context.Context, s *scope) (phase.Result, error)
 		}
 		pending = append(pending, m)
 	}
-
-	if len(pending) == 0 {
+	// Only this reconcile starts calls of the class (one worker per
+	// class), so the count cannot grow before the calls below start.
+	running := r.calls.count(key)
+	free := r.Options.MaxConcurrent - running
+	if len(pending) == 0 || free <= 0 {
 		return res, nil
 	}
 	// By name: every reconcile takes the machines in the same order.
 	slices.SortFunc(pending, func(a, b *v1alpha1.Machine) int { return strings.Compare(a.Name, b.Name) })
-	batch := pending[:min(len(pending), r.Options.MaxConcurrent)]
-	for i, m := range batch {
-		batch[i] = m.DeepCopy() // the cache's object; updateOne records on it
-	}
-	if len(pending) > len(batch) {
-		res = res.Merge(phase.Result{RequeueAfter: nextBatch})
-	}
-	s.log.Info("Updating the VMs of machines to the class's contents", "classHash", s.hash, "machines", len(batch), "waiting", len(pending)-len(batch))
-
-	errs := make([]error, len(batch))
-	retries := make([]time.Duration, len(batch))
-	var wg sync.WaitGroup
-	for i, m := range batch {
-		wg.Go(func() {
-			retry, err := r.updateOne(ctx, s, m)
-			switch {
-			case err != nil:
-			case retry > 0:
-				r.retryLater(string(m.UID), s.hash, time.Now().Add(retry))
-			default:
-				r.markHandled(string(m.UID), s.hash)
-			}
-			retries[i], errs[i] = retry, err
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return res, err
-	}
-	for _, retry := range retries {
-		res = res.Merge(phase.Result{RequeueAfter: retry})
+	starting := pending[:min(len(pending), free)]
+	s.log.Info("Updating the VMs of machines to the class's contents", "classHash", s.hash,
+		"starting", len(starting), "inFlight", running, "waiting", len(pending)-len(starting))
+	for _, m := range starting {
+		m = m.DeepCopy() // the cache's object; updateOne records on it
+		r.calls.start(ctx, s.class, m.UID, func(ctx context.Context) { r.updateAndRemember(ctx, s, m) })
 	}
 	return res, nil
+}
+
+// updateAndRemember runs updateOne and remembers its outcome for the next
+// reconciles: answered, or when to try again. An answer that could not be
+// written is asked for again (UpdateMachine is idempotent): soon after a
+// conflict, after the short period otherwise.
+func (r *Reconciler) updateAndRemember(ctx context.Context, s *scope, m *v1alpha1.Machine) {
+	uid := string(m.UID)
+	retry, err := r.updateOne(ctx, s, m)
+	switch {
+	case err != nil && apierrors.IsConflict(err):
+		s.log.V(1).Info("The machine changed while its class update was answered; asking again", "machine", m.Name)
+		r.retryLater(uid, s.hash, time.Now().Add(setup.ConflictRetry))
+	case err != nil:
+		if ctx.Err() == nil {
+			s.log.Error(err, "Recording the answer of UpdateMachine failed; asking again", "machine", m.Name)
+		}
+		r.retryLater(uid, s.hash, time.Now().Add(r.Options.ShortRetry))
+	case retry > 0:
+		r.retryLater(uid, s.hash, time.Now().Add(retry))
+	default:
+		r.markHandled(uid, s.hash)
+	}
 }
 
 // needsUpdate reports whether m has a VM made from other contents than hash
