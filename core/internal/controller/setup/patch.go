@@ -47,7 +47,8 @@ type PatchOption func(*Patcher)
 func LockObject() PatchOption { return func(p *Patcher) { p.lockObject = true } }
 
 // LockStatus does the same for the status patch, for a status whose lists
-// (conditions) another writer may change.
+// (conditions) another writer may change. When a Patch writes both parts,
+// the metadata and spec patch is then locked too (see Patch).
 func LockStatus() PatchOption { return func(p *Patcher) { p.lockStatus = true } }
 
 // Strategic makes the patches strategic merge patches, for built-in kinds
@@ -85,7 +86,11 @@ func (p *Patcher) Patch(ctx context.Context, obj client.Object) error {
 		return err
 	}
 	if objectPatch != nil {
-		if p.lockObject {
+		// A locked status is then written at the version this write
+		// answers with, which stands for "what was read" only if this
+		// write was locked too: otherwise a status another writer stored
+		// in between would pass as seen, and its lists be replaced.
+		if p.lockObject || (p.lockStatus && statusPatch != nil) {
 			objectPatch["metadata"] = withVersion(objectPatch["metadata"], obj.GetResourceVersion())
 		}
 		data, err := json.Marshal(objectPatch)

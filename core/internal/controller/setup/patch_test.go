@@ -58,7 +58,8 @@ func newSet(ns string) *v1alpha1.MachineSet {
 
 // TestPatcher writes through a Patcher against a real API server: nothing
 // when nothing changed, metadata and spec apart from status, each only when
-// it changed, and a locked write from a stale copy refused as a conflict.
+// it changed, and a locked write from a stale copy refused as a conflict
+// (a locked status too, when the object part is written first).
 func TestPatcher(t *testing.T) {
 	env := testenv.Start(t)
 	ns := controllertest.Namespace(t, env.Client, "patcher")
@@ -162,6 +163,25 @@ func TestPatcher(t *testing.T) {
 		got := read()
 		assert.Equal(t, "yes", got.Labels["mine"])
 		assert.Equal(t, "writer", got.Labels["third"])
+	})
+
+	// A status locked without the object: when the same Patch also writes
+	// metadata, a status write by someone else between the read and that
+	// metadata write must still conflict, not be taken as seen.
+	t.Run("a locked status after an object write from a stale copy conflicts", func(t *testing.T) {
+		stale := read()
+		fresh := read()
+		fresh.Status.Conditions = []v1alpha1.MachineSetCondition{{Type: "Theirs", Status: v1alpha1.ConditionTrue}}
+		require.NoError(t, env.Client.Status().Update(ctx, fresh))
+
+		p := setup.NewPatcher(c, stale, setup.LockStatus())
+		stale.Labels["status-lock"] = "yes"
+		stale.Status.Conditions = []v1alpha1.MachineSetCondition{{Type: "Mine", Status: v1alpha1.ConditionTrue}}
+		err := p.Patch(ctx, stale)
+		require.True(t, apierrors.IsConflict(err), "want a conflict, got %v", err)
+		got := read()
+		require.Len(t, got.Status.Conditions, 1)
+		assert.EqualValues(t, "Theirs", got.Status.Conditions[0].Type, "the other writer's condition is kept")
 	})
 }
 
