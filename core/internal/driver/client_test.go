@@ -189,7 +189,7 @@ func TestEachCallKindHasItsOwnTimeout(t *testing.T) {
 		"ListMachines":      opts.ListTimeout,
 		"InitializeMachine": opts.CallTimeout,
 		"GetVolumeIDs":      opts.CallTimeout,
-		"Probe":             DefaultProbeTimeout,
+		"Probe":             defaultProbeTimeout,
 	} {
 		got := d.deadlineOf(rpc)
 		assert.LessOrEqual(t, got, want, rpc)

@@ -19,15 +19,15 @@ const (
 	DefaultListTimeout   = 2 * time.Minute
 	DefaultCallTimeout   = time.Minute
 
-	// DefaultProbeTimeout bounds one Probe call, both while Connect waits
+	// defaultProbeTimeout bounds one Probe call, both while Connect waits
 	// for the driver to become ready and in Ready (the manager's /readyz).
-	DefaultProbeTimeout = 5 * time.Second
-	// DefaultProbeInterval is the pause between two probes of a driver
+	defaultProbeTimeout = 5 * time.Second
+	// defaultProbeInterval is the pause between two probes of a driver
 	// that is not ready yet.
-	DefaultProbeInterval = time.Second
-	// DefaultWaitLogInterval is how often Connect reports that it is still
+	defaultProbeInterval = time.Second
+	// defaultWaitLogInterval is how often Connect reports that it is still
 	// waiting for the driver.
-	DefaultWaitLogInterval = 10 * time.Second
+	defaultWaitLogInterval = 10 * time.Second
 )
 
 // Options configures a Client. A zero field takes its default.
@@ -75,9 +75,9 @@ func (o Options) withDefaults() Options {
 	setDefault(&o.StatusTimeout, DefaultStatusTimeout)
 	setDefault(&o.ListTimeout, DefaultListTimeout)
 	setDefault(&o.CallTimeout, DefaultCallTimeout)
-	setDefault(&o.ProbeTimeout, DefaultProbeTimeout)
-	setDefault(&o.ProbeInterval, DefaultProbeInterval)
-	setDefault(&o.WaitLogInterval, DefaultWaitLogInterval)
+	setDefault(&o.ProbeTimeout, defaultProbeTimeout)
+	setDefault(&o.ProbeInterval, defaultProbeInterval)
+	setDefault(&o.WaitLogInterval, defaultWaitLogInterval)
 	if o.Logger.GetSink() == nil {
 		o.Logger = ctrllog.Log.WithName("driver")
 	}
