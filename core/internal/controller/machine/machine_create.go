@@ -17,6 +17,7 @@ import (
 	"github.com/machina-io/machina/core/internal/controller/phase"
 	"github.com/machina-io/machina/core/internal/driver"
 	"github.com/machina-io/machina/core/internal/driverclass"
+	"github.com/machina-io/machina/core/internal/mcmmetrics"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 )
 
@@ -100,7 +101,7 @@ func (r *Reconciler) reconcileCreate(ctx context.Context, s *scope) (phase.Resul
 		}
 		initialize = s.driver.Has(driverv1alpha1.Capability_TYPE_INITIALIZE_MACHINE)
 		r.normal(s, reasonCreated, actionCreate, "Created VM %s", vm.providerID)
-		r.observeMCMCreate(ctx, s)
+		mcmmetrics.ObserveCreate(r.mcmLabels(ctx, s), s.now.Sub(s.machine.CreationTimestamp.Time))
 
 	default:
 		// NOT_FOUND for a machine that has a provider ID: its VM vanished.
@@ -130,7 +131,7 @@ func (r *Reconciler) reconcileCreate(ctx context.Context, s *scope) (phase.Resul
 		}
 		recordVM(s, ivm, r.Target != nil)
 		r.normal(s, reasonInitialized, actionCreate, "Initialized VM %s", ivm.providerID)
-		r.observeMCMInitialize(ctx, s)
+		mcmmetrics.ObserveInitialize(r.mcmLabels(ctx, s), s.now.Sub(s.machine.CreationTimestamp.Time))
 	}
 
 	// Step 4: wait for the Node (or, without a target cluster, done). A

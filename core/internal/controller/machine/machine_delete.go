@@ -19,6 +19,7 @@ import (
 	"github.com/machina-io/machina/core/internal/drain"
 	"github.com/machina-io/machina/core/internal/driver"
 	"github.com/machina-io/machina/core/internal/driverclass"
+	"github.com/machina-io/machina/core/internal/mcmmetrics"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 )
 
@@ -345,7 +346,7 @@ func (r *Reconciler) stepDeleteVM(ctx context.Context, s *scope) (v1alpha1.Delet
 		what = fmt.Sprintf("VM %s deleted", m.Spec.ProviderID)
 	}
 	setLastOperation(s, v1alpha1.MachineOperationDelete, v1alpha1.MachineStateProcessing, "", what+"; deleting the node")
-	r.observeMCMDelete(ctx, s)
+	mcmmetrics.ObserveDelete(r.mcmLabels(ctx, s), s.now.Sub(s.machine.DeletionTimestamp.Time))
 	return v1alpha1.DeletionStepDeleteNode, phase.Result{}, nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
+	"github.com/machina-io/machina/core/internal/mcmmetrics"
 )
 
 // reconcileHealth follows the machine's Node (Driver API §11.5): a Pending
@@ -138,7 +139,7 @@ func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, node *corev1.N
 		setLastOperation(s, v1alpha1.MachineOperationCreate, v1alpha1.MachineStateSuccessful, "",
 			fmt.Sprintf("Machine joined the cluster as node %s in %s", node.Name, joinedIn))
 		joinDuration.WithLabelValues(m.Namespace, m.Labels[v1alpha1.MachineDeploymentNameLabel]).Observe(s.now.Sub(m.CreationTimestamp.Time).Seconds())
-		r.observeMCMJoin(ctx, s)
+		mcmmetrics.ObserveJoin(r.mcmLabels(ctx, s), s.now.Sub(m.CreationTimestamp.Time))
 		r.normal(s, reasonJoined, actionCreate, "Joined the cluster as node %s in %s", node.Name, joinedIn)
 		// The bootstrap token has done its job.
 		if r.Tokens != nil {
@@ -160,7 +161,7 @@ func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, node *corev1.N
 	setPhase(s, v1alpha1.MachineFailed, false)
 	setLastOperation(s, v1alpha1.MachineOperationCreate, v1alpha1.MachineStateFailed, "", desc)
 	r.warning(s, reasonFailed, actionCreate, "%s", desc)
-	r.countMCMFailedJoin(ctx, s)
+	mcmmetrics.CountFailedJoin(r.mcmLabels(ctx, s))
 	return phase.Result{}
 }
 

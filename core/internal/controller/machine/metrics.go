@@ -1,12 +1,15 @@
 package machine
 
 import (
+	"context"
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/mcmmetrics"
 )
 
 // joinDuration observes how long machines took from creation to joining
@@ -43,7 +46,23 @@ func observeDrain(s *scope, result string) {
 		start = t.Time
 	}
 	drainDuration.WithLabelValues(m.Namespace, m.Labels[v1alpha1.MachineDeploymentNameLabel], result).Observe(s.now.Sub(start).Seconds())
-	observeMCMDrain(s, s.now.Sub(start))
+	mcmmetrics.ObserveDrain(mcmmetrics.LabelsOf(m, nil), s.now.Sub(start))
+}
+
+// mcmLabels are the machine's label values for MCM's gauges and counter
+// (mcmmetrics). Its class is the one a phase loaded, else read from the
+// cache (without its secrets); a class that cannot be read leaves the
+// instance type empty rather than losing the sample.
+func (r *Reconciler) mcmLabels(ctx context.Context, s *scope) mcmmetrics.Labels {
+	m := s.machine
+	class := s.class
+	if class == nil && m.Spec.Class.Name != "" {
+		c := &v1alpha1.MachineClass{}
+		if err := r.Control.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.Class.Name}, c); err == nil {
+			class = c
+		}
+	}
+	return mcmmetrics.LabelsOf(m, class)
 }
 
 func init() {

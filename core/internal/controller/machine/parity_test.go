@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/mcmmetrics"
 	"github.com/machina-io/machina/core/testenv"
 	"github.com/machina-io/machina/drivers/inmemory"
 )
@@ -89,19 +90,19 @@ func testMCMDurations(t *testing.T, env *testenv.Env) {
 	})
 	w.waitPhase("pd-ok", v1alpha1.MachineRunning, waitLong)
 	all := map[string]string{"namespace": w.ns, "machine_deployment": "workers", "instance_type": "m-large", "zone": "zone-a"}
-	assert.NotNil(t, series(t, mcmCreateDuration, all), "mcm_machine_create_duration_seconds%v", all)
-	assert.NotNil(t, series(t, mcmJoinDuration, all), "mcm_machine_join_duration_seconds%v", all)
+	assert.NotNil(t, series(t, mcmmetrics.CreateDuration, all), "mcm_machine_create_duration_seconds%v", all)
+	assert.NotNil(t, series(t, mcmmetrics.JoinDuration, all), "mcm_machine_join_duration_seconds%v", all)
 
 	late := w.waitPhase("pd-late", v1alpha1.MachineFailed, waitLong)
 	assert.Contains(t, late.Status.LastOperation.Description, "within the creation timeout of 2s")
-	failed := series(t, mcmFailedJoin, all)
+	failed := series(t, mcmmetrics.FailedJoin, all)
 	require.NotNil(t, failed, "mcm_machine_num_failed_join%v", all)
 	assert.Equal(t, 1.0, failed.GetCounter().GetValue())
 
 	w.delete("pd-ok")
 	w.waitGone("pd-ok", waitLong)
-	assert.NotNil(t, series(t, mcmDeleteDuration, all), "mcm_machine_delete_duration_seconds%v", all)
-	assert.NotNil(t, series(t, mcmDrainDuration, map[string]string{"namespace": w.ns, "machine_deployment": "workers"}),
+	assert.NotNil(t, series(t, mcmmetrics.DeleteDuration, all), "mcm_machine_delete_duration_seconds%v", all)
+	assert.NotNil(t, series(t, mcmmetrics.DrainDuration, map[string]string{"namespace": w.ns, "machine_deployment": "workers"}),
 		"mcm_machine_drain_duration_seconds")
 }
 
