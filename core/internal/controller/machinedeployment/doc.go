@@ -50,8 +50,11 @@
 // writes in order; the golden plans in testdata/plans (plan_test.go) hold
 // the rules. An in-place rollout plans its wave the same way: which nodes
 // may be selected, and how many (planWave, plan_wave.go; golden waves in
-// testdata/plans/wave); the pod and hook holds, read live, stay in
-// selectForUpdate. The bounds come from bounds.go; revisions, the template hash
+// testdata/plans/wave), and its set sizes: every set following its
+// machines (planInPlaceSizes) and the sets after the moves of updated
+// machines (planInPlaceMoves; plan_inplace.go, golden sizings in
+// testdata/plans/inplace), written by applySteps; the pod and hook holds,
+// read live, stay in selectForUpdate. The bounds come from bounds.go; revisions, the template hash
 // and the new machine set from machinesets.go and hash.go; old-set cleanup
 // from history.go. docs/machinedeployments.md describes the behaviour for
 // users.

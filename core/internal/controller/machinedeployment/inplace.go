@@ -536,11 +536,16 @@ func (r *Reconciler) stripOldMarkers(ctx context.Context, old []machineNode) err
 }
 
 // sizeInPlaceSets brings the sets' replicas in line with their machines
-// and the engine's sizing: an old set never waits for machines it cannot
-// create (it is scale-up-disabled), the new set counts every machine moved
-// into it, and grows by the surge or by machines missing altogether.
+// and the engine's sizing (planInPlaceSizes).
 func (r *Reconciler) sizeInPlaceSets(ctx context.Context, s *scope, old []machineNode) error {
-	d, newMS := s.d, s.new
+	return r.applySteps(ctx, s, planInPlaceSizes(inPlaceSnapshotOf(s, old, nil)).Steps, r.resizeMachineSet)
+}
+
+// inPlaceSnapshotOf takes what the in-place sizing is planned from: the
+// sets' replicas, the old sets' machines as loaded (not being deleted) and
+// how many of them carry the transfer marker, the new set's machines that
+// are not being deleted, and the machines moved out of each old set.
+func inPlaceSnapshotOf(s *scope, old []machineNode, moved map[*v1alpha1.MachineSet]int32) inPlaceSnapshot {
 	have, marked := map[*v1alpha1.MachineSet]int32{}, map[*v1alpha1.MachineSet]int32{}
 	for _, om := range old {
 		have[om.ms]++
@@ -548,34 +553,17 @@ func (r *Reconciler) sizeInPlaceSets(ctx context.Context, s *scope, old []machin
 			marked[om.ms]++
 		}
 	}
-	var total int32
+	snap := inPlaceSnapshot{Replicas: s.d.Spec.Replicas, MaxSurge: maxSurge(s.d)}
 	for _, ms := range s.old {
-		// Down to the machines it has; up to the machines moved into it
-		// whose scaling was not written before the set became old (a
-		// rollback or a newer template right after a move), which it
-		// would delete once their marker comes off.
-		want := max(min(ms.Spec.Replicas, have[ms]), marked[ms])
-		if want != ms.Spec.Replicas {
-			if err := r.resizeMachineSet(ctx, s, ms, want); err != nil {
-				return err
-			}
-		}
-		total += have[ms]
+		snap.Old = append(snap.Old, inPlaceSetSnapshot{Name: ms.Name, Replicas: ms.Spec.Replicas, Machines: have[ms], Marked: marked[ms], Moved: moved[ms]})
 	}
-	// The new set is sized from the machines it has, not from its
-	// replicas: replicas above what the sizing allows (a rollback made
-	// an old set new again) would create machines the rollout does not
-	// need; replicas below would let the set delete a machine just moved
-	// into it once its marker is gone.
-	var newHave int32
-	for _, m := range s.machines[newMS.UID] {
+	snap.New = inPlaceSetSnapshot{Name: s.new.Name, Replicas: s.new.Spec.Replicas}
+	for _, m := range s.machines[s.new.UID] {
 		if m.DeletionTimestamp == nil {
-			newHave++
+			snap.New.Machines++
 		}
 	}
-	want := inplace.NewReplicas(d.Spec.Replicas, total+newHave, newHave, maxSurge(d))
-	err := r.resizeMachineSet(ctx, s, newMS, want)
-	return err
+	return snap
 }
 
 // moveUpdatedMachines moves every old machine whose node was updated
@@ -646,14 +634,7 @@ func (r *Reconciler) moveUpdatedMachines(ctx context.Context, s *scope, old []ma
 	if moved == 0 {
 		return 0, nil
 	}
-	for _, ms := range s.old {
-		if n := fromSets[ms]; n > 0 {
-			if err := r.resizeMachineSet(ctx, s, ms, max(ms.Spec.Replicas-n, 0)); err != nil {
-				return moved, err
-			}
-		}
-	}
-	if err := r.resizeMachineSet(ctx, s, newMS, min(newMS.Spec.Replicas+moved, s.d.Spec.Replicas)); err != nil {
+	if err := r.applySteps(ctx, s, planInPlaceMoves(inPlaceSnapshotOf(s, old, fromSets)).Steps, r.resizeMachineSet); err != nil {
 		return moved, err
 	}
 	r.Recorder.Eventf(s.d, newMS, corev1.EventTypeNormal, reasonInPlaceMoved, "UpdateInPlace", "Moved %d machines updated in place to machine set %s: %s",

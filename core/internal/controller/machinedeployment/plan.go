@@ -238,7 +238,20 @@ func (r *Reconciler) applyPlan(ctx context.Context, s *scope, p rolloutPlan) err
 			return err
 		}
 	}
-	for _, st := range p.Steps {
+	if err := r.applySteps(ctx, s, p.Steps, r.scaleMachineSet); err != nil {
+		return err
+	}
+	if p.CleanupHistory {
+		return r.cleanupHistory(ctx, s)
+	}
+	return nil
+}
+
+// applySteps writes scale steps in order with write (scaleMachineSet, or
+// resizeMachineSet for the in-place sizing) and stops at the first error.
+func (r *Reconciler) applySteps(ctx context.Context, s *scope, steps []scaleStep,
+	write func(context.Context, *scope, *v1alpha1.MachineSet, int32) error) error {
+	for _, st := range steps {
 		ms := s.new
 		if st.Set != newSetToCreate {
 			ms = setNamed(s, st.Set)
@@ -253,12 +266,9 @@ func (r *Reconciler) applyPlan(ctx context.Context, s *scope, p rolloutPlan) err
 		if st.Set != newSetToCreate && ms.Spec.Replicas != st.From {
 			return fmt.Errorf("rollout plan expects machine set %s at %d replicas, it has %d", ms.Name, st.From, ms.Spec.Replicas)
 		}
-		if err := r.scaleMachineSet(ctx, s, ms, st.To); err != nil {
+		if err := write(ctx, s, ms, st.To); err != nil {
 			return wrapStepError(st.Reason, err)
 		}
-	}
-	if p.CleanupHistory {
-		return r.cleanupHistory(ctx, s)
 	}
 	return nil
 }
