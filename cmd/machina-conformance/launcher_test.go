@@ -99,6 +99,34 @@ func buildBrokenDriver(t *testing.T) string {
 // has a call in flight.
 const slowCreate = "--fault CreateMachine:latency=300ms"
 
+// processMutant is a breakage of drivers/inmemory/testdata/brokendriver
+// (--break), the Launcher check that must report it, with the id of the
+// sentence it breaks and a part of the warning.
+type processMutant struct {
+	breakage, check, id, want string
+}
+
+// processMutants are the mutants of the sentences only the Launcher checks
+// exercise; "none" is the unbroken program.
+var processMutants = []processMutant{
+	{"none", "", "", ""},
+	{"leave-socket", "Launcher/sigterm_graceful_stop", "R-2.2-exit-remove-socket-file", "is still there"},
+	{"remove-file", "Launcher/non_socket_refused", "R-2.2-anything-else-exists-path", "is gone or replaced after the driver ran"},
+	{"ignore-sigterm", "Launcher/sigterm_graceful_stop", "R-2.7-finish-within-pod-termination", "still runs 2s after SIGTERM"},
+	{"hard-stop", "Launcher/sigterm_graceful_stop", "R-2.7-finish-within-pod-termination", "in flight when the driver got SIGTERM"},
+	{"env-over-flag", "Launcher/endpoint_precedence", "R-2.1-accept-flag-environment", "the flag wins"},
+	{"keep-stale", "Launcher/stale_socket_removed", "R-2.2-socket-file-exists-path", "with a stale socket at"},
+	{"take-over", "Launcher/live_socket_refused", "R-2.2-process-still-accepts-connections", "removed or replaced the socket"},
+	{"open-dir", "Launcher/socket_directory_modes", "R-2.2-parent-directory-not-exist", "with permissions for others"},
+	{"chmod-dir", "Launcher/socket_directory_modes", "R-2.2-not-change-mode-owner", "changed the mode of the existing directory"},
+	{"silent-refusal", "Launcher/bad_endpoint_refused", "R-2.1-refuse-start-message-naming", "without naming the value"},
+	{"silent-refusal", "Launcher/long_path_refused", "R-2.2-report-message-naming-path", "without naming the path"},
+	{"relative-path", "Launcher/bad_endpoint_refused", "R-2.1-refuse-start-message-naming", "the driver serves on"},
+	{"extra-file", "Launcher/no_other_files", "R-2.2-not-create-other-files", "driver.lock"},
+	{"tcp-fallback", "Launcher/no_tcp_listener", "R-2.3-listen-tcp-only-operator", "also serves the Driver API on TCP 127.0.0.1:"},
+	{"new-ids", "Launcher/restart_keeps_state", "R-2.7-keep-idempotency-contract", "after the restart GetMachineStatus of"},
+}
+
 // TestLauncherMode runs the binary in launcher mode, its runs in parallel:
 //
 //   - the whole suite against the in-memory driver with a state file: every
@@ -138,26 +166,7 @@ func TestLauncherMode(t *testing.T) {
 		assert.NotContains(t, out, "answered before SIGTERM", "a create is in flight at SIGTERM")
 	})
 
-	for _, tc := range []struct {
-		breakage, check, id, want string
-	}{
-		{"none", "", "", ""},
-		{"leave-socket", "Launcher/sigterm_graceful_stop", "R-2.2-exit-remove-socket-file", "is still there"},
-		{"remove-file", "Launcher/non_socket_refused", "R-2.2-anything-else-exists-path", "is gone or replaced after the driver ran"},
-		{"ignore-sigterm", "Launcher/sigterm_graceful_stop", "R-2.7-finish-within-pod-termination", "still runs 2s after SIGTERM"},
-		{"hard-stop", "Launcher/sigterm_graceful_stop", "R-2.7-finish-within-pod-termination", "in flight when the driver got SIGTERM"},
-		{"env-over-flag", "Launcher/endpoint_precedence", "R-2.1-accept-flag-environment", "the flag wins"},
-		{"keep-stale", "Launcher/stale_socket_removed", "R-2.2-socket-file-exists-path", "with a stale socket at"},
-		{"take-over", "Launcher/live_socket_refused", "R-2.2-process-still-accepts-connections", "removed or replaced the socket"},
-		{"open-dir", "Launcher/socket_directory_modes", "R-2.2-parent-directory-not-exist", "with permissions for others"},
-		{"chmod-dir", "Launcher/socket_directory_modes", "R-2.2-not-change-mode-owner", "changed the mode of the existing directory"},
-		{"silent-refusal", "Launcher/bad_endpoint_refused", "R-2.1-refuse-start-message-naming", "without naming the value"},
-		{"silent-refusal", "Launcher/long_path_refused", "R-2.2-report-message-naming-path", "without naming the path"},
-		{"relative-path", "Launcher/bad_endpoint_refused", "R-2.1-refuse-start-message-naming", "the driver serves on"},
-		{"extra-file", "Launcher/no_other_files", "R-2.2-not-create-other-files", "driver.lock"},
-		{"tcp-fallback", "Launcher/no_tcp_listener", "R-2.3-listen-tcp-only-operator", "also serves the Driver API on TCP 127.0.0.1:"},
-		{"new-ids", "Launcher/restart_keeps_state", "R-2.7-keep-idempotency-contract", "after the restart GetMachineStatus of"},
-	} {
+	for _, tc := range processMutants {
 		t.Run("broken/"+tc.breakage, func(t *testing.T) {
 			t.Parallel()
 			// The unbroken program runs every Launcher check, a broken one
@@ -195,6 +204,45 @@ func TestLauncherMode(t *testing.T) {
 			assert.Contains(t, out, "they do not fail the run")
 		})
 	}
+}
+
+// launcherOnlyMark is how docs/conformance-matrix.md marks a sentence only
+// the Launcher checks exercise (conformance/internal/trace/nomutant.go),
+// whose mutants are processes and live here, out of reach of the
+// conformance module's TestTraceability.
+const launcherOnlyMark = "(no mutant: checked only by launching the driver"
+
+// TestProcessMutantsCoverLauncherSentences requires a process mutant for
+// every sentence the matrix marks as checked only by launching the driver,
+// so that a new Launcher rule cannot go without one, and each mutant to
+// name one of the checks the matrix cites for its sentence.
+func TestProcessMutantsCoverLauncherSentences(t *testing.T) {
+	matrix, err := os.ReadFile("../../docs/conformance-matrix.md")
+	require.NoError(t, err)
+	row := regexp.MustCompile("^\\| <a id=\"[^\"]+\"></a>`(R-[^`]+)` \\|")
+	checks := map[string]string{} // id -> its row's last cell
+	for _, line := range strings.Split(string(matrix), "\n") {
+		if m := row.FindStringSubmatch(line); m != nil && strings.Contains(line, launcherOnlyMark) {
+			cells := strings.Split(strings.TrimSuffix(line, " |"), " | ")
+			checks[m[1]] = cells[len(cells)-1]
+		}
+	}
+	require.NotEmpty(t, checks, "docs/conformance-matrix.md marks no sentence with %q", launcherOnlyMark)
+	mutated := map[string]bool{}
+	for _, pm := range processMutants {
+		if pm.id == "" {
+			continue
+		}
+		mutated[pm.id] = true
+		cited, ok := checks[pm.id]
+		if assert.True(t, ok, "process mutant %s breaks %s, which the matrix does not mark as checked only by launching", pm.breakage, pm.id) {
+			assert.Contains(t, cited, "`"+pm.check+"`", "the matrix does not cite %s for %s", pm.check, pm.id)
+		}
+	}
+	for id := range checks {
+		assert.True(t, mutated[id], "%s is checked only by launching the driver and has no process mutant: add a --break to drivers/inmemory/testdata/brokendriver and a row to processMutants", id)
+	}
+	t.Logf("%d sentences checked only by launching, %d with a process mutant", len(checks), len(mutated))
 }
 
 func TestLauncherUsage(t *testing.T) {
