@@ -83,7 +83,7 @@ func testProviders(s *suite, t T) {
 	for i, p := range resp.GetProviders() {
 		switch {
 		case p == "" || len(p) > maxPluginNameLen:
-			ruleProviders.errorf(t, "providers[%d] %.70q has %d characters", i, p, len(p))
+			ruleProviders.errorf(t, "providers[%d] %.70q has %d bytes", i, p, len(p))
 		case seen[p]:
 			ruleProviders.errorf(t, "providers[%d] %q is listed twice", i, p)
 		}

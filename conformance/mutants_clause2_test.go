@@ -267,6 +267,17 @@ func lateMutants() []mutant {
 			return resp, err
 		}
 	}())
+	add("shared VM's provider ID changes late in the run", "R-4.8-provider-id-unique-stable", "at the end of the run returned provider ID", func() hookFunc {
+		st := &hookState{}
+		return func(_ *refDriver, _ context.Context, rpc string, req any, next func() (any, error)) (any, error) {
+			isLate := late(st, rpc)
+			resp, err := next()
+			if r, ok := resp.(*driverv1alpha1.GetMachineStatusResponse); ok && err == nil && strings.HasSuffix(machineOf(req).GetName(), "-shared") && isLate {
+				r.ProviderId += "-moved"
+			}
+			return resp, err
+		}
+	}())
 	add("shared VM forgotten late in the run", "R-4.8-node-name-stable", "at the end of the run answered NOT_FOUND", func() hookFunc {
 		st := &hookState{}
 		return func(_ *refDriver, _ context.Context, rpc string, req any, next func() (any, error)) (any, error) {
@@ -300,8 +311,10 @@ func limitMutants() []mutant {
 	add("vendor version of 129 bytes", "R-5.1.2-vendor-version-form", "Identity/vendor_version", "has 129 bytes", info(func(r *driverv1alpha1.GetPluginInfoResponse) { r.VendorVersion = "v1.0.0-" + strings.Repeat("a", 122) }))
 	add("manifest key of 129 bytes", "R-5.1.2-manifest-limits", "Identity/manifest", "has a key of 129", info(func(r *driverv1alpha1.GetPluginInfoResponse) { r.Manifest[strings.Repeat("k", 129)] = "v" }))
 	add("manifest value of 129 bytes", "R-5.1.2-manifest-limits", "Identity/manifest", "a value of 129 bytes", info(func(r *driverv1alpha1.GetPluginInfoResponse) { r.Manifest["k"] = strings.Repeat("v", 129) }))
-	add("provider of 64 characters", "R-5.1.2-providers-form", "Identity/providers", "has 64 characters", info(func(r *driverv1alpha1.GetPluginInfoResponse) { r.Providers = []string{strings.Repeat("p", 64)} }))
-	add("empty provider", "R-5.1.2-providers-form", "Identity/providers", "has 0 characters", info(func(r *driverv1alpha1.GetPluginInfoResponse) { r.Providers = []string{"reference", ""} }))
+	add("provider of 64 bytes", "R-5.1.2-providers-form", "Identity/providers", "has 64 bytes", info(func(r *driverv1alpha1.GetPluginInfoResponse) { r.Providers = []string{strings.Repeat("p", 64)} }))
+	// The limit is in bytes (§3.6): 32 two-byte characters are over it.
+	add("provider of 32 characters in 64 bytes", "R-5.1.2-providers-form", "Identity/providers", "has 64 bytes", info(func(r *driverv1alpha1.GetPluginInfoResponse) { r.Providers = []string{strings.Repeat("é", 32)} }))
+	add("empty provider", "R-5.1.2-providers-form", "Identity/providers", "has 0 bytes", info(func(r *driverv1alpha1.GetPluginInfoResponse) { r.Providers = []string{"reference", ""} }))
 	create := func(f func(r *driverv1alpha1.CreateMachineResponse)) hookFunc {
 		return onRPC("CreateMachine", func(_ *refDriver, _ context.Context, _ any, next func() (any, error)) (any, error) {
 			resp, err := next()

@@ -56,7 +56,7 @@ func suiteTests() []testCase {
 		tc("Identity/manifest", "§5.1.2", capNone,
 			"GetPluginInfo.manifest has at most 16 entries, keys and values at most 128 bytes", testManifest),
 		tc("Identity/providers", "§5.1.2", capNone,
-			"GetPluginInfo.providers are 1 to 63 characters each, none listed twice", testProviders),
+			"GetPluginInfo.providers are 1 to 63 bytes each, none listed twice", testProviders),
 		tc("Identity/known_capabilities", "§3.4", capNone,
 			"GetPluginCapabilities never lists TYPE_UNSPECIFIED; values this suite does not know are logged, not failed", testKnownCapabilities),
 		tc("Identity/probe", "§5.3", capNone,

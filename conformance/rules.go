@@ -88,6 +88,7 @@ var warningRules = map[rule]string{
 	ruleStableAtEnd:        warnNewCheck,
 	ruleStableCapsEnd:      warnNewCheck,
 	ruleFixtureStable:      warnNewCheck,
+	ruleFixtureIDStable:    warnNewCheck,
 }
 
 // warner is implemented by a T that records warnings (the Runner's).
@@ -145,7 +146,7 @@ var (
 	rulePluginName    = rule{"R-5.1.2-name-form", "GetPluginInfo.name is at most 63 characters of [a-z0-9.-], starting and ending with an alphanumeric"}
 	ruleVendorVersion = rule{"R-5.1.2-vendor-version-form", "GetPluginInfo.vendor_version is a semantic version of at most 128 bytes, optionally with a leading v"}
 	ruleManifest      = rule{"R-5.1.2-manifest-limits", "GetPluginInfo.manifest has at most 16 entries of at most 128 bytes each"}
-	ruleProviders     = rule{"R-5.1.2-providers-form", "GetPluginInfo.providers are 1 to 63 characters each, none listed twice"}
+	ruleProviders     = rule{"R-5.1.2-providers-form", "GetPluginInfo.providers are 1 to 63 bytes each, none listed twice"}
 	ruleProbe         = rule{"R-5.3.2-answer-within-5-seconds", "Probe answers OK within 5 seconds"}
 	ruleIdentityOK    = rule{"R-5-implement-all-three-rpcs", "the identity RPCs answer OK"}
 
@@ -336,5 +337,6 @@ var (
 	ruleUpdateReasonCap    = rule{"R-6.7.2-reason-set", "needs_new_vm carries a reason of 1 to 1024 bytes on every answer, the repeated ones too"}
 	ruleStableAtEnd        = rule{"R-2.7-stable-identity", "GetPluginInfo (name, vendor_version, manifest, providers) answers the same whenever the suite samples it and at the end of the run"}
 	ruleStableCapsEnd      = rule{"R-3.4-stable-capabilities", "GetPluginCapabilities answers the same set whenever the suite samples it and at the end of the run"}
-	ruleFixtureStable      = rule{"R-4.8-node-name-stable", "the shared VM keeps its provider ID and node name to the end of the run"}
+	ruleFixtureStable      = rule{"R-4.8-node-name-stable", "the shared VM is found with its node name to the end of the run"}
+	ruleFixtureIDStable    = rule{"R-4.8-provider-id-unique-stable", "the shared VM keeps its provider ID to the end of the run"}
 )

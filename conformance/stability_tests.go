@@ -76,7 +76,7 @@ func testStableToTheEnd(s *suite, t T) {
 	case err != nil:
 		ruleFixtureStable.errorf(t, "GetMachineStatus of the shared machine %s by name at the end of the run answered %s, want OK with %s", v.name, describe(err), v.providerID)
 	case st.GetProviderId() != v.providerID:
-		ruleFixtureStable.errorf(t, "GetMachineStatus of the shared machine %s at the end of the run returned provider ID %q, CreateMachine returned %q", v.name, st.GetProviderId(), v.providerID)
+		ruleFixtureIDStable.errorf(t, "GetMachineStatus of the shared machine %s at the end of the run returned provider ID %q, CreateMachine returned %q", v.name, st.GetProviderId(), v.providerID)
 	case v.nodeName != "" && st.GetNodeName() != v.nodeName:
 		ruleFixtureStable.errorf(t, "GetMachineStatus of the shared machine %s at the end of the run returned node name %q, CreateMachine returned %q", v.name, st.GetNodeName(), v.nodeName)
 	}

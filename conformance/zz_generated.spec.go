@@ -85,7 +85,7 @@ var specSentences = map[string]specSentence{
 	"R-5.1.2-name-form":                          {"5.1.2", "`name`: At most 63 characters, `^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$`, reverse-domain style naming the driver and its owner, e.g. `aws.driver.example.com`, `inmemory.driver.machina.io`."},
 	"R-5.1.2-vendor-version-form":                {"5.1.2", "`vendor_version`: Regular expression: `^v?(0\\|[1-9]\\d*)\\.(0\\|[1-9]\\d*)\\.(0\\|[1-9]\\d*)(-((0\\|[1-9]\\d*\\|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(\\.(0\\|[1-9]\\d*\\|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(\\+([0-9a-zA-Z-]+(\\.[0-9a-zA-Z-]+)*))?$`"},
 	"R-5.1.2-manifest-limits":                    {"5.1.2", "`manifest`: At most 16 entries; keys and values at most 128 bytes."},
-	"R-5.1.2-providers-form":                     {"5.1.2", "`providers`: The `MachineClass.provider` values the driver serves, e.g. `AWS`, `inmemory`: each 1 to 63 characters, none listed twice."},
+	"R-5.1.2-providers-form":                     {"5.1.2", "`providers`: The `MachineClass.provider` values the driver serves, e.g. `AWS`, `inmemory`: each 1 to 63 bytes (UTF-8), none listed twice."},
 	"R-5.1.2-name-stay-same-across":              {"5.1.2", "The name MUST stay the same across versions of one driver: it identifies the driver, not the build."},
 	"R-5.1.3-unimplemented-not-serve":            {"5.1.3", "The driver does not serve `machina.driver.v1alpha1` (automatic: the method path is unknown) → `UNIMPLEMENTED`"},
 	"R-5.1.3-name-vendor-version-invalid":        {"5.1.3", "`name` or `vendor_version` invalid (an `OK` answer that breaks §5.1.2) → -"},
