@@ -218,7 +218,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// A stale copy of a machine this controller released: done.
 		return ctrl.Result{}, nil
 	}
-	m, err := r.fresh(ctx, m)
+	// The Machine as the cache shows it, or from the API server while the
+	// cache does not show this controller's last write (written_versions.go).
+	m, err := setup.ReadFresh(ctx, &r.written, r.APIReader, m)
 	if m == nil || err != nil {
 		return ctrl.Result{}, err
 	}

@@ -3,7 +3,6 @@ package machine
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,34 +31,19 @@ func (r *Reconciler) loadNode(ctx context.Context, s *scope) (*corev1.Node, erro
 		node = nil
 	}
 	if node != nil {
-		fresh, err := r.freshNode(ctx, node)
+		// The cached Node, unless this controller wrote the Node's
+		// InPlaceUpdate condition since and the cache does not show that
+		// write yet; then it is read from the API server. A condition
+		// decided from the older copy would take the node a step back: a
+		// Node given the go signal (ReadyForUpdate) whose cache still shows
+		// it a candidate would be marked SelectedForUpdate again, and its
+		// agent, waiting for the go signal, never update it.
+		fresh, err := setup.ReadFresh(ctx, &r.nodesWritten, r.TargetReader, node)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("reading node %s: %w", name, err)
 		}
 		node = fresh
 	}
 	s.node, s.nodeLoaded = node, true
 	return node, nil
-}
-
-// freshNode returns the Node as the reconcile must see it: the cached one,
-// unless this controller wrote the Node's InPlaceUpdate condition since and
-// the cache does not show that write yet; then it is read from the API
-// server. A condition decided from the older copy would take the node a
-// step back: a Node given the go signal (ReadyForUpdate) whose cache still
-// shows it a candidate would be marked SelectedForUpdate again, and its
-// agent, waiting for the go signal, never update it.
-func (r *Reconciler) freshNode(ctx context.Context, cached *corev1.Node) (*corev1.Node, error) {
-	if _, freshness := r.nodesWritten.Check(cached, time.Now()); freshness == setup.Fresh || r.TargetReader == nil {
-		return cached, nil
-	}
-	live := &corev1.Node{}
-	if err := r.TargetReader.Get(ctx, client.ObjectKeyFromObject(cached), live); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.nodesWritten.Forget(cached.UID)
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading node %s: %w", cached.Name, err)
-	}
-	return live, nil
 }
