@@ -1,13 +1,9 @@
 package machinedeployment
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -30,26 +26,10 @@ var inPlacePlanners = map[string]func(inPlaceSnapshot) rolloutPlan{
 // testdata/plans/inplace and compares it with the expected one; -update
 // rewrites them, to be reviewed by hand as TestRolloutPlans says.
 func TestInPlaceSizingPlans(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "plans", "inplace", "*.json"))
-	require.NoError(t, err)
-	require.GreaterOrEqual(t, len(files), 10, "golden in-place sizings")
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".json"), func(t *testing.T) {
-			raw, err := os.ReadFile(file)
-			require.NoError(t, err)
-			var c inPlaceCase
-			require.NoError(t, json.Unmarshal(raw, &c))
+	runGolden(t, filepath.Join("testdata", "plans", "inplace", "*.json"), 10, func(c *inPlaceCase) *rolloutPlan { return &c.Plan },
+		func(t *testing.T, c inPlaceCase) rolloutPlan {
 			planner, ok := inPlacePlanners[c.Planner]
 			require.True(t, ok, "planner %q", c.Planner)
-			require.NotEmpty(t, c.Description)
-
-			got := planner(c.Snapshot)
-			if *updatePlans {
-				c.Plan = got
-				writeGolden(t, file, c)
-				return
-			}
-			assert.Equal(t, c.Plan, got)
+			return planner(c.Snapshot)
 		})
-	}
 }

@@ -46,19 +46,10 @@ var planners = map[string]func(rolloutSnapshot) rolloutPlan{
 // compares it with the expected one, the way the controller plans
 // (planWithBudget): the budget is read only if the plan needs it.
 func TestRolloutPlans(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "plans", "*.json"))
-	require.NoError(t, err)
-	require.GreaterOrEqual(t, len(files), 12, "golden plans")
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".json"), func(t *testing.T) {
-			raw, err := os.ReadFile(file)
-			require.NoError(t, err)
-			var c planCase
-			require.NoError(t, json.Unmarshal(raw, &c))
+	runGolden(t, filepath.Join("testdata", "plans", "*.json"), 12, func(c *planCase) *rolloutPlan { return &c.Plan },
+		func(t *testing.T, c planCase) rolloutPlan {
 			planner, ok := planners[c.Strategy]
 			require.True(t, ok, "strategy %q", c.Strategy)
-			require.NotEmpty(t, c.Description)
-
 			reads := 0
 			got := planWithBudget(c.Snapshot, planner, func() budgetRoom {
 				reads++
@@ -70,15 +61,8 @@ func TestRolloutPlans(t *testing.T) {
 			assert.Equal(t, got.BudgetRead, reads == 1, "the plan says it read the budget exactly when it was read")
 			assert.LessOrEqual(t, reads, 1, "the budget is read at most once")
 			assert.False(t, got.needsBudget, "a plan with the budget read needs nothing more")
-
-			if *updatePlans {
-				c.Plan = got
-				writeGolden(t, file, c)
-				return
-			}
-			assert.Equal(t, c.Plan, got)
+			return got
 		})
-	}
 }
 
 // waveCase is one golden wave of an in-place rollout: a snapshot, what
@@ -95,17 +79,8 @@ type waveCase struct {
 // selectForUpdate does (planWaveWithBudget) and compares it with the
 // expected one; -update rewrites them, to be reviewed by hand as above.
 func TestWavePlans(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "plans", "wave", "*.json"))
-	require.NoError(t, err)
-	require.NotEmpty(t, files, "golden waves")
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".json"), func(t *testing.T) {
-			raw, err := os.ReadFile(file)
-			require.NoError(t, err)
-			var c waveCase
-			require.NoError(t, json.Unmarshal(raw, &c))
-			require.NotEmpty(t, c.Description)
-
+	runGolden(t, filepath.Join("testdata", "plans", "wave", "*.json"), 1, func(c *waveCase) *wavePlan { return &c.Plan },
+		func(t *testing.T, c waveCase) wavePlan {
 			reads := 0
 			got := planWaveWithBudget(c.Snapshot, func(underway int32) budgetRoom {
 				reads++
@@ -123,15 +98,8 @@ func TestWavePlans(t *testing.T) {
 				assert.Equal(t, c.Snapshot.Candidates[i].Node, got.Selectable[k])
 			}
 			got.selectable = nil
-
-			if *updatePlans {
-				c.Plan = got
-				writeGolden(t, file, c)
-				return
-			}
-			assert.Equal(t, c.Plan, got)
+			return got
 		})
-	}
 }
 
 // selectedIn counts the selected nodes of a snapshot: the disruptions
@@ -144,6 +112,38 @@ func selectedIn(snap waveSnapshot) int32 {
 		}
 	}
 	return n
+}
+
+// runGolden runs each golden case of the files matching pattern (at least
+// atLeast of them, so that a moved directory cannot pass): it decodes the
+// case, computes its plan, and compares it with the case's expected plan
+// (plan points at it), or with -update writes the computed one in its place.
+// Every case must describe itself.
+func runGolden[C, P any](t *testing.T, pattern string, atLeast int, plan func(*C) *P, compute func(*testing.T, C) P) {
+	t.Helper()
+	files, err := filepath.Glob(pattern)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(files), atLeast, "golden cases matching %s", pattern)
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".json"), func(t *testing.T) {
+			raw, err := os.ReadFile(file)
+			require.NoError(t, err)
+			var c C
+			require.NoError(t, json.Unmarshal(raw, &c))
+			var described struct {
+				Description string `json:"description"`
+			}
+			require.NoError(t, json.Unmarshal(raw, &described))
+			require.NotEmpty(t, described.Description, "a golden case says what it shows")
+			got := compute(t, c)
+			if *updatePlans {
+				*plan(&c) = got
+				writeGolden(t, file, c)
+				return
+			}
+			assert.Equal(t, *plan(&c), got)
+		})
+	}
 }
 
 // writeGolden rewrites a golden file (-update).
