@@ -262,6 +262,19 @@ func testCreateIncompatible(s *suite, t T) {
 	case st.GetProviderId() != v.providerID:
 		ruleCreateIncompatible.errorf(t, "afterwards the machine has provider ID %q, before %q; the VM must be kept", st.GetProviderId(), v.providerID)
 	}
+	// Nor changed: the VM still has the provider spec it was created with,
+	// so a repeat with that spec (byte for byte) still answers OK with it.
+	again := s.createRequest(v.name)
+	again.LastKnownState = v.lastKnownState
+	resp, err = s.createMachine(t, again)
+	switch {
+	case err != nil:
+		ruleIncompatibleKept.errorf(t, "afterwards CreateMachine of %s with the provider_spec it was created with answered %s, want OK with %s: the incompatible call changed the VM", v.name, describe(err), v.providerID)
+	case resp.GetProviderId() != v.providerID:
+		ruleIncompatibleKept.errorf(t, "afterwards CreateMachine of %s with the provider_spec it was created with returned provider ID %q, want %q", v.name, resp.GetProviderId(), v.providerID)
+	default:
+		s.record(v, "", "", resp.GetLastKnownState())
+	}
 	s.checkOneVM(t, ruleCreateIncompatible, v)
 }
 

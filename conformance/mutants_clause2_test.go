@@ -558,5 +558,22 @@ func orderMutants() []mutant {
 				return resp, err
 			})
 		}())
+	// ALREADY_EXISTS, but the VM takes the incompatible spec all the same:
+	// "not change the existing one" (§6.1.3).
+	add("incompatible create changes the VM", "R-6.1.3-one-vm-incompatible-request", "CreateMachine/incompatible_repeat", "the incompatible call changed the VM",
+		onRPC("CreateMachine", func(d *refDriver, ctx context.Context, req any, next func() (any, error)) (any, error) {
+			resp, err := next()
+			r := req.(*driverv1alpha1.CreateMachineRequest)
+			if status.Code(err) == codes.AlreadyExists {
+				if spec, serr := d.canonicalSpec(r, r.GetMachineClass().GetProviderSpec()); serr == nil {
+					d.mu.Lock()
+					for _, v := range d.find(ctx, r.GetMachine()) {
+						v.spec = spec
+					}
+					d.mu.Unlock()
+				}
+			}
+			return resp, err
+		}))
 	return out
 }

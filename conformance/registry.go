@@ -81,7 +81,7 @@ func suiteTests() []testCase {
 		tc("CreateMachine/idempotent", "§6.1.3", capNone,
 			"repeating the call (with another uid, annotations and user_data; with and without last_known_state) returns the same provider ID and node name and leaves exactly one VM", testCreateIdempotent),
 		tc("CreateMachine/incompatible_repeat", "§6.1.3", capNone,
-			"the same name with an incompatible provider_spec answers ALREADY_EXISTS and keeps the existing VM", testCreateIncompatible),
+			"the same name with an incompatible provider_spec answers ALREADY_EXISTS and keeps the existing VM unchanged: a repeat with its own provider_spec answers OK with it", testCreateIncompatible),
 		tc("CreateMachine/ignored_fields", "§6.1.3", capNone,
 			"repeating the call with only another uid, other labels and annotations, other user_data, or no last_known_state returns the same VM", testIgnoredFields),
 		tc("CreateMachine/longest_name", "§4.3", capNone,
