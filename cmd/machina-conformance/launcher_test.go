@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -243,6 +244,20 @@ func TestProcessMutantsCoverLauncherSentences(t *testing.T) {
 		assert.True(t, mutated[id], "%s is checked only by launching the driver and has no process mutant: add a --break to drivers/inmemory/testdata/brokendriver and a row to processMutants", id)
 	}
 	t.Logf("%d sentences checked only by launching, %d with a process mutant", len(checks), len(mutated))
+
+	// docs/conformance.md §9 states the launcher score; TestLauncherMode
+	// proves each row is caught.
+	n, breakages := 0, map[string]bool{}
+	for _, pm := range processMutants {
+		if pm.id != "" {
+			n++
+			breakages[pm.breakage] = true
+		}
+	}
+	doc, err := os.ReadFile("../../docs/conformance.md")
+	require.NoError(t, err)
+	assert.Contains(t, strings.Join(strings.Fields(string(doc)), " "),
+		fmt.Sprintf("in launcher mode %d of %d process mutants (%d breakages", n, n, len(breakages)), "docs/conformance.md §9 states the launcher score")
 }
 
 func TestLauncherUsage(t *testing.T) {
