@@ -29,7 +29,8 @@
 //     when it is not;
 //  6. preservation (machine_preserve.go): start, keep and stop the
 //     machine's preservation (the preserve annotation of the Node or the
-//     Machine);
+//     Machine; which value is in force, the Preserved condition and the
+//     preserved taint are core/internal/preservation's);
 //  7. vmCheck (machine_vmcheck.go): without a target cluster, ask the driver
 //     from time to time whether an Available machine's VM is still there.
 //
@@ -54,4 +55,9 @@
 // What a driver error code leads to is a table (retry.go), as the Driver API
 // specification (docs/driver-api.md) and docs/machine-lifecycle.md describe
 // it.
+//
+// What is not the reconcile lives in packages of one purpose each: the
+// meaning of preservation (core/internal/preservation), the metrics under
+// MCM's names (core/internal/mcmmetrics), and reading an object live while
+// the cache does not show the controller's own write (setup.ReadFresh).
 package machine

@@ -15,6 +15,7 @@ import (
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
 	"github.com/machina-io/machina/core/internal/mcmmetrics"
+	"github.com/machina-io/machina/core/internal/preservation"
 )
 
 // reconcileHealth follows the machine's Node (Driver API §11.5): a Pending
@@ -37,7 +38,7 @@ func (r *Reconciler) reconcileHealth(ctx context.Context, s *scope) (phase.Resul
 	case v1alpha1.MachineFailed:
 		// A preserved Failed machine recovers when its Node does
 		// (machine_preserve.go); any other stays Failed until replaced.
-		if !preservedForRecovery(m, s.now) {
+		if !preservation.ForRecovery(m, s.now) {
 			return phase.Result{}, nil
 		}
 	default:

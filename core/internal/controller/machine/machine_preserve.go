@@ -15,28 +15,24 @@ import (
 	"github.com/machina-io/machina/core/internal/controller/phase"
 	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/drain"
+	"github.com/machina-io/machina/core/internal/preservation"
 )
 
-// Preservation keeps a machine, and its node, that would otherwise be
-// replaced: for a look at a Failed node before it goes, or to keep a node
-// that should stay for a while. It follows MCM's manageMachinePreservation
-// (machine-controller-manager, pkg/util/provider/machinecontroller/machine.go
-// and machine_util.go):
+// The preservation phase keeps a machine, and its node, that would
+// otherwise be replaced: for a look at a Failed node before it goes, or to
+// keep a node that should stay for a while. What the preserve values mean,
+// which one is in force, the Preserved condition and the preserved taint
+// are core/internal/preservation's; this file carries them out, as MCM's
+// manageMachinePreservation does (machine-controller-manager,
+// pkg/util/provider/machinecontroller/machine.go and machine_util.go):
 //
-//   - The value comes from the annotation node.machine.sapcloud.io/preserve
-//     on the Node or on the Machine. The Node's wins while it is set, or
-//     while the Machine records (last-applied-node-preserve-value) that the
-//     Node's value was in force, so that removing it from the Node stops.
-//   - "now" preserves at once, in any phase; "when-failed" and the
-//     MachineSet's "auto-preserved" only while the machine is Failed;
-//     "false", an empty or removed value stop.
 //   - Preserving stamps status.currentStatus.preserveExpiryTime (now plus
 //     machinePreserveTimeout or --machine-preserve-timeout), sets the
 //     cluster-autoscaler's scale-down-disabled annotation on the Node, and
 //     the Preserved condition on the Node (mirrored on the Machine). The
 //     Node of a Failed machine also gets the NoSchedule taint
-//     node.machine.sapcloud.io/preserved (a taint, not a cordon, so a
-//     user's cordon is left alone) and is drained, DaemonSet pods staying.
+//     node.machine.sapcloud.io/preserved and is drained, DaemonSet pods
+//     staying.
 //   - It stops when the value says so, when the expiry passes (the preserve
 //     annotation is then removed, so that it does not start again), and when
 //     a machine preserved "when-failed" or "auto-preserved" is no longer
@@ -59,41 +55,6 @@ const (
 	actionPreserve            = "Preserve"
 )
 
-// validPreserveValues are the values of the preserve annotation the
-// controller acts on; any other value is reported and ignored.
-var validPreserveValues = map[string]bool{
-	v1alpha1.PreserveValueNow:           true,
-	v1alpha1.PreserveValueWhenFailed:    true,
-	v1alpha1.PreserveValueFalse:         true,
-	v1alpha1.PreserveValueAutoPreserved: true,
-}
-
-// preserveValue is the preserve value in force for a machine.
-type preserveValue struct {
-	// value is the effective value ("" when none is set).
-	value string
-	// fromNode says it is the Node's value.
-	fromNode bool
-	// lastApplied is what the Machine's last-applied-node-preserve-value
-	// annotation must say after this reconcile ("" removes it).
-	lastApplied string
-}
-
-// effectivePreserveValue computes the value in force from the Machine and
-// its Node (nil when it has none or it does not exist: the Machine's value
-// is in force then).
-func effectivePreserveValue(m *v1alpha1.Machine, node *corev1.Node) preserveValue {
-	last := m.Annotations[v1alpha1.LastAppliedNodePreserveValueAnnotation]
-	if node == nil {
-		return preserveValue{value: m.Annotations[v1alpha1.PreserveAnnotation], lastApplied: last}
-	}
-	nodeValue := node.Annotations[v1alpha1.PreserveAnnotation]
-	if nodeValue == "" && last == "" {
-		return preserveValue{value: m.Annotations[v1alpha1.PreserveAnnotation]}
-	}
-	return preserveValue{value: nodeValue, fromNode: true, lastApplied: nodeValue}
-}
-
 // preserveTimeout is how long preservation lasts: the machine's
 // machinePreserveTimeout, else --machine-preserve-timeout.
 func (r *Reconciler) preserveTimeout(s *scope) time.Duration {
@@ -115,35 +76,35 @@ func (r *Reconciler) reconcilePreservation(ctx context.Context, s *scope) (phase
 		}
 		node = n
 	}
-	pv := effectivePreserveValue(m, node)
-	setMachineAnnotation(m, v1alpha1.LastAppliedNodePreserveValueAnnotation, pv.lastApplied)
-	if pv.fromNode && pv.value != "" {
+	pv := preservation.Effective(m, node)
+	setMachineAnnotation(m, v1alpha1.LastAppliedNodePreserveValueAnnotation, pv.LastApplied)
+	if pv.FromNode && pv.Value != "" {
 		// The Node's value is in force: a value left on the Machine would
 		// take over again once the Node's is removed.
 		setMachineAnnotation(m, v1alpha1.PreserveAnnotation, "")
 	}
 
-	if pv.value == "" || pv.value == v1alpha1.PreserveValueFalse {
+	if pv.Value == "" || pv.Value == v1alpha1.PreserveValueFalse {
 		return r.stopPreservation(ctx, s, node, false, false)
 	}
-	if !validPreserveValues[pv.value] {
+	if !preservation.Valid(pv.Value) {
 		where := "machine " + m.Name
-		if pv.fromNode {
+		if pv.FromNode {
 			where = "node " + node.Name
 		}
-		msg := fmt.Sprintf("Ignoring the preserve value %q on %s: want %q, %q or %q", pv.value, where,
+		msg := fmt.Sprintf("Ignoring the preserve value %q on %s: want %q, %q or %q", pv.Value, where,
 			v1alpha1.PreserveValueNow, v1alpha1.PreserveValueWhenFailed, v1alpha1.PreserveValueFalse)
 		s.log.Info(msg)
 		r.warning(s, reasonPreserveInvalid, actionPreserve, "%s", msg)
 		return phase.Result{}, nil
 	}
 	if exp := m.Status.CurrentStatus.PreserveExpiryTime; exp != nil && !exp.After(s.now) {
-		return r.stopPreservation(ctx, s, node, true, pv.fromNode)
+		return r.stopPreservation(ctx, s, node, true, pv.FromNode)
 	}
 	failed := m.Status.CurrentStatus.Phase == v1alpha1.MachineFailed
-	if pv.value != v1alpha1.PreserveValueNow && !failed {
+	if pv.Value != v1alpha1.PreserveValueNow && !failed {
 		res, err := r.stopPreservation(ctx, s, node, false, false)
-		if pv.value == v1alpha1.PreserveValueAutoPreserved {
+		if pv.Value == v1alpha1.PreserveValueAutoPreserved {
 			// The MachineSet decides again, with the count of that time, if
 			// the machine fails again.
 			setMachineAnnotation(m, v1alpha1.PreserveAnnotation, "")
@@ -154,29 +115,29 @@ func (r *Reconciler) reconcilePreservation(ctx context.Context, s *scope) (phase
 }
 
 // preserve starts or keeps the preservation of the machine.
-func (r *Reconciler) preserve(ctx context.Context, s *scope, node *corev1.Node, pv preserveValue, failed bool) (phase.Result, error) {
+func (r *Reconciler) preserve(ctx context.Context, s *scope, node *corev1.Node, pv preservation.Value, failed bool) (phase.Result, error) {
 	m := s.machine
 	cs := &m.Status.CurrentStatus
 	if cs.PreserveExpiryTime == nil {
 		t := metav1.NewTime(s.now.Add(r.preserveTimeout(s)).Truncate(time.Second))
 		cs.PreserveExpiryTime = &t
 		source := "machine"
-		if pv.fromNode {
+		if pv.FromNode {
 			source = "node"
 		}
 		r.normal(s, reasonPreserved, actionPreserve, "Machine preserved until %s (%s=%s on the %s)",
-			t.UTC().Format(time.RFC3339), v1alpha1.PreserveAnnotation, pv.value, source)
+			t.UTC().Format(time.RFC3339), v1alpha1.PreserveAnnotation, pv.Value, source)
 	}
 	expiry := cs.PreserveExpiryTime.Time
 	reason := v1alpha1.PreservedByUserMessage
-	if pv.value == v1alpha1.PreserveValueAutoPreserved {
+	if pv.Value == v1alpha1.PreserveValueAutoPreserved {
 		reason = v1alpha1.PreservedByMCMMessage
 	}
 	until := fmt.Sprintf("Machine preserved until %s.", expiry.UTC().Format(time.RFC3339))
 	res := phase.Result{RequeueAfter: expiry.Sub(s.now)}
 
 	if node == nil {
-		setPreservedCondition(&m.Status.Conditions, corev1.ConditionTrue, reason, until, s.now)
+		preservation.SetCondition(&m.Status.Conditions, corev1.ConditionTrue, reason, until, s.now)
 		return res, nil
 	}
 
@@ -186,10 +147,10 @@ func (r *Reconciler) preserve(ctx context.Context, s *scope, node *corev1.Node, 
 		setNodeAnnotation(updated, v1alpha1.ClusterAutoscalerScaleDownDisabledByMCMAnnotation, "true")
 	}
 	if failed {
-		addPreservedTaint(updated)
+		preservation.AddTaint(updated)
 	} else {
 		// A machine preserved "now" that is (again) serving takes pods.
-		removePreservedTaint(updated)
+		preservation.RemoveTaint(updated)
 	}
 	if err := r.patchNode(ctx, s, node, updated); err != nil {
 		return phase.Result{}, err
@@ -197,7 +158,7 @@ func (r *Reconciler) preserve(ctx context.Context, s *scope, node *corev1.Node, 
 
 	status, message := corev1.ConditionTrue, until
 	if failed {
-		cond := preservedCondition(s.node.Status.Conditions)
+		cond := preservation.Condition(s.node.Status.Conditions)
 		drained := cond != nil && cond.Status == corev1.ConditionTrue && strings.HasPrefix(cond.Message, v1alpha1.PreservedNodeDrainSuccessfulMessage)
 		if drained {
 			message = cond.Message
@@ -263,18 +224,18 @@ func (r *Reconciler) stopPreservation(ctx context.Context, s *scope, node *corev
 	if removeAnnotation {
 		setMachineAnnotation(m, v1alpha1.PreserveAnnotation, "")
 	}
-	if c := preservedCondition(m.Status.Conditions); node == nil && c != nil && c.Status == corev1.ConditionTrue {
-		setPreservedCondition(&m.Status.Conditions, corev1.ConditionFalse, c.Reason, v1alpha1.PreservationStoppedMessage, s.now)
+	if c := preservation.Condition(m.Status.Conditions); node == nil && c != nil && c.Status == corev1.ConditionTrue {
+		preservation.SetCondition(&m.Status.Conditions, corev1.ConditionFalse, c.Reason, v1alpha1.PreservationStoppedMessage, s.now)
 	}
 	nodeCond := (*corev1.NodeCondition)(nil)
 	if node != nil {
-		nodeCond = preservedCondition(node.Status.Conditions)
+		nodeCond = preservation.Condition(node.Status.Conditions)
 	}
 	nodePreserved := nodeCond != nil && nodeCond.Status == corev1.ConditionTrue
 	// Only the Node of a machine that was preserved is cleaned up: the
 	// autoscaler annotation may also be a rolling update's, and the Node
 	// is not read again for every machine that never was preserved.
-	if node != nil && (wasPreserved || nodePreserved || hasPreservedTaint(node) || (removeAnnotation && fromNode)) {
+	if node != nil && (wasPreserved || nodePreserved || preservation.HasTaint(node) || (removeAnnotation && fromNode)) {
 		if nodePreserved {
 			c := nodeCond
 			if err := r.setNodePreservedCondition(ctx, s, corev1.ConditionFalse, c.Reason, v1alpha1.PreservationStoppedMessage); err != nil {
@@ -290,7 +251,7 @@ func (r *Reconciler) stopPreservation(ctx context.Context, s *scope, node *corev
 			delete(updated.Annotations, v1alpha1.PreserveAnnotation)
 			setMachineAnnotation(m, v1alpha1.LastAppliedNodePreserveValueAnnotation, "")
 		}
-		removePreservedTaint(updated)
+		preservation.RemoveTaint(updated)
 		if err := r.patchNode(ctx, s, s.node, updated); err != nil {
 			return phase.Result{}, err
 		}
@@ -301,14 +262,6 @@ func (r *Reconciler) stopPreservation(ctx context.Context, s *scope, node *corev
 		r.normal(s, reasonPreservationStopped, actionPreserve, "Preservation stopped")
 	}
 	return phase.Result{}, nil
-}
-
-// preservedForRecovery reports whether a Failed machine is preserved now,
-// so that the health check looks at its Node again: one that is healthy
-// again makes the machine Running.
-func preservedForRecovery(m *v1alpha1.Machine, now time.Time) bool {
-	exp := m.Status.CurrentStatus.PreserveExpiryTime
-	return m.Status.CurrentStatus.Phase == v1alpha1.MachineFailed && exp != nil && exp.After(now)
 }
 
 // recoverPreserved is the health check of a preserved Failed machine: its
@@ -355,7 +308,7 @@ func (r *Reconciler) patchNode(ctx context.Context, s *scope, before, after *cor
 // sent nor overwritten) and mirrors the Node's conditions on the Machine.
 func (r *Reconciler) setNodePreservedCondition(ctx context.Context, s *scope, status corev1.ConditionStatus, reason, message string) error {
 	updated := s.node.DeepCopy()
-	if setPreservedCondition(&updated.Status.Conditions, status, reason, message, s.now) {
+	if preservation.SetCondition(&updated.Status.Conditions, status, reason, message, s.now) {
 		if err := setup.NewPatcher(r.Target, s.node, setup.Strategic()).Patch(ctx, updated); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil
@@ -366,65 +319,6 @@ func (r *Reconciler) setNodePreservedCondition(ctx context.Context, s *scope, st
 	}
 	copyNodeConditions(s, s.node)
 	return nil
-}
-
-// preservedCondition returns the Preserved condition of conds, nil if none.
-func preservedCondition(conds []corev1.NodeCondition) *corev1.NodeCondition {
-	for i := range conds {
-		if conds[i].Type == v1alpha1.NodePreserved {
-			return &conds[i]
-		}
-	}
-	return nil
-}
-
-// setPreservedCondition sets the Preserved condition in conds and reports
-// whether anything changed; the transition time moves with the status.
-func setPreservedCondition(conds *[]corev1.NodeCondition, status corev1.ConditionStatus, reason, message string, now time.Time) bool {
-	c := preservedCondition(*conds)
-	if c == nil {
-		*conds = append(*conds, corev1.NodeCondition{Type: v1alpha1.NodePreserved})
-		c = &(*conds)[len(*conds)-1]
-	}
-	if c.Status == status && c.Reason == reason && c.Message == message {
-		return false
-	}
-	t := metav1.NewTime(now)
-	if c.Status != status {
-		c.LastTransitionTime = t
-	}
-	c.Status, c.Reason, c.Message, c.LastHeartbeatTime = status, reason, message, t
-	return true
-}
-
-func hasPreservedTaint(n *corev1.Node) bool {
-	for _, t := range n.Spec.Taints {
-		if t.Key == v1alpha1.PreservedTaintKey {
-			return true
-		}
-	}
-	return false
-}
-
-func addPreservedTaint(n *corev1.Node) {
-	for _, t := range n.Spec.Taints {
-		if t.Key == v1alpha1.PreservedTaintKey && t.Effect == corev1.TaintEffectNoSchedule {
-			return
-		}
-	}
-	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: v1alpha1.PreservedTaintKey, Effect: corev1.TaintEffectNoSchedule})
-}
-
-func removePreservedTaint(n *corev1.Node) {
-	var kept []corev1.Taint
-	for _, t := range n.Spec.Taints {
-		if t.Key != v1alpha1.PreservedTaintKey {
-			kept = append(kept, t)
-		}
-	}
-	if len(kept) != len(n.Spec.Taints) {
-		n.Spec.Taints = kept
-	}
 }
 
 // setMachineAnnotation sets an annotation of the machine; "" removes it.
