@@ -20,6 +20,7 @@ func (s *suite) initializeRequest(v *vm) *driverv1alpha1.InitializeMachineReques
 // VM no longer needs initialization (§6.2.3).
 func testInitialize(s *suite, t T) {
 	v := s.createVM(t, "initialize")
+	firstNode := ""
 	for i := 1; i <= s.cfg.IdempotentCount; i++ {
 		resp, err := s.initializeMachine(t, s.initializeRequest(v))
 		if err != nil {
@@ -33,6 +34,13 @@ func testInitialize(s *suite, t T) {
 			ruleInitProviderID.errorf(t, "InitializeMachine #%d returned provider ID %q, CreateMachine returned %q", i, resp.GetProviderId(), v.providerID)
 		}
 		checkNodeName(t, ruleInitialize, fmt.Sprintf("InitializeMachine #%d", i), resp.GetNodeName())
+		// A repeat finds the VM initialized: it answers the current
+		// values, those the first call set up, and changes nothing.
+		if i == 1 {
+			firstNode = resp.GetNodeName()
+		} else if resp.GetNodeName() != firstNode {
+			ruleInitRepeatSame.errorf(t, "InitializeMachine #%d of %s returned node name %q, InitializeMachine #1 returned %q", i, v.name, resp.GetNodeName(), firstNode)
+		}
 		if n := len(resp.GetLastKnownState()); n > maxLastKnownState {
 			ruleInitialize.errorf(t, "InitializeMachine #%d returned a last_known_state of %d bytes, more than 64 KiB", i, n)
 		}

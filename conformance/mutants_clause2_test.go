@@ -575,5 +575,18 @@ func orderMutants() []mutant {
 			}
 			return resp, err
 		}))
+	// A repeated InitializeMachine answers other values than the first:
+	// "with the current values" (§6.2.3).
+	add("second initialize answers another node name", "R-6.2.3-call-vm-already-initialized", "InitializeMachine/initializes", "InitializeMachine #1 returned",
+		func() hookFunc {
+			st := &hookState{}
+			return onRPC("InitializeMachine", func(_ *refDriver, _ context.Context, req any, next func() (any, error)) (any, error) {
+				resp, err := next()
+				if r, ok := resp.(*driverv1alpha1.InitializeMachineResponse); ok && err == nil && st.count(machineOf(req).GetName()) > 1 {
+					r.NodeName += "-again"
+				}
+				return resp, err
+			})
+		}())
 	return out
 }

@@ -105,7 +105,7 @@ func suiteTests() []testCase {
 			"a missing machine, machine.name or machine_class answers INVALID_ARGUMENT naming the field", testStatusInvalidArguments),
 
 		tc("InitializeMachine/initializes", "§6.2.3", capInit,
-			"InitializeMachine of a new VM answers OK (repeatedly) with its provider ID, and the VM no longer needs initialization", testInitialize),
+			"InitializeMachine of a new VM answers OK (repeatedly) with its provider ID and, on every repeat, the node name of the first answer, and the VM no longer needs initialization", testInitialize),
 		tc("InitializeMachine/unknown_vm", "§6.2.4", capInit,
 			"InitializeMachine of a machine that never existed, or with a provider ID its VM does not have, answers NOT_FOUND", testInitializeUnknown),
 		tc("InitializeMachine/invalid_arguments", "§4.1", capInit,

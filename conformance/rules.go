@@ -90,6 +90,7 @@ var warningRules = map[rule]string{
 	ruleFixtureStable:      warnNewCheck,
 	ruleFixtureIDStable:    warnNewCheck,
 	ruleIncompatibleKept:   warnNewCheck,
+	ruleInitRepeatSame:     warnNewCheck,
 }
 
 // warner is implemented by a T that records warnings (the Runner's).
@@ -340,5 +341,6 @@ var (
 	ruleStableCapsEnd      = rule{"R-3.4-stable-capabilities", "GetPluginCapabilities answers the same set whenever the suite samples it and at the end of the run"}
 	ruleFixtureStable      = rule{"R-4.8-node-name-stable", "the shared VM is found with its node name to the end of the run"}
 	ruleFixtureIDStable    = rule{"R-4.8-provider-id-unique-stable", "the shared VM keeps its provider ID to the end of the run"}
+	ruleInitRepeatSame     = rule{"R-6.2.3-call-vm-already-initialized", "a repeated InitializeMachine answers the values of the initialized VM: the node name of the first call"}
 	ruleIncompatibleKept   = rule{"R-6.1.3-one-vm-incompatible-request", "an incompatible CreateMachine leaves the VM as it was: a repeat with the provider_spec it was created with still answers OK with it"}
 )
