@@ -106,6 +106,8 @@ type mutationState struct {
 	labels   map[string]string // first labels per machine name
 	deleted  map[string]string // the last deleted provider ID per machine name
 	inflight int
+	// crowded is closed once a third call was in flight (failsAboveTwo).
+	crowded chan struct{}
 }
 
 func (m *mutationState) count(key string) int {
@@ -252,13 +254,36 @@ func (d *refDriver) mutateCall(ctx context.Context, req any, info *grpc.UnarySer
 		n := st.inflight
 		st.mu.Unlock()
 		defer func() { st.mu.Lock(); st.inflight--; st.mu.Unlock() }()
+		st.mu.Lock()
+		if st.crowded == nil {
+			st.crowded = make(chan struct{})
+		}
+		crowded := st.crowded
+		if n > 2 {
+			select {
+			case <-crowded:
+			default:
+				close(crowded)
+			}
+		}
+		st.mu.Unlock()
 		if n > 2 {
 			return nil, status.Error(codes.Internal, "too many calls at once")
 		}
 		// A create takes the time of a provider request, so that creates
-		// sent together are in flight together.
+		// sent together are in flight together; one that finds another
+		// call in flight waits up to 2 s for a third, however late a loaded
+		// machine schedules the callers.
 		if rpc == "CreateMachine" {
-			time.Sleep(150 * time.Millisecond)
+			hold := 150 * time.Millisecond
+			if n == 2 {
+				hold = 2 * time.Second
+			}
+			select {
+			case <-crowded:
+			case <-time.After(hold):
+			case <-ctx.Done():
+			}
 		}
 	}
 	if m.namespaceIgnored {
