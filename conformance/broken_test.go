@@ -54,7 +54,10 @@ func refConfig(endpoint string) conformance.Config {
 		Timeouts: conformance.Timeouts{
 			Identity: 5 * time.Second, Ready: 5 * time.Second,
 			Create: 10 * time.Second, Initialize: 10 * time.Second, Delete: 10 * time.Second,
-			Status: 5 * time.Second, List: 5 * time.Second, VolumeIDs: 5 * time.Second,
+			Status: 5 * time.Second, List: 5 * time.Second,
+			// The largest request (4 MiB) must be answered, not time out,
+			// when the mutants run 48 at a time beside other tests.
+			VolumeIDs: 15 * time.Second,
 		},
 		ShortDeadline: 300 * time.Millisecond,
 		DeadlineGrace: 1200 * time.Millisecond,

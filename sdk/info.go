@@ -19,7 +19,7 @@ type Info struct {
 	// version): at most 16 entries, keys and values at most 128 bytes.
 	Manifest map[string]string
 	// Providers are the MachineClass provider values the driver serves
-	// (e.g. "AWS"): each 1 to 63 characters, listed once. A core with
+	// (e.g. "AWS"): each 1 to 63 bytes, listed once. A core with
 	// several drivers routes a class to the driver that lists its
 	// provider; a driver that lists none can only be a core's only driver.
 	// WithProviders sets them from configuration.
@@ -73,7 +73,7 @@ func (i Info) Validate() error {
 	for _, p := range i.Providers {
 		switch {
 		case p == "" || len(p) > maxProviderLength:
-			errs = append(errs, fmt.Errorf("provider %q must be 1 to %d characters", p, maxProviderLength))
+			errs = append(errs, fmt.Errorf("provider %q must be 1 to %d bytes", p, maxProviderLength))
 		case seen[p]:
 			errs = append(errs, fmt.Errorf("provider %q is listed twice", p))
 		}

@@ -29,8 +29,8 @@ func TestInfoValidate(t *testing.T) {
 		{"leading zero", Info{Name: "d", Version: "01.0.0"}, "not a semantic version"},
 		{"too many manifest entries", Info{Name: "d", Version: "1.0.0", Manifest: manifest}, "17 entries"},
 		{"providers", Info{Name: "d", Version: "1.0.0", Providers: []string{"AWS", "inmemory"}}, ""},
-		{"empty provider", Info{Name: "d", Version: "1.0.0", Providers: []string{""}}, `provider "" must be 1 to 63 characters`},
-		{"provider too long", Info{Name: "d", Version: "1.0.0", Providers: []string{strings.Repeat("p", 64)}}, "must be 1 to 63 characters"},
+		{"empty provider", Info{Name: "d", Version: "1.0.0", Providers: []string{""}}, `provider "" must be 1 to 63 bytes`},
+		{"provider too long", Info{Name: "d", Version: "1.0.0", Providers: []string{strings.Repeat("p", 64)}}, "must be 1 to 63 bytes"},
 		{"provider twice", Info{Name: "d", Version: "1.0.0", Providers: []string{"AWS", "AWS"}}, `provider "AWS" is listed twice`},
 		{"manifest value too long", Info{Name: "d", Version: "1.0.0", Manifest: map[string]string{"k": strings.Repeat("v", 129)}}, "manifest entry \"k\""},
 	}

@@ -95,7 +95,7 @@ func validateDriverName(name string) error {
 }
 
 // validateProviders checks the providers a driver lists: each one
-// non-empty, at most 63 characters, listed once.
+// non-empty, at most 63 bytes, listed once.
 func validateProviders(driver string, providers []string) error {
 	seen := map[string]bool{}
 	for _, p := range providers {
@@ -103,7 +103,7 @@ func validateProviders(driver string, providers []string) error {
 		case p == "":
 			return fmt.Errorf("driver %q: GetPluginInfo: an empty provider", driver)
 		case len(p) > maxProviderLength:
-			return fmt.Errorf("driver %q: GetPluginInfo: provider %q is longer than %d characters", driver, p, maxProviderLength)
+			return fmt.Errorf("driver %q: GetPluginInfo: provider %q is longer than %d bytes", driver, p, maxProviderLength)
 		case seen[p]:
 			return fmt.Errorf("driver %q: GetPluginInfo: provider %q is listed twice", driver, p)
 		}
