@@ -137,3 +137,68 @@ func TestNodeReadLiveWhileTheCacheLagsBehindTheGoSignal(t *testing.T) {
 	_, remembered := rec.nodesWritten.Get(node.UID, time.Now())
 	assert.False(t, remembered, "the write is forgotten once the cache shows it")
 }
+
+// TestNodeWritesReadLiveWhileTheCacheLags: every Node write of the
+// controller (writeNode), not only the in-place go signal, is read back
+// live until the Node cache shows it. Here the termination condition (a
+// status write) and a label (a metadata write, as preservation and the
+// node template make) are written while the cache is cut off; the next
+// reconcile's Node must carry each, or it would decide from a Node older
+// than its own write (write the condition again, preserve a Node just
+// released).
+func TestNodeWritesReadLiveWhileTheCacheLags(t *testing.T) {
+	env := testenv.Start(t)
+	w := newWorld(t, env, env, inmemory.Options{})
+	proxy := controllertest.StartProxy(t, env.Config)
+	w.cacheConfig = proxy.Config(env.Config)
+	var rec *Reconciler
+	var cached client.Client
+	w.configure = func(r *Reconciler, c client.Client) { rec, cached = r, c }
+	w.class("small", nil)
+	w.start()
+	w.machine("m1", "small")
+	w.waitPhase("m1", v1alpha1.MachineRunning, waitLong)
+	hasCondition := func(n *corev1.Node, typ corev1.NodeConditionType) bool {
+		for _, c := range n.Status.Conditions {
+			if c.Type == typ && c.Status == corev1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	}
+	cachedNode := func() *corev1.Node {
+		n := &corev1.Node{}
+		require.NoError(t, client.IgnoreNotFound(cached.Get(w.ctx, client.ObjectKey{Name: "m1"}, n)))
+		return n
+	}
+	require.Eventually(t, func() bool { return hasCondition(cachedNode(), corev1.NodeReady) }, waitLong, 20*time.Millisecond)
+	proxy.SetDown(true)
+	m := w.get("m1")
+	newScope := func() *scope { return &scope{machine: m.DeepCopy(), original: m, now: time.Now(), log: logr.Discard()} }
+
+	require.NoError(t, rec.markNodeTerminating(w.ctx, newScope()))
+	require.True(t, hasCondition(w.node("m1"), v1alpha1.NodeTerminationCondition), "written")
+	require.False(t, hasCondition(cachedNode(), v1alpha1.NodeTerminationCondition), "the cache must still lag for the test to mean anything")
+	node, err := rec.loadNode(w.ctx, newScope())
+	require.NoError(t, err)
+	assert.True(t, hasCondition(node, v1alpha1.NodeTerminationCondition), "the Node was read from the cache, behind the controller's own write")
+
+	// A metadata write (the preservation and node template paths), of a
+	// label the controller leaves alone.
+	before := w.node("m1")
+	labelled := before.DeepCopy()
+	labelled.Labels["test.machina.io/written"] = "yes"
+	require.NoError(t, rec.writeNode(w.ctx, before, labelled))
+	require.Empty(t, cachedNode().Labels["test.machina.io/written"], "the cache must still lag")
+	node, err = rec.loadNode(w.ctx, newScope())
+	require.NoError(t, err)
+	assert.Equal(t, "yes", node.Labels["test.machina.io/written"], "the Node was read from the cache, behind the controller's own write")
+
+	// Once the cache shows the writes, the Node comes from the cache again.
+	proxy.SetDown(false)
+	require.Eventually(t, func() bool { return cachedNode().Labels["test.machina.io/written"] == "yes" }, waitLong, 20*time.Millisecond)
+	_, err = rec.loadNode(w.ctx, newScope())
+	require.NoError(t, err)
+	_, remembered := rec.nodesWritten.Get(node.UID, time.Now())
+	assert.False(t, remembered, "the writes are forgotten once the cache shows them")
+}

@@ -81,8 +81,8 @@ type Reconciler struct {
 	Options Options
 
 	written setup.Written[struct{}]
-	// nodesWritten are the Nodes whose InPlaceUpdate condition this
-	// controller wrote and the cache may not show yet (machine_node.go).
+	// nodesWritten are the Nodes this controller wrote and the cache may
+	// not show yet (writeNode, machine_node.go).
 	nodesWritten setup.Written[struct{}]
 	vmChecks     vmChecks
 	retries      retryGate

@@ -407,7 +407,7 @@ func (r *Reconciler) deleteNode(ctx context.Context, name string) error {
 		// A strategic merge patch removes this one finalizer and keeps any
 		// other, so it needs no resourceVersion and cannot lose a race with
 		// the kubelet's status updates.
-		if err := setup.NewPatcher(r.Target, node, setup.Strategic()).Patch(ctx, updated); err != nil {
+		if err := r.writeNode(ctx, node, updated, setup.Strategic()); err != nil {
 			return client.IgnoreNotFound(err)
 		}
 	}

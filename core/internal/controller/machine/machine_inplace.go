@@ -311,6 +311,6 @@ func (r *Reconciler) flushInPlaceCondition(ctx context.Context, s *scope) error 
 		return err
 	}
 	// s.node holds the API server's answer: its version is the write's.
-	r.nodesWritten.Record(s.node.UID, s.node.ResourceVersion, struct{}{}, time.Now())
+	r.rememberNodeWrite(s.node)
 	return nil
 }

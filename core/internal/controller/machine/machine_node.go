@@ -3,6 +3,7 @@ package machine
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,13 +32,14 @@ func (r *Reconciler) loadNode(ctx context.Context, s *scope) (*corev1.Node, erro
 		node = nil
 	}
 	if node != nil {
-		// The cached Node, unless this controller wrote the Node's
-		// InPlaceUpdate condition since and the cache does not show that
-		// write yet; then it is read from the API server. A condition
-		// decided from the older copy would take the node a step back: a
-		// Node given the go signal (ReadyForUpdate) whose cache still shows
-		// it a candidate would be marked SelectedForUpdate again, and its
-		// agent, waiting for the go signal, never update it.
+		// The cached Node, unless this controller wrote the Node since and
+		// the cache does not show that write yet (writeNode); then it is
+		// read from the API server. A decision taken from the older copy
+		// would take the node a step back: a Node given the go signal
+		// (ReadyForUpdate) whose cache still shows it a candidate would be
+		// marked SelectedForUpdate again, and its agent, waiting for the go
+		// signal, never update it; a Node just released from preservation
+		// would be preserved again.
 		fresh, err := setup.ReadFresh(ctx, &r.nodesWritten, r.TargetReader, node)
 		if err != nil {
 			return nil, fmt.Errorf("reading node %s: %w", name, err)
@@ -46,4 +48,24 @@ func (r *Reconciler) loadNode(ctx context.Context, s *scope) (*corev1.Node, erro
 	}
 	s.node, s.nodeLoaded = node, true
 	return node, nil
+}
+
+// writeNode writes the difference from before to after to the Machine's
+// Node (setup.Patcher with opts); after ends up as the API server answered.
+// Every Node write of the controller goes through it, so that loadNode reads
+// the Node live until the cache shows the write (rememberNodeWrite).
+func (r *Reconciler) writeNode(ctx context.Context, before, after *corev1.Node, opts ...setup.PatchOption) error {
+	if err := setup.NewPatcher(r.Target, before, opts...).Patch(ctx, after); err != nil {
+		return err
+	}
+	if after.ResourceVersion != before.ResourceVersion {
+		r.rememberNodeWrite(after)
+	}
+	return nil
+}
+
+// rememberNodeWrite records the version of a Node this controller wrote,
+// the API server's answer, until the cache shows it.
+func (r *Reconciler) rememberNodeWrite(n *corev1.Node) {
+	r.nodesWritten.Record(n.UID, n.ResourceVersion, struct{}{}, time.Now())
 }

@@ -43,7 +43,7 @@ func (r *Reconciler) reconcileNodeTemplate(ctx context.Context, s *scope) (phase
 		// another controller added meanwhile is not lost.
 		opts = append(opts, setup.LockObject())
 	}
-	if err := setup.NewPatcher(r.Target, node, opts...).Patch(ctx, updated); err != nil {
+	if err := r.writeNode(ctx, node, updated, opts...); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return phase.Result{RequeueAfter: r.Options.ShortRetry}, nil
 		}

@@ -293,7 +293,7 @@ func (r *Reconciler) patchNode(ctx context.Context, s *scope, before, after *cor
 	if !equality.Semantic.DeepEqual(before.Spec.Taints, after.Spec.Taints) {
 		opts = append(opts, setup.LockObject())
 	}
-	if err := setup.NewPatcher(r.Target, before, opts...).Patch(ctx, after); err != nil {
+	if err := r.writeNode(ctx, before, after, opts...); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -309,7 +309,7 @@ func (r *Reconciler) patchNode(ctx context.Context, s *scope, before, after *cor
 func (r *Reconciler) setNodePreservedCondition(ctx context.Context, s *scope, status corev1.ConditionStatus, reason, message string) error {
 	updated := s.node.DeepCopy()
 	if preservation.SetCondition(&updated.Status.Conditions, status, reason, message, s.now) {
-		if err := setup.NewPatcher(r.Target, s.node, setup.Strategic()).Patch(ctx, updated); err != nil {
+		if err := r.writeNode(ctx, s.node, updated, setup.Strategic()); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil
 			}

@@ -42,10 +42,11 @@ func (r *Reconciler) markNodeTerminating(ctx context.Context, s *scope) error {
 	}
 	// A strategic merge patch merges conditions by type: the kubelet's own
 	// conditions, written concurrently, are not overwritten.
-	p := setup.NewPatcher(r.Target, node, setup.Strategic())
-	node.Status.Conditions = append(node.Status.Conditions, cond)
-	if err := p.Patch(ctx, node); err != nil {
+	updated := node.DeepCopy()
+	updated.Status.Conditions = append(updated.Status.Conditions, cond)
+	if err := r.writeNode(ctx, node, updated, setup.Strategic()); err != nil {
 		return fmt.Errorf("setting condition %s on node %s: %w", v1alpha1.NodeTerminationCondition, node.Name, err)
 	}
+	s.node = updated
 	return nil
 }

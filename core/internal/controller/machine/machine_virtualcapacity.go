@@ -11,7 +11,6 @@ import (
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
-	"github.com/machina-io/machina/core/internal/controller/setup"
 )
 
 // reconcileVirtualCapacity puts the class's nodeTemplate.virtualCapacity
@@ -48,7 +47,7 @@ func (r *Reconciler) reconcileVirtualCapacity(ctx context.Context, s *scope) (ph
 	updated.Status.Capacity = withVirtual(node.Status.Capacity, last, desired)
 	updated.Status.Allocatable = withVirtual(node.Status.Allocatable, last, desired)
 	if !sameResources(node.Status.Capacity, updated.Status.Capacity) || !sameResources(node.Status.Allocatable, updated.Status.Allocatable) {
-		if err := setup.NewPatcher(r.Target, node).Patch(ctx, updated); err != nil {
+		if err := r.writeNode(ctx, node, updated); err != nil {
 			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 				return phase.Result{RequeueAfter: r.Options.ShortRetry}, nil
 			}
@@ -66,23 +65,23 @@ func (r *Reconciler) reconcileVirtualCapacity(ctx context.Context, s *scope) (ph
 		s.node = updated
 		return phase.Result{}, nil
 	}
-	p := setup.NewPatcher(r.Target, updated)
-	if updated.Annotations == nil {
-		updated.Annotations = map[string]string{}
+	annotated := updated.DeepCopy()
+	if annotated.Annotations == nil {
+		annotated.Annotations = map[string]string{}
 	}
 	if record == nil {
-		delete(updated.Annotations, v1alpha1.LastAppliedVirtualCapacityAnnotation)
+		delete(annotated.Annotations, v1alpha1.LastAppliedVirtualCapacityAnnotation)
 	} else {
-		updated.Annotations[v1alpha1.LastAppliedVirtualCapacityAnnotation] = string(record)
+		annotated.Annotations[v1alpha1.LastAppliedVirtualCapacityAnnotation] = string(record)
 	}
-	if err := p.Patch(ctx, updated); err != nil {
+	if err := r.writeNode(ctx, updated, annotated); err != nil {
 		if apierrors.IsNotFound(err) {
 			return phase.Result{}, nil
 		}
 		return phase.Result{}, fmt.Errorf("recording the virtual capacity on node %s: %w", node.Name, err)
 	}
 	s.log.V(1).Info("Applied virtual capacity", "node", node.Name)
-	s.node = updated
+	s.node = annotated
 	return phase.Result{}, nil
 }
 
