@@ -8,7 +8,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -56,10 +55,6 @@ const (
 	// on the Node or a pod of it); the message names them and what holds.
 	ReasonDisruptionHeld = "DisruptionHeld"
 )
-
-// conflictRetry is how soon a status write that lost an optimistic-lock
-// race is retried: the next read sees the winner's version.
-const conflictRetry = 200 * time.Millisecond
 
 // resync is how often a pool is synced without events: a safety net, every
 // change of a pool, a Node or a Machine brings a sync anyway.
@@ -192,7 +187,15 @@ func mapsEqual(a, b map[string]string) bool {
 
 // Reconcile syncs one pool: its members, the next nodes of its rollout,
 // its status.
+//
+// A conflict (the pool changed since the cache copy; the render controller
+// writes into the same status) is setup's conflict policy: synced again
+// soon, no error.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return setup.RequeueOnConflict(r.reconcile(ctx, req))
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pool := &mcv1.MachineConfigPool{}
 	if err := r.Target.Get(ctx, req.NamespacedName, pool); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -212,11 +215,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("pool %s: %w", pool.Name, err)
 	}
 	if err := r.writeStatus(ctx, s); err != nil {
-		if apierrors.IsConflict(err) {
-			// The cache had not yet shown the last write: read again soon.
-			s.log.V(1).Info("Status changed meanwhile; syncing again")
-			return ctrl.Result{RequeueAfter: conflictRetry}, nil
-		}
 		return ctrl.Result{}, err
 	}
 	return res.Requeue(resync), nil

@@ -4,7 +4,8 @@
 //
 // The pool controller reconciles one MachineConfigPool at a time in named
 // phases (core/internal/controller/phase), and writes the pool's status
-// once at the end, only when it changed. The phases:
+// once at the end, only when it changed (setup.Patcher); a conflict is
+// setup.RequeueOnConflict's: synced again soon, no error. The phases:
 //
 //  1. members (members.go): the pool's Nodes, chosen by spec.nodeSelector or
 //     by the MachineSet or MachineDeployment the pool names; a Node several

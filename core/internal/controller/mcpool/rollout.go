@@ -11,6 +11,7 @@ import (
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/core/disruption"
 	"github.com/machina-io/machina/core/internal/controller/phase"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/inplace"
 )
 
@@ -181,14 +182,14 @@ func (r *Reconciler) newborns(ctx context.Context, s *scope) ([]poolNode, error)
 }
 
 // setDesired writes desiredConfig=<target> on the node with a merge patch
-// of that one annotation, and records an event.
+// of that one annotation (setup.Patcher), and records an event.
 func (r *Reconciler) setDesired(ctx context.Context, s *scope, n poolNode, why string) error {
 	patched := n.node.DeepCopy()
 	if patched.Annotations == nil {
 		patched.Annotations = map[string]string{}
 	}
 	patched.Annotations[annDesiredConfig] = s.target
-	if err := r.Target.Patch(ctx, patched, client.MergeFrom(n.node)); err != nil {
+	if err := setup.NewPatcher(r.Target, n.node).Patch(ctx, patched); err != nil {
 		return fmt.Errorf("setting the desired configuration of node %s: %w", n.node.Name, err)
 	}
 	note := "Targeted node %s to %s"

@@ -2,17 +2,13 @@ package mcpool
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 )
 
 // counts are the machine counts of a pool's status.
@@ -138,40 +134,17 @@ func unsupportedFields(p *mcv1.MachineConfigPool) string {
 	return strings.Join(out, "; ")
 }
 
-// writeStatus writes the status when it changed, with the resource version
-// of the read: the render controller writes RenderDegraded into the same
-// list, and a conflict is retried on a fresh read. The machine counts are
-// always in the patch: a merge patch leaves out what did not change, so a
-// count of 0 on a status the render controller created (with conditions
-// only) would never be stored, and kubectl get mcp would show blanks.
+// writeStatus writes the status when it changed (setup.Patcher), with the
+// resource version of the read: the render controller writes RenderDegraded
+// into the same list, and a conflict is retried on a fresh read
+// (setup.RequeueOnConflict). The machine counts are always in the patch: a
+// merge patch leaves out what did not change, so a count of 0 on a status
+// the render controller created (with conditions only) would never be
+// stored, and kubectl get mcp would show blanks.
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
-	if equality.Semantic.DeepEqual(s.orig.Status, s.pool.Status) {
-		return nil
-	}
-	data, err := client.MergeFromWithOptions(s.orig, client.MergeFromWithOptimisticLock{}).Data(s.pool)
-	if err != nil {
-		return fmt.Errorf("computing the status patch of pool %s: %w", s.pool.Name, err)
-	}
-	var patch map[string]any
-	if err := json.Unmarshal(data, &patch); err != nil {
-		return fmt.Errorf("computing the status patch of pool %s: %w", s.pool.Name, err)
-	}
-	status, _ := patch["status"].(map[string]any)
-	if status == nil {
-		status = map[string]any{}
-		patch["status"] = status
-	}
-	st := s.pool.Status
-	for k, v := range map[string]int32{
-		"machineCount": st.MachineCount, "updatedMachineCount": st.UpdatedMachineCount, "readyMachineCount": st.ReadyMachineCount,
-		"unavailableMachineCount": st.UnavailableMachineCount, "degradedMachineCount": st.DegradedMachineCount,
-	} {
-		status[k] = v
-	}
-	if data, err = json.Marshal(patch); err != nil {
-		return fmt.Errorf("computing the status patch of pool %s: %w", s.pool.Name, err)
-	}
-	if err := r.Target.Status().Patch(ctx, s.pool, client.RawPatch(types.MergePatchType, data)); err != nil {
+	p := setup.NewPatcher(r.Target, s.orig, setup.LockStatus(), setup.StatusCounts(
+		"machineCount", "updatedMachineCount", "readyMachineCount", "unavailableMachineCount", "degradedMachineCount"))
+	if err := p.Patch(ctx, s.pool); err != nil {
 		return fmt.Errorf("writing the status of pool %s: %w", s.pool.Name, err)
 	}
 	return nil

@@ -155,7 +155,15 @@ func (r *Reconciler) archPools(ctx context.Context) []reconcile.Request {
 // Reconcile renders one pool: select its fragments, merge them, refuse
 // what the pool's target or nodes cannot take, write the rendered
 // MachineConfig, point the pool at it, report RenderDegraded.
+//
+// A conflict (the pool changed since the cache copy; the update controller
+// writes into the same status) is setup's conflict policy: synced again
+// soon, no error.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return setup.RequeueOnConflict(r.reconcile(ctx, req))
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pool := &mcfgv1.MachineConfigPool{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pool); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -164,9 +172,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	s := &scope{
-		pool: pool,
-		orig: pool.DeepCopy(),
-		log:  logr.FromContextOrDiscard(ctx).WithValues("pool", pool.Name),
+		pool:    pool,
+		orig:    pool.DeepCopy(),
+		patcher: setup.NewPatcher(r.Client, pool, setup.LockObject(), setup.LockStatus()),
+		log:     logr.FromContextOrDiscard(ctx).WithValues("pool", pool.Name),
 	}
 	res, err := phase.Run(ctx, s, r.selectFragments, r.render, r.refuse, r.writeRendered, r.pointPool)
 	if err != nil {

@@ -20,7 +20,10 @@
 //  5. pointPool (write.go): the pool's spec.configuration, the update
 //     controller's target, with the fragments as its source list.
 //
-// Then the RenderDegraded condition is written (status.go). A fragment
+// Then the RenderDegraded condition is written (status.go). The pool's
+// spec and status are written through one setup.Patcher, each part only
+// when it changed and with the resourceVersion it changes; a conflict is
+// setup.RequeueOnConflict's: rendered again soon, no error. A fragment
 // that cannot be rendered stops the phases: the pool keeps its last good
 // target and RenderDegraded names the fragment and what is wrong with it.
 //

@@ -4,14 +4,18 @@ import (
 	"github.com/go-logr/logr"
 
 	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 )
 
 // scope is what one render of a pool read and decided.
 type scope struct {
 	pool *mcfgv1.MachineConfigPool
-	// orig is the pool as read, for the patches.
+	// orig is the pool as read.
 	orig *mcfgv1.MachineConfigPool
-	log  logr.Logger
+	// patcher writes the pool's spec (pointPool) and its status
+	// (writeStatus), each with the resourceVersion it changes.
+	patcher *setup.Patcher
+	log     logr.Logger
 
 	// fragments are the pool's MachineConfigs in merge order.
 	fragments []mcfgv1.MachineConfig

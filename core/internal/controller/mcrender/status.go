@@ -5,18 +5,17 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 )
 
 // writeStatus sets the pool's RenderDegraded condition, and only it: the
 // update controller owns the other conditions and folds RenderDegraded into
-// Degraded. The patch carries the resourceVersion read, so a concurrent
-// write of the update controller is not overwritten: the loser syncs again.
+// Degraded. The patch (s.patcher) carries the resourceVersion read, so a
+// concurrent write of the update controller is not overwritten: the loser
+// syncs again (setup.RequeueOnConflict). Unchanged, nothing is written.
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	cond := metav1.Condition{
 		Type:               mcfgv1.PoolRenderDegraded,
@@ -35,12 +34,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 		s.log.Info("Cannot render the pool", "reason", cond.Reason, "message", cond.Message)
 		r.Recorder.Eventf(s.pool, nil, corev1.EventTypeWarning, ReasonRenderFailed, "Render", "%s", cond.Message)
 	}
-	patch := client.MergeFromWithOptions(s.orig.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	meta.SetStatusCondition(&s.pool.Status.Conditions, cond)
-	if equality.Semantic.DeepEqual(s.orig.Status, s.pool.Status) {
-		return nil
-	}
-	if err := r.Client.Status().Patch(ctx, s.pool, patch); err != nil {
+	if err := s.patcher.Patch(ctx, s.pool); err != nil {
 		return fmt.Errorf("writing the RenderDegraded condition of pool %s: %w", s.pool.Name, err)
 	}
 	return nil

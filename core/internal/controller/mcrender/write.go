@@ -16,6 +16,7 @@ import (
 
 	mcfgv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/core/internal/controller/phase"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 )
 
 // writeRendered creates the rendered MachineConfig, unless it exists: its
@@ -85,13 +86,12 @@ func (r *Reconciler) pointPool(ctx context.Context, s *scope) (phase.Result, err
 		return phase.Result{}, nil
 	}
 	previous := s.pool.Spec.Configuration.Name
-	patch := client.MergeFromWithOptions(s.orig.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	s.pool.Spec.Configuration = want
-	if err := r.Client.Patch(ctx, s.pool, patch); err != nil {
+	// Only the spec changed so far: the status is written after the
+	// phases (writeStatus), from what the API server answers here.
+	if err := s.patcher.Patch(ctx, s.pool); err != nil {
 		return phase.Result{}, fmt.Errorf("pointing the pool at %s: %w", s.name, err)
 	}
-	// The status patch that follows starts from what the API server has now.
-	s.orig = s.pool.DeepCopy()
 	if previous != s.name {
 		s.log.Info("Pool target configuration changed", "from", previous, "to", s.name)
 		r.Recorder.Eventf(s.pool, nil, corev1.EventTypeNormal, ReasonRendered, "Render",
@@ -119,12 +119,12 @@ func (r *Reconciler) adopt(ctx context.Context, s *scope, mc *mcfgv1.MachineConf
 	if ref := metav1.GetControllerOf(mc); ref != nil && ref.UID == s.pool.UID {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(mc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	p := setup.NewPatcher(r.Client, mc, setup.LockObject())
 	mc.OwnerReferences = nil
 	if err := controllerutil.SetControllerReference(s.pool, mc, r.Client.Scheme()); err != nil {
 		return err
 	}
-	if err := r.Client.Patch(ctx, mc, patch); err != nil {
+	if err := p.Patch(ctx, mc); err != nil {
 		return fmt.Errorf("adopting %s: %w", mc.Name, err)
 	}
 	s.log.Info("Adopted rendered MachineConfig of an earlier pool of the same name", "machineConfig", mc.Name)
