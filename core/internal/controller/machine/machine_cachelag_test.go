@@ -95,17 +95,7 @@ func TestUnknownMachineRecoversWhileTheCacheLags(t *testing.T) {
 // the agent, waiting for the go signal, would never update the node (one
 // machine of 200 hung in InPlaceUpdating that way in the in-place bench).
 func TestNodeReadLiveWhileTheCacheLagsBehindTheGoSignal(t *testing.T) {
-	env := testenv.Start(t)
-	w := newWorld(t, env, env, inmemory.Options{})
-	proxy := controllertest.StartProxy(t, env.Config)
-	w.cacheConfig = proxy.Config(env.Config)
-	var rec *Reconciler
-	var cached client.Client
-	w.configure = func(r *Reconciler, c client.Client) { rec, cached = r, c }
-	w.class("small", nil)
-	w.start()
-	w.machine("m1", "small")
-	w.waitPhase("m1", v1alpha1.MachineRunning, waitLong)
+	w, proxy, rec, cached := runningBehindProxy(t)
 	setNodeLabels(t, w, "m1", v1alpha1.LabelKeyNodeCandidateForUpdate, "true")
 	w.waitNodeReason("m1", "m1", v1alpha1.CandidateForUpdate)
 	cachedReason := func() string {
@@ -147,17 +137,7 @@ func TestNodeReadLiveWhileTheCacheLagsBehindTheGoSignal(t *testing.T) {
 // than its own write (write the condition again, preserve a Node just
 // released).
 func TestNodeWritesReadLiveWhileTheCacheLags(t *testing.T) {
-	env := testenv.Start(t)
-	w := newWorld(t, env, env, inmemory.Options{})
-	proxy := controllertest.StartProxy(t, env.Config)
-	w.cacheConfig = proxy.Config(env.Config)
-	var rec *Reconciler
-	var cached client.Client
-	w.configure = func(r *Reconciler, c client.Client) { rec, cached = r, c }
-	w.class("small", nil)
-	w.start()
-	w.machine("m1", "small")
-	w.waitPhase("m1", v1alpha1.MachineRunning, waitLong)
+	w, proxy, rec, cached := runningBehindProxy(t)
 	hasCondition := func(n *corev1.Node, typ corev1.NodeConditionType) bool {
 		for _, c := range n.Status.Conditions {
 			if c.Type == typ && c.Status == corev1.ConditionTrue {
@@ -201,4 +181,23 @@ func TestNodeWritesReadLiveWhileTheCacheLags(t *testing.T) {
 	require.NoError(t, err)
 	_, remembered := rec.nodesWritten.Get(node.UID, time.Now())
 	assert.False(t, remembered, "the writes are forgotten once the cache shows them")
+}
+
+// runningBehindProxy starts a world whose manager's cache reads through a
+// proxy the test can cut (proxy.SetDown), with one Running machine m1; it
+// returns the Reconciler and the manager's cached client.
+func runningBehindProxy(t *testing.T) (*world, *controllertest.Proxy, *Reconciler, client.Client) {
+	t.Helper()
+	env := testenv.Start(t)
+	w := newWorld(t, env, env, inmemory.Options{})
+	proxy := controllertest.StartProxy(t, env.Config)
+	w.cacheConfig = proxy.Config(env.Config)
+	var rec *Reconciler
+	var cached client.Client
+	w.configure = func(r *Reconciler, c client.Client) { rec, cached = r, c }
+	w.class("small", nil)
+	w.start()
+	w.machine("m1", "small")
+	w.waitPhase("m1", v1alpha1.MachineRunning, waitLong)
+	return w, proxy, rec, cached
 }
