@@ -90,12 +90,12 @@ func newDeployment(name, class string, maxSurge intstr.IntOrString) *v1alpha1.Ma
 }
 
 // patchDeployment applies a JSON merge patch to MachineDeployment name.
-func patchDeployment(ctx context.Context, c client.Client, name, patch string) error {
+func patchDeployment(ctx context.Context, c client.Client, name, patch string) (generation int64, err error) {
 	md := &v1alpha1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNamespace}}
 	if err := c.Patch(ctx, md, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-		return fmt.Errorf("patching MachineDeployment %s: %w", name, err)
+		return 0, fmt.Errorf("patching MachineDeployment %s: %w", name, err)
 	}
-	return nil
+	return md.Generation, nil
 }
 
 // machineState is what the tracker knows of one Machine.

@@ -90,10 +90,14 @@ func (b *bench) scenarioInPlace(ctx context.Context, n, unavailablePercent int) 
 		// A label of the machines' template: a change of the node
 		// template alone is applied without a rollout.
 		patch := `{"spec":{"template":{"metadata":{"labels":{"config":"v2"}}}}}`
-		if err := patchDeployment(ctx, b.client, inPlaceDeployment, patch); err != nil {
+		// Done is judged against the generation this change made: the
+		// tracker's cache may still hold the deployment before it, whose
+		// status says complete.
+		gen, err := patchDeployment(ctx, b.client, inPlaceDeployment, patch)
+		if err != nil {
 			return err
 		}
-		err := waitFor(ctx, b.cfg.timeout, "in-place rollout complete", b.checkChildren, func() (bool, string) {
+		err = waitFor(ctx, b.cfg.timeout, "in-place rollout complete", b.checkChildren, func() (bool, string) {
 			c := b.tracker.census(inPlaceDeployment)
 			md, mdErr := b.tracker.deployment(ctx, inPlaceDeployment)
 			if mdErr != nil {
@@ -101,7 +105,7 @@ func (b *bench) scenarioInPlace(ctx context.Context, n, unavailablePercent int) 
 			}
 			state := fmt.Sprintf("%d machines, %d Running, %d Nodes; updated %d, available %d", c.machines, c.running, c.nodes,
 				md.Status.UpdatedReplicas, md.Status.AvailableReplicas)
-			return c.machines == n && c.running == n && md.Status.ObservedGeneration >= md.Generation &&
+			return c.machines == n && c.running == n && md.Status.ObservedGeneration >= gen &&
 				int(md.Status.UpdatedReplicas) == n && int(md.Status.AvailableReplicas) == n && int(md.Status.Replicas) == n, state
 		})
 		r.Extra["unavailable"] = float64(unavailable)

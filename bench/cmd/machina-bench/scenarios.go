@@ -36,7 +36,8 @@ func (b *bench) createDeployment(ctx context.Context, name, class string, maxSur
 
 // scaleTo sets the replicas of MachineDeployment name.
 func (b *bench) scaleTo(ctx context.Context, name string, n int) error {
-	return patchDeployment(ctx, b.client, name, fmt.Sprintf(`{"spec":{"replicas":%d}}`, n))
+	_, err := patchDeployment(ctx, b.client, name, fmt.Sprintf(`{"spec":{"replicas":%d}}`, n))
+	return err
 }
 
 // waitRunning waits until pool has n machines, all Running, of class.
@@ -110,10 +111,11 @@ func (b *bench) scenarioRoll(ctx context.Context, n int, surgePercent int) []Sce
 	b.tracker.resetPeak()
 	roll := b.measure(ctx, name, n, func(ctx context.Context, r *ScenarioResult) error {
 		start := time.Now()
-		if err := patchDeployment(ctx, b.client, rollDeployment, fmt.Sprintf(`{"spec":{"template":{"spec":{"class":{"name":%q}}}}}`, classB)); err != nil {
+		gen, err := patchDeployment(ctx, b.client, rollDeployment, fmt.Sprintf(`{"spec":{"template":{"spec":{"class":{"name":%q}}}}}`, classB))
+		if err != nil {
 			return err
 		}
-		err := waitFor(ctx, b.cfg.timeout, "rollout complete", b.checkChildren, func() (bool, string) {
+		err = waitFor(ctx, b.cfg.timeout, "rollout complete", b.checkChildren, func() (bool, string) {
 			c := b.tracker.census(rollDeployment)
 			md, mdErr := b.tracker.deployment(ctx, rollDeployment)
 			state := fmt.Sprintf("%d machines, %d of class %s Running, %d of class %s", c.machines, c.runningByClass[classB], classB, c.byClass[classA], classA)
@@ -121,7 +123,7 @@ func (b *bench) scenarioRoll(ctx context.Context, n int, surgePercent int) []Sce
 				return false, mdErr.Error()
 			}
 			return c.machines == n && c.runningByClass[classB] == n && c.nodes == n &&
-				md.Status.ObservedGeneration >= md.Generation && int(md.Status.UpdatedReplicas) == n &&
+				md.Status.ObservedGeneration >= gen && int(md.Status.UpdatedReplicas) == n &&
 				int(md.Status.AvailableReplicas) == n && int(md.Status.Replicas) == n, state
 		})
 		startUps := b.tracker.startUps(classB, start)
