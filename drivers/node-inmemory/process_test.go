@@ -1,0 +1,215 @@
+package nodeinmemory
+
+import (
+	"context"
+	"encoding/base64"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
+)
+
+func createRequest(name, spec string) *driverv1alpha1.CreateMachineRequest {
+	return &driverv1alpha1.CreateMachineRequest{
+		Machine:      &driverv1alpha1.Machine{Name: name, Namespace: "default"},
+		MachineClass: &driverv1alpha1.MachineClass{Name: "small", Namespace: "default", ProviderSpec: []byte(spec)},
+	}
+}
+
+// TestNodeUnitTests runs the driver's own tests (node --test test/), so
+// that `make test` covers them.
+func TestNodeUnitTests(t *testing.T) {
+	cmd := exec.Command(node(t), "--test", "test/")
+	cmd.Dir = driverDir(t)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "node unit tests failed:\n%s", out)
+	assert.Contains(t, string(out), "# fail 0")
+	t.Logf("%s", out)
+}
+
+// TestSIGTERMLetsCallsInFlightFinish sends SIGTERM while a slow
+// CreateMachine is in flight: new calls must be refused at once, the call
+// in flight must still answer OK, and the process must exit with status 0
+// and remove its socket (§2.7).
+func TestSIGTERMLetsCallsInFlightFinish(t *testing.T) {
+	d := startDriver(t)
+	machines := driverv1alpha1.NewMachineServiceClient(dial(t, d.Endpoint))
+	req := createRequest("slow", `{"createDelay": 2}`)
+
+	type result struct {
+		resp *driverv1alpha1.CreateMachineResponse
+		err  error
+	}
+	created := make(chan result, 1)
+	go func() {
+		resp, err := machines.CreateMachine(context.Background(), req)
+		created <- result{resp, err}
+	}()
+	// The creation is in flight once another call for the machine answers
+	// ABORTED (§9).
+	statusReq := &driverv1alpha1.GetMachineStatusRequest{Machine: req.Machine, MachineClass: req.MachineClass}
+	require.Eventually(t, func() bool {
+		_, err := machines.GetMachineStatus(context.Background(), statusReq)
+		return status.Code(err) == codes.Aborted
+	}, 10*time.Second, 10*time.Millisecond, "the slow create never got in flight")
+
+	d.Signal(syscall.SIGTERM)
+	require.Eventually(t, func() bool { return strings.Contains(d.Logs.String(), "received SIGTERM, stopping gracefully") },
+		10*time.Second, 10*time.Millisecond, "the driver did not act on SIGTERM")
+	// New calls are refused while the create is still in flight.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := driverv1alpha1.NewIdentityServiceClient(dial(t, d.Endpoint)).Probe(ctx, &driverv1alpha1.ProbeRequest{}, grpc.WaitForReady(false))
+	assert.Equal(t, codes.Unavailable, status.Code(err), "a call on a new connection after SIGTERM: %v", err)
+	select {
+	case r := <-created:
+		require.NoError(t, r.err, "a call in flight at SIGTERM must finish")
+		assert.True(t, strings.HasPrefix(r.resp.GetProviderId(), "node-inmemory:///default/slow/"), r.resp.GetProviderId())
+	case <-time.After(20 * time.Second):
+		t.Fatal("the create in flight at SIGTERM did not answer")
+	}
+	assert.Equal(t, 0, d.wait(t, 30*time.Second), "exit status after SIGTERM")
+	assert.NoFileExists(t, d.Socket, "the driver removes its socket on exit")
+	assert.Contains(t, d.Logs.String(), "stopped")
+}
+
+// TestShutdownGraceCutsOffSlowCalls: a call that takes longer than
+// --shutdown-grace after SIGTERM is cancelled, and the driver still exits
+// with status 0 and removes its socket.
+func TestShutdownGraceCutsOffSlowCalls(t *testing.T) {
+	d := startDriver(t, "--shutdown-grace", "0.5")
+	machines := driverv1alpha1.NewMachineServiceClient(dial(t, d.Endpoint))
+	req := createRequest("very-slow", `{"createDelay": 60}`)
+	created := make(chan error, 1)
+	go func() {
+		_, err := machines.CreateMachine(context.Background(), req)
+		created <- err
+	}()
+	statusReq := &driverv1alpha1.GetMachineStatusRequest{Machine: req.Machine, MachineClass: req.MachineClass}
+	require.Eventually(t, func() bool {
+		_, err := machines.GetMachineStatus(context.Background(), statusReq)
+		return status.Code(err) == codes.Aborted
+	}, 10*time.Second, 10*time.Millisecond, "the slow create never got in flight")
+
+	start := time.Now()
+	d.Signal(syscall.SIGTERM)
+	assert.Equal(t, 0, d.wait(t, 30*time.Second), "exit status after SIGTERM")
+	assert.Less(t, time.Since(start), 20*time.Second, "the grace period ends the stop")
+	select {
+	case err := <-created:
+		assert.Error(t, err, "the create cut off by the grace period does not answer OK")
+	case <-time.After(20 * time.Second):
+		t.Fatal("the create cut off at the end of the grace period did not end")
+	}
+	assert.NoFileExists(t, d.Socket)
+	assert.Contains(t, d.Logs.String(), "calls still in flight after 0.5s")
+}
+
+// TestSecretsNeverLogged sends recognisable secret values in every secret
+// field, on successful and failing calls, and checks that the driver's log
+// shows the calls with the values stripped (§8.3).
+func TestSecretsNeverLogged(t *testing.T) {
+	const canary = "node-canary-3c9d1f"
+	d := startDriver(t, "--log-level", "debug")
+	machines := driverv1alpha1.NewMachineServiceClient(dial(t, d.Endpoint))
+	ctx := context.Background()
+	secrets := map[string][]byte{"token": []byte(canary)}
+
+	req := createRequest("secret-holder", `{}`)
+	req.Secrets, req.UserData = secrets, []byte("#cloud-config\n# "+canary)
+	created, err := machines.CreateMachine(ctx, req)
+	require.NoError(t, err)
+
+	bad := createRequest("secret-holder", `{"other": true}`)
+	bad.Secrets, bad.UserData = secrets, []byte(canary)
+	_, err = machines.CreateMachine(ctx, bad)
+	require.Equal(t, codes.AlreadyExists, status.Code(err))
+	assert.NotContains(t, err.Error(), canary)
+
+	_, err = machines.ListMachines(ctx, &driverv1alpha1.ListMachinesRequest{MachineClass: req.MachineClass, Secrets: secrets})
+	require.NoError(t, err)
+	m := &driverv1alpha1.Machine{Name: "secret-holder", Namespace: "default", ProviderId: created.GetProviderId()}
+	update := &driverv1alpha1.UpdateMachineRequest{Machine: m, OldMachineClass: req.MachineClass, MachineClass: req.MachineClass, Secrets: secrets}
+	_, err = machines.UpdateMachine(ctx, update)
+	require.NoError(t, err)
+	_, err = machines.DeleteMachine(ctx, &driverv1alpha1.DeleteMachineRequest{Machine: m, MachineClass: req.MachineClass, Secrets: secrets})
+	require.NoError(t, err)
+
+	// The log is complete once the process has exited.
+	d.Signal(syscall.SIGTERM)
+	require.Equal(t, 0, d.wait(t, 30*time.Second))
+	logs := d.Logs.String()
+	for _, method := range []string{"CreateMachine", "ListMachines", "UpdateMachine", "DeleteMachine"} {
+		assert.Contains(t, logs, "method="+method, "every call is logged")
+	}
+	assert.Contains(t, logs, "code=ALREADY_EXISTS", "failed calls are logged with their code")
+	assert.NotContains(t, logs, canary)
+	assert.NotContains(t, logs, base64.StdEncoding.EncodeToString([]byte(canary)), "nor base64-encoded, as JSON shows bytes")
+	assert.Contains(t, logs, base64.StdEncoding.EncodeToString([]byte("***stripped***")), "secret fields are logged as stripped")
+}
+
+// TestEndpointRules checks the endpoint precedence and the socket rules of
+// §2.1 and §2.2 on the running process.
+func TestEndpointRules(t *testing.T) {
+	t.Run("flag wins over the environment", func(t *testing.T) {
+		dir := socketDir(t)
+		flagSocket := filepath.Join(dir, "flag.sock")
+		d := launchDriver(t, filepath.Join(dir, "env.sock"), "--endpoint", "unix://"+flagSocket)
+		d.Endpoint, d.Socket = "unix://"+flagSocket, flagSocket
+		d.waitServing(t)
+		assert.NoFileExists(t, filepath.Join(dir, "env.sock"))
+		info, err := os.Stat(flagSocket)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "socket mode")
+	})
+	t.Run("stale socket is replaced", func(t *testing.T) {
+		socket := filepath.Join(socketDir(t), "driver.sock")
+		l, err := net.ListenUnix("unix", &net.UnixAddr{Name: socket, Net: "unix"})
+		require.NoError(t, err)
+		l.SetUnlinkOnClose(false)
+		require.NoError(t, l.Close()) // the file stays, nobody listens: stale
+		require.FileExists(t, socket)
+		d := launchDriver(t, socket)
+		d.waitServing(t)
+		assert.Contains(t, d.Logs.String(), "removing stale socket "+socket)
+	})
+	t.Run("live socket is not taken over", func(t *testing.T) {
+		first := startDriver(t)
+		second := launchDriver(t, first.Socket)
+		assert.Equal(t, 1, second.wait(t, 30*time.Second))
+		assert.Contains(t, second.Logs.String(), "served by another process")
+		first.waitServing(t) // still serving
+	})
+	t.Run("other file is kept", func(t *testing.T) {
+		path := filepath.Join(socketDir(t), "driver.sock")
+		require.NoError(t, os.WriteFile(path, []byte("keep"), 0o600))
+		d := launchDriver(t, path)
+		assert.Equal(t, 1, d.wait(t, 30*time.Second))
+		assert.Contains(t, d.Logs.String(), "is not a socket")
+		content, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, "keep", string(content))
+	})
+	t.Run("relative unix path is refused", func(t *testing.T) {
+		d := launchDriver(t, "relative.sock") // MACHINA_DRIVER_ENDPOINT=unix://relative.sock
+		assert.Equal(t, 1, d.wait(t, 30*time.Second))
+		assert.Contains(t, d.Logs.String(), "'unix://relative.sock'")
+	})
+	t.Run("unknown flag is a usage error", func(t *testing.T) {
+		d := launchDriver(t, filepath.Join(socketDir(t), "driver.sock"), "--no-such-flag")
+		assert.Equal(t, 2, d.wait(t, 30*time.Second))
+		assert.Contains(t, d.Logs.String(), "usage: node-inmemory")
+	})
+}
