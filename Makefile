@@ -3,10 +3,11 @@ SHELL := /usr/bin/env bash -o pipefail -o errexit -o nounset
 .DEFAULT_GOAL := help
 
 MODULES := proto sdk core conformance cmd drivers/inmemory drivers/virtualnode
-# drivers/python-inmemory holds the Go tests of the Python driver; bench the
-# benchmark harness (only its unit tests run here; make bench runs it);
-# internal the helpers cmd and bench share (process supervision).
-MODULES += drivers/python-inmemory bench internal
+# drivers/python-inmemory and drivers/node-inmemory hold the Go tests of the
+# Python and Node.js drivers; bench the benchmark harness (only its unit
+# tests run here; make bench runs it); internal the helpers cmd and bench
+# share (process supervision).
+MODULES += drivers/python-inmemory drivers/node-inmemory bench internal
 PACKAGES := $(addsuffix /...,$(addprefix ./,$(MODULES)))
 
 # Tools run through `go run` at pinned versions: nothing is installed by hand.

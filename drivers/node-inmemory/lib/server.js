@@ -59,6 +59,13 @@ const log = {
   error(message) { this.write('error', message); },
 };
 
+/**
+ * MachineService calls whose handler has not answered yet. grpc-js's
+ * tryShutdown can wait for a client session that never reports closed; the
+ * stop ends as soon as no call is in flight instead.
+ */
+const inFlight = { count: 0 };
+
 // --- services --------------------------------------------------------------
 
 /** IdentityService (§5): fixed name, version and capabilities; always ready. */
@@ -96,6 +103,7 @@ function machineService(driver, root, sanitizer) {
   const handler = (method, fn) => {
     const type = requestType(method);
     return (call, callback) => {
+      inFlight.count++;
       const start = process.hrtime.bigint();
       const request = call.request;
       const finish = (response, code, message) => {
@@ -113,6 +121,7 @@ function machineService(driver, root, sanitizer) {
         }
         const error = message ? ` error=${quote(message)}` : '';
         log.info(`method=${method} code=${codeName(code)} duration=${seconds.toFixed(3)}s${m}${payload}${error}`);
+        inFlight.count--;
         if (code === grpc.status.OK) callback(null, response);
         else callback({ code, details: message });
       };
@@ -400,8 +409,17 @@ async function main(argv, stopRequested) {
       server.forceShutdown();
       resolve();
     }, args.shutdownGrace * 1000);
+    const idle = setInterval(() => {
+      if (inFlight.count === 0) {
+        clearTimeout(force);
+        clearInterval(idle);
+        server.forceShutdown();
+        resolve();
+      }
+    }, 20);
     server.tryShutdown(() => {
       clearTimeout(force);
+      clearInterval(idle);
       resolve();
     });
   });
