@@ -59,13 +59,6 @@ const log = {
   error(message) { this.write('error', message); },
 };
 
-/**
- * MachineService calls whose handler has not answered yet. grpc-js's
- * tryShutdown can wait for a client session that never reports closed; the
- * stop ends as soon as no call is in flight instead.
- */
-const inFlight = { count: 0 };
-
 // --- services --------------------------------------------------------------
 
 /** IdentityService (§5): fixed name, version and capabilities; always ready. */
@@ -103,7 +96,6 @@ function machineService(driver, root, sanitizer) {
   const handler = (method, fn) => {
     const type = requestType(method);
     return (call, callback) => {
-      inFlight.count++;
       const start = process.hrtime.bigint();
       const request = call.request;
       const finish = (response, code, message) => {
@@ -121,7 +113,6 @@ function machineService(driver, root, sanitizer) {
         }
         const error = message ? ` error=${quote(message)}` : '';
         log.info(`method=${method} code=${codeName(code)} duration=${seconds.toFixed(3)}s${m}${payload}${error}`);
-        inFlight.count--;
         if (code === grpc.status.OK) callback(null, response);
         else callback({ code, details: message });
       };
@@ -409,17 +400,13 @@ async function main(argv, stopRequested) {
       server.forceShutdown();
       resolve();
     }, args.shutdownGrace * 1000);
-    const idle = setInterval(() => {
-      if (inFlight.count === 0) {
-        clearTimeout(force);
-        clearInterval(idle);
-        server.forceShutdown();
-        resolve();
-      }
-    }, 20);
+    // tryShutdown ends when every client session has closed, which can
+    // take the whole grace period when a client keeps its connection. A
+    // shortcut that cut the connections once no call was in flight lost
+    // answers not yet written (a handler has returned before its answer
+    // is flushed), so the stop waits.
     server.tryShutdown(() => {
       clearTimeout(force);
-      clearInterval(idle);
       resolve();
     });
   });
