@@ -144,7 +144,10 @@ func TestSuitePassesCorrectDriver(t *testing.T) {
 // that prints that sentence's id and contains want.
 type mutant struct {
 	name string
-	id   string                           // the sentence broken
+	// id is the sentence broken; written "id#clause" in the lists, it
+	// also names the clause (conformance/internal/trace/clauses.go),
+	// which allMutants splits off.
+	id   string
 	caps []driverv1alpha1.Capability_Type // nil means allCaps
 	b    breakage
 	m    mutation
@@ -156,17 +159,17 @@ type mutant struct {
 // (docs/conformance-matrix.md) has at least one; TestSuiteCatchesBrokenDrivers
 // prints the score and fails on a mutant the suite lets pass.
 var mutants = []mutant{
-	{"socket open to all", "R-2.2-socket-file-have-mode", nil, breakage{socketOpenToAll: true}, mutation{},
+	{"socket open to all", "R-2.2-socket-file-have-mode#mode", nil, breakage{socketOpenToAll: true}, mutation{},
 		"Transport/socket_permissions", "§2.2 the socket file has mode 0600 (no access for group and others): the socket /"},
-	{"state tied to a connection", "R-2.6-accept-several-connections", nil, breakage{connectionState: true}, mutation{},
+	{"state tied to a connection", "R-2.6-accept-several-connections#no-state", nil, breakage{connectionState: true}, mutation{},
 		"Transport/several_connections", "§2.6 a driver accepts several connections and ties no state to one: GetMachineStatus of selftest-"},
-	{"identity changes", "R-2.7-stable-identity", nil, breakage{unstableIdentity: true}, mutation{},
+	{"identity changes", "R-2.7-stable-identity#info", nil, breakage{unstableIdentity: true}, mutation{},
 		"Identity/stable_answers", "§2.7 GetPluginInfo and GetPluginCapabilities answer the same for the life of the process: GetPluginInfo answered"},
 	{"capabilities change after a while", "R-3.4-stable-capabilities", nil, breakage{}, mutation{capsChangeLate: true},
 		"Identity/stable_answers", "GetPluginCapabilities answered [TYPE_GET_VOLUME_IDS TYPE_INITIALIZE_MACHINE TYPE_LIST_MACHINES], at the start of the run"},
 	{"capabilities call fails later", "R-5-implement-all-three-rpcs", nil, breakage{}, mutation{capsCallFails: true},
 		"Identity/known_capabilities", "GetPluginCapabilities answered INTERNAL"},
-	{"bad plugin name", "R-5.1.2-name-form", nil, breakage{badPluginName: true}, mutation{},
+	{"bad plugin name", "R-5.1.2-name-form#form", nil, breakage{badPluginName: true}, mutation{},
 		"Identity/plugin_name", `§5.1.2 GetPluginInfo.name is at most 63 characters of [a-z0-9.-], starting and ending with an alphanumeric: the name "Reference_Driver"`},
 	{"bad vendor version", "R-5.1.2-vendor-version-form", nil, breakage{badVersion: true}, mutation{},
 		"Identity/vendor_version", `§5.1.2 GetPluginInfo.vendor_version is a semantic version of at most 128 bytes, optionally with a leading v: the vendor_version "latest"`},
@@ -174,7 +177,7 @@ var mutants = []mutant{
 		"Identity/known_capabilities", "§3.4 a driver never advertises TYPE_UNSPECIFIED (values the suite does not know are logged, not failed): capabilities[4] is TYPE_UNSPECIFIED"},
 	{"never ready", "R-5.3.2-ready-when-serving", nil, breakage{}, mutation{neverReady: true},
 		trace.Preflight, "the driver did not report ready within 5s"},
-	{"probe fails now and then", "R-5.3.2-answer-within-5-seconds", nil, breakage{}, mutation{probeErrors: true},
+	{"probe fails now and then", "R-5.3.2-answer-within-5-seconds#answer", nil, breakage{}, mutation{probeErrors: true},
 		"Identity/probe", "answered INTERNAL"},
 	{"capability advertised but unimplemented", "R-3.5-advertised-implemented", nil, breakage{advertisedButUnimplemented: true}, mutation{},
 		"Capabilities/advertised_rpcs_implemented", "§3.5 an OPTIONAL RPC whose capability is advertised is implemented: ListMachines answered UNIMPLEMENTED"},
@@ -190,17 +193,17 @@ var mutants = []mutant{
 		"Compatibility/unknown_metadata", "without metadata answered INVALID_ARGUMENT"},
 	{"uid required", "R-4.1-not-require-optional-field", nil, breakage{}, mutation{requiresUID: true},
 		"Compatibility/optional_fields_unset", "machine.uid is required"},
-	{"wrong code for a missing name", "R-4.1-receives-request-required", nil, breakage{internalForMissingName: true}, mutation{},
+	{"wrong code for a missing name", "R-4.1-receives-request-required#code", nil, breakage{internalForMissingName: true}, mutation{},
 		"CreateMachine/invalid_arguments", "§4.1 a missing or malformed REQUIRED field answers INVALID_ARGUMENT naming the field path: CreateMachine with machine.name missing answered INTERNAL"},
-	{"field not named", "R-4.4-answer-invalid-argument", nil, breakage{fieldNotNamed: true}, mutation{},
+	{"field not named", "R-4.4-answer-invalid-argument#names-field", nil, breakage{fieldNotNamed: true}, mutation{},
 		"CreateMachine/invalid_arguments", `does not name the field machine_class.provider_spec`},
-	{"class namespace not required", "R-4.1-receives-request-required", nil, breakage{classNamespaceIgnored: true}, mutation{},
+	{"class namespace not required", "R-4.1-receives-request-required#missing", nil, breakage{classNamespaceIgnored: true}, mutation{},
 		"CreateMachine/invalid_arguments", "CreateMachine with machine class.namespace missing answered OK, want INVALID_ARGUMENT"},
-	{"provider spec array accepted", "R-4.4-answer-invalid-argument", nil, breakage{}, mutation{specArrayAccepted: true},
+	{"provider spec array accepted", "R-4.4-answer-invalid-argument#other-json", nil, breakage{}, mutation{specArrayAccepted: true},
 		"CreateMachine/invalid_arguments", "CreateMachine with machine class.provider spec an array answered OK, want INVALID_ARGUMENT"},
-	{"long names rejected", "R-4.3-full-name-range", nil, breakage{}, mutation{longNameRejected: true},
+	{"long names rejected", "R-4.3-full-name-range#full-range", nil, breakage{}, mutation{longNameRejected: true},
 		"CreateMachine/longest_name", "is longer than 63 characters"},
-	{"long names cut", "R-4.3-full-name-range", nil, breakage{}, mutation{longNameTruncated: true},
+	{"long names cut", "R-4.3-full-name-range#unique", nil, breakage{}, mutation{longNameTruncated: true},
 		"CreateMachine/longest_name", "(the long name without its last character, never created) answered OK, want NOT_FOUND"},
 	{"new provider ID on each create", "R-6.1.3-one-vm-compatible-request", nil, breakage{newProviderIDEachCreate: true}, mutation{},
 		"CreateMachine/idempotent", "§6.1.3 CreateMachine is idempotent on machine.name: call #2 returned provider ID"},
@@ -208,11 +211,11 @@ var mutants = []mutant{
 		"CreateMachine/idempotent", "§6.1.3 repeated CreateMachine calls leave exactly one VM: ListMachines lists 5 VMs"},
 	{"user data compared", "R-6.1.3-one-vm-compatible-request", nil, breakage{userDataCompared: true}, mutation{},
 		"CreateMachine/idempotent", "(with another uid, annotations and user_data; last_known_state sent) answered ALREADY_EXISTS"},
-	{"uid compared", "R-4.9-may-record-vm-diagnosis", nil, breakage{}, mutation{uidCompared: true},
+	{"uid compared", "R-4.9-may-record-vm-diagnosis#not-rejected", nil, breakage{}, mutation{uidCompared: true},
 		"CreateMachine/ignored_fields", "with another machine.uid answered ALREADY_EXISTS"},
-	{"labels compared", "R-6.1.3-not-compare-secrets-user-data", nil, breakage{}, mutation{labelsCompared: true},
+	{"labels compared", "R-6.1.3-not-compare-secrets-user-data#labels", nil, breakage{}, mutation{labelsCompared: true},
 		"CreateMachine/ignored_fields", "with other labels and annotations answered ALREADY_EXISTS"},
-	{"incompatible create accepted", "R-6.1.3-one-vm-incompatible-request", nil, breakage{incompatibleAccepted: true}, mutation{},
+	{"incompatible create accepted", "R-6.1.3-one-vm-incompatible-request#already-exists", nil, breakage{incompatibleAccepted: true}, mutation{},
 		"CreateMachine/incompatible_repeat", "§6.1.3 CreateMachine with an incompatible provider_spec for an existing VM answers ALREADY_EXISTS and keeps the VM: the call answered OK"},
 	{"last_known_state rejected", "R-4.7-not-depend-correctness", nil, breakage{lastKnownStateRejected: true}, mutation{},
 		"CreateMachine/last_known_state", "§4.7 last_known_state is accepted back and the driver does not depend on it: a repeated CreateMachine carrying the last_known_state the driver returned answered INVALID_ARGUMENT"},
@@ -224,19 +227,19 @@ var mutants = []mutant{
 		"CreateMachine/success", "last_known_state contains the canary secret sent in secrets or user_data (hex)"},
 	{"timed-out create makes a second VM", "R-10.2-next-call-same-machine", nil, breakage{deadlineIgnored: true, dependsOnLastKnownState: true}, mutation{},
 		"CreateMachine/timed_out_create_retried", "§10.2 a CreateMachine cut short by its deadline and retried with the same name completes without a second VM: ListMachines lists 2 VMs"},
-	{"status ignores provider_id", "R-6.4.3-lookup-one-vm", nil, breakage{statusIgnoresProviderID: true}, mutation{},
+	{"status ignores provider_id", "R-6.4.3-lookup-one-vm#mismatch", nil, breakage{statusIgnoresProviderID: true}, mutation{},
 		"GetMachineStatus/provider_id_mismatch", "§6.4.3 GetMachineStatus with a provider_id the VM does not have answers NOT_FOUND"},
-	{"status NOT_FOUND on every second call", "R-6.4.3-lookup-one-vm", nil, breakage{}, mutation{statusSecondNotFound: true},
+	{"status NOT_FOUND on every second call", "R-6.4.3-lookup-one-vm#ok", nil, breakage{}, mutation{statusSecondNotFound: true},
 		"GetMachineStatus/matches_create", `answered NOT_FOUND ("machine selftest-`},
 	{"node name drifts", "R-4.8-node-name-stable", nil, breakage{}, mutation{nodeNameDrift: true},
 		"GetMachineStatus/matches_create", "by name alone returned node name"},
 	{"status of unknown machine INTERNAL", "R-6.4.3-lookup-no-vm", nil, breakage{statusUnknownInternal: true}, mutation{},
 		"GetMachineStatus/unknown_machine", "§6.4.3 GetMachineStatus of an unknown machine answers NOT_FOUND: GetMachineStatus of selftest-"},
-	{"class name compared", "R-6.4.1-vm-looked-up-machine", nil, breakage{}, mutation{classNameCompared: true},
+	{"class name compared", "R-6.4.1-vm-looked-up-machine#class-name", nil, breakage{}, mutation{classNameCompared: true},
 		"GetMachineStatus/other_class_name", "with class name reference-renamed answered NOT_FOUND"},
 	{"namespace ignored", "R-6.1.3-no-vm-machine-but", nil, breakage{}, mutation{namespaceIgnored: true},
 		"CreateMachine/other_namespace", "answered OK with provider ID"},
-	{"status after delete still OK", "R-6.3.3-gone-after-ok", nil, breakage{statusAfterDeleteOK: true}, mutation{},
+	{"status after delete still OK", "R-6.3.3-gone-after-ok#status", nil, breakage{statusAfterDeleteOK: true}, mutation{},
 		"DeleteMachine/removes_vm", "§6.3.3 after DeleteMachine answered OK the VM is gone: after DeleteMachine answered OK, GetMachineStatus of selftest-"},
 	{"delete of unknown VM NOT_FOUND", "R-6.3.4-gone-answers-ok", nil, breakage{deleteUnknownNotFound: true}, mutation{},
 		"DeleteMachine/unknown_machine", "§6.3.4 DeleteMachine of a machine that never existed answers OK: DeleteMachine of selftest-"},
@@ -248,7 +251,7 @@ var mutants = []mutant{
 		"DeleteMachine/by_name_only", "§6.3.3 DeleteMachine without provider_id deletes the VM found by machine.name: after DeleteMachine answered OK, GetMachineStatus"},
 	{"delete ignores provider_id", "R-6.3.3-only-that-provider-id", nil, breakage{deleteIgnoresProviderID: true}, mutation{},
 		"DeleteMachine/other_provider_id_kept", "§6.3.3 DeleteMachine with a provider_id deletes only the VM with that provider ID: after DeleteMachine of selftest-"},
-	{"deleted VM comes back", "R-6.3.3-gone-after-ok", nil, breakage{resurrectsDeleted: true}, mutation{},
+	{"deleted VM comes back", "R-6.3.3-gone-after-ok#create", nil, breakage{resurrectsDeleted: true}, mutation{},
 		"DeleteMachine/recreate_after_delete", "§6.3.3 CreateMachine after DeleteMachine answered OK creates a new VM: CreateMachine of selftest-"},
 	{"provider ID reused after delete", "R-4.8-provider-id-not-reused", nil, breakage{}, mutation{reusesProviderID: true},
 		"DeleteMachine/recreate_after_delete", "has the provider ID"},
@@ -258,37 +261,37 @@ var mutants = []mutant{
 		"InitializeMachine/initializes", "§6.2.3 InitializeMachine completes the set-up of the VM with machine.provider_id, idempotently: GetMachineStatus after InitializeMachine answered OK still returns needs_initialization=true"},
 	{"initialize answers another provider ID", "R-6.2.2-vm-provider-id-equal", nil, breakage{}, mutation{initProviderIDWrong: true},
 		"InitializeMachine/initializes", "-initialized"},
-	{"second initialize fails", "R-6.2.3-call-vm-already-initialized", nil, breakage{}, mutation{initSecondCallFails: true},
+	{"second initialize fails", "R-6.2.3-call-vm-already-initialized#ok", nil, breakage{}, mutation{initSecondCallFails: true},
 		"InitializeMachine/initializes", "InitializeMachine #2 of selftest-"},
 	{"initialize ignores provider_id", "R-6.2.3-not-initialize-vm-another", nil, breakage{}, mutation{initIgnoresProviderID: true},
 		"InitializeMachine/unknown_vm", "answered OK, want NOT_FOUND"},
-	{"list misses machines", "R-6.5.2-every-vm-once", nil, breakage{listMissesLatest: true}, mutation{},
+	{"list misses machines", "R-6.5.2-every-vm-once#every", nil, breakage{listMissesLatest: true}, mutation{},
 		"ListMachines/contains_created", "§6.5.2 ListMachines lists every VM the driver created for the class, once each: ListMachines does not list selftest-"},
-	{"list duplicates machines", "R-6.5.2-every-vm-once", nil, breakage{listDuplicates: true}, mutation{},
+	{"list duplicates machines", "R-6.5.2-every-vm-once#once", nil, breakage{listDuplicates: true}, mutation{},
 		"ListMachines/contains_created", "§6.5.2 ListMachines lists every VM the driver created for the class, once each: ListMachines lists selftest-"},
-	{"list ignores the class", "R-6.5.3-only-class-vms", nil, breakage{listIgnoresClass: true}, mutation{},
+	{"list ignores the class", "R-6.5.3-only-class-vms#name", nil, breakage{listIgnoresClass: true}, mutation{},
 		"ListMachines/scoped_to_class", "§6.5.3 ListMachines lists only VMs of the class with this machine_class.namespace and machine_class.name: ListMachines for class default/reference-other"},
-	{"list scoped by a prefix of the class name", "R-6.5.3-only-class-vms", nil, breakage{}, mutation{listPrefixScope: true},
+	{"list scoped by a prefix of the class name", "R-6.5.3-only-class-vms#name", nil, breakage{}, mutation{listPrefixScope: true},
 		"ListMachines/scoped_to_class", "ListMachines for class default/reference-other"},
-	{"list ignores the namespace", "R-6.5.3-only-class-vms", nil, breakage{}, mutation{listOtherNamespace: true},
+	{"list ignores the namespace", "R-6.5.3-only-class-vms#namespace", nil, breakage{}, mutation{listOtherNamespace: true},
 		"ListMachines/scoped_to_class", "ListMachines for class"},
 	{"foreign volume claimed", "R-6.6.2-own-volumes-only", nil, breakage{claimsForeignVolumes: true}, mutation{},
 		"GetVolumeIDs/fixtures", "§6.6.2 GetVolumeIDs maps the driver's volumes to their IDs and leaves out the others: volume pv-csi-other is not the driver's"},
-	{"volume spec not JSON accepted", "R-6.6.4-invalid-argument-naming", nil, breakage{}, mutation{volumeSpecAccepted: true},
+	{"volume spec not JSON accepted", "R-6.6.4-invalid-argument-naming#not-json", nil, breakage{}, mutation{volumeSpecAccepted: true},
 		"GetVolumeIDs/invalid_arguments", "answered OK, want INVALID_ARGUMENT"},
-	{"no volumes accepted", "R-6.6.4-invalid-argument-volumes", nil, breakage{}, mutation{emptyVolumesOK: true},
+	{"no volumes accepted", "R-6.6.4-invalid-argument-volumes#empty", nil, breakage{}, mutation{emptyVolumesOK: true},
 		"GetVolumeIDs/invalid_arguments", "answered OK, want INVALID_ARGUMENT"},
 	{"at most 100 volumes", "R-2.5-accept-4-mib-requests", nil, breakage{}, mutation{batchLimited: true},
 		"GetVolumeIDs/largest_request", "at most 100 volumes per call"},
 	{"requests limited to 1 MiB", "R-2.5-accept-4-mib-requests", nil, breakage{}, mutation{smallRecvLimit: true},
 		"GetVolumeIDs/largest_request", "answered RESOURCE_EXHAUSTED"},
-	{"secret echoed in an error", "R-8.3-not-put-secret-values", nil, breakage{secretEchoed: true}, mutation{},
+	{"secret echoed in an error", "R-8.3-not-put-secret-values#errors", nil, breakage{secretEchoed: true}, mutation{},
 		"Secrets/canary_not_echoed", "§8.3 secret values never appear in error messages or response fields: the CreateMachine error message (as is) INVALID_ARGUMENT contains the canary"},
-	{"secret echoed in base64", "R-8.3-not-put-secret-values", nil, breakage{}, mutation{secretEchoedBase64: true},
+	{"secret echoed in base64", "R-8.3-not-put-secret-values#errors", nil, breakage{}, mutation{secretEchoedBase64: true},
 		"Secrets/canary_not_echoed", "message (base64)"},
-	{"missing secret key not named", "R-4.5-missing-key-named", nil, breakage{}, mutation{keysLumped: true},
+	{"missing secret key not named", "R-4.5-missing-key-named#names-key", nil, breakage{}, mutation{keysLumped: true},
 		"Secrets/each_key_missing", `CreateMachine without the secret key "endpoint" answered INVALID_ARGUMENT "the credentials are incomplete", which does not name the key`},
-	{"only the first secret key checked", "R-4.5-missing-key-named", nil, breakage{}, mutation{onlyFirstKeyChecked: true},
+	{"only the first secret key checked", "R-4.5-missing-key-named#each-key", nil, breakage{}, mutation{onlyFirstKeyChecked: true},
 		"Secrets/each_key_missing", `CreateMachine without the secret key "token" answered UNAUTHENTICATED`},
 	{"deadline ignored", "R-10.2-end-call-deadline-own", nil, breakage{deadlineIgnored: true}, mutation{},
 		"Deadlines/answered_by_deadline", "§10.2 a call is answered by its deadline: CreateMachine sent with a 300ms deadline got no answer within 1.5s"},
@@ -298,7 +301,7 @@ var mutants = []mutant{
 		"Concurrency/distinct_machines_in_parallel", "ABORTED is answered only while another operation for the same machine is in flight: CreateMachine of selftest-"},
 	{"fails above two callers", "R-9-thread-safe", nil, breakage{}, mutation{failsAboveTwo: true},
 		"Concurrency/distinct_machines_in_parallel", "answered INTERNAL"},
-	{"provider IDs shared", "R-4.8-provider-id-unique-stable", nil, breakage{}, mutation{sharedProviderIDs: true},
+	{"provider IDs shared", "R-4.8-provider-id-unique-stable#unique", nil, breakage{}, mutation{sharedProviderIDs: true},
 		"Concurrency/distinct_machines_in_parallel", "got the same provider ID"},
 	{"concurrent creates of one machine", "R-9-not-run-two-creations", nil, breakage{}, mutation{racyCreate: true},
 		"Concurrency/same_machine", "returned the provider IDs"},
@@ -308,9 +311,9 @@ var mutants = []mutant{
 		"ListMachines/contains_created", "has no provider_id"},
 	{"node name not DNS-1123", "R-4.2-sender-respect-these-limits", nil, breakage{}, mutation{badNodeName: true},
 		"CreateMachine/success", "which is not a DNS-1123 subdomain"},
-	{"manifest too big", "R-5.1.2-manifest-limits", nil, breakage{}, mutation{bigManifest: true},
+	{"manifest too big", "R-5.1.2-manifest-limits#entries", nil, breakage{}, mutation{bigManifest: true},
 		"Identity/manifest", "entries"},
-	{"provider listed twice", "R-5.1.2-providers-form", nil, breakage{}, mutation{twiceListedProvider: true},
+	{"provider listed twice", "R-5.1.2-providers-form#once", nil, breakage{}, mutation{twiceListedProvider: true},
 		"Identity/providers", "is listed twice"},
 	{"new machine not created", "R-6.1.3-no-vm-create-one", nil, breakage{}, mutation{createFails: true},
 		"CreateMachine/success", "the provider returned an unexpected answer"},
@@ -327,11 +330,11 @@ var mutants = []mutant{
 		"UpdateMachine/needs_new_vm", "answered OK with neither applied nor needs_new_vm"},
 	{"update answers another provider ID", "R-6.7.2-applied-provider-id-equal", nil, breakage{updateOtherProviderID: true}, mutation{},
 		"UpdateMachine/applies_in_place", "answered applied with provider ID"},
-	{"update without a reason", "R-6.7.2-reason-set", nil, breakage{updateNoReason: true}, mutation{},
+	{"update without a reason", "R-6.7.2-reason-set#required", nil, breakage{updateNoReason: true}, mutation{},
 		"UpdateMachine/needs_new_vm", "answered needs_new_vm with a reason of 0 bytes"},
 	{"update changes the node name", "R-6.7.3-applied-keeps-vm", nil, breakage{updateNodeNameChanges: true}, mutation{},
 		"UpdateMachine/applies_in_place", "answered applied with node name"},
-	{"update does nothing", "R-6.7.3-applied-matches-new-class", nil, breakage{updateNoop: true}, mutation{},
+	{"update does nothing", "R-6.7.3-applied-matches-new-class#create", nil, breakage{updateNoop: true}, mutation{},
 		"UpdateMachine/applies_in_place", "after UpdateMachine answered applied, CreateMachine of selftest-"},
 	{"refused update applied anyway", "R-6.7.3-needs-new-vm-untouched", nil, breakage{updatePartial: true}, mutation{},
 		"UpdateMachine/needs_new_vm", "after UpdateMachine answered needs_new_vm, CreateMachine of selftest-"},
@@ -344,8 +347,21 @@ var mutants = []mutant{
 }
 
 // allMutants are the mutants of this file and the clause mutants.
-func allMutants() []mutant {
-	return append(append([]mutant(nil), mutants...), clauseMutants()...)
+func allMutants() []clauseMutant {
+	var all []clauseMutant
+	for _, mu := range append(append([]mutant(nil), mutants...), clauseMutants()...) {
+		c := clauseMutant{mutant: mu}
+		c.id, c.clause = trace.SplitClause(mu.id)
+		all = append(all, c)
+	}
+	return all
+}
+
+// clauseMutant is a mutant with its id split: the sentence, and the clause
+// it breaks ("" for the only clause of a sentence that has one).
+type clauseMutant struct {
+	mutant
+	clause string
 }
 
 // matchesRun reports whether -run selects the subtest name of t (its

@@ -111,9 +111,9 @@ func updateMutants() []mutant {
 			}
 			return next()
 		}))
-	add("updated VM no longer listed", "R-6.7.3-applied-matches-new-class", "UpdateMachine/applies_in_place", "does not list it with provider ID",
+	add("updated VM no longer listed", "R-6.7.3-applied-matches-new-class#list", "UpdateMachine/applies_in_place", "does not list it with provider ID",
 		appliedUpdate(func(_ *refDriver, v *refVM, _ *driverv1alpha1.UpdateMachineResponse) { v.class += "-updated" }))
-	add("updated VM not found by name", "R-6.7.3-applied-matches-new-class", "UpdateMachine/applies_in_place", "by name alone after UpdateMachine answered applied",
+	add("updated VM not found by name", "R-6.7.3-applied-matches-new-class#status", "UpdateMachine/applies_in_place", "by name alone after UpdateMachine answered applied",
 		func() hookFunc {
 			updated := &hookState{seen: map[string]bool{}}
 			return func(d *refDriver, ctx context.Context, rpc string, req any, next func() (any, error)) (any, error) {
@@ -140,17 +140,17 @@ func updateMutants() []mutant {
 		}())
 	add("update undoes the initialization", "R-6.7.3-no-disruption", "UpdateMachine/applies_in_place", "needs_initialization=true",
 		appliedUpdate(func(_ *refDriver, v *refVM, _ *driverv1alpha1.UpdateMachineResponse) { v.initialized = false }))
-	add("update answers a reason over 1024 bytes", "R-6.7.2-reason-set", "UpdateMachine/needs_new_vm", "with a reason of 1025 bytes",
+	add("update answers a reason over 1024 bytes", "R-6.7.2-reason-set#bound", "UpdateMachine/needs_new_vm", "with a reason of 1025 bytes",
 		refusedUpdate(func(_ *driverv1alpha1.UpdateMachineRequest, n *driverv1alpha1.NeedsNewVM, _ int) {
 			n.Reason = strings.Repeat("r", 1025)
 		}))
-	add("update answers no reason on a repeat", "R-6.7.2-reason-set", "UpdateMachine/needs_new_vm", "UpdateMachine #2 of",
+	add("update answers no reason on a repeat", "R-6.7.2-reason-set#required", "UpdateMachine/needs_new_vm", "UpdateMachine #2 of",
 		refusedUpdate(func(_ *driverv1alpha1.UpdateMachineRequest, n *driverv1alpha1.NeedsNewVM, call int) {
 			if call > 1 {
 				n.Reason = ""
 			}
 		}))
-	add("update reason quotes the secrets", "R-8.3-not-put-secret-values", "UpdateMachine/needs_new_vm", "the UpdateMachine response contains the canary secret",
+	add("update reason quotes the secrets", "R-8.3-not-put-secret-values#other-fields", "UpdateMachine/needs_new_vm", "the UpdateMachine response contains the canary secret",
 		refusedUpdate(func(u *driverv1alpha1.UpdateMachineRequest, n *driverv1alpha1.NeedsNewVM, _ int) {
 			n.Reason += " (credentials " + secretsOf(u) + ")"
 		}))
@@ -220,14 +220,14 @@ func lateMutants() []mutant {
 			return resp, err
 		})
 	}
-	add("manifest changes late in the run", "R-2.7-stable-identity", "GetPluginInfo, read before", infoLate(func(r *driverv1alpha1.GetPluginInfoResponse) { r.Manifest["uptime"] = "long" }))
-	add("vendor version changes late in the run", "R-2.7-stable-identity", "GetPluginInfo, read before", infoLate(func(r *driverv1alpha1.GetPluginInfoResponse) { r.VendorVersion = "v0.2.0" }))
-	add("providers change late in the run", "R-2.7-stable-identity", "GetPluginInfo, read before", infoLate(func(r *driverv1alpha1.GetPluginInfoResponse) { r.Providers = append(r.Providers, "late") }))
-	add("a provider listed twice late in the run", "R-2.7-stable-identity", "GetPluginInfo, read before", infoLate(func(r *driverv1alpha1.GetPluginInfoResponse) {
+	add("manifest changes late in the run", "R-2.7-stable-identity#info", "GetPluginInfo, read before", infoLate(func(r *driverv1alpha1.GetPluginInfoResponse) { r.Manifest["uptime"] = "long" }))
+	add("vendor version changes late in the run", "R-2.7-stable-identity#info", "GetPluginInfo, read before", infoLate(func(r *driverv1alpha1.GetPluginInfoResponse) { r.VendorVersion = "v0.2.0" }))
+	add("providers change late in the run", "R-2.7-stable-identity#info", "GetPluginInfo, read before", infoLate(func(r *driverv1alpha1.GetPluginInfoResponse) { r.Providers = append(r.Providers, "late") }))
+	add("a provider listed twice late in the run", "R-2.7-stable-identity#info", "GetPluginInfo, read before", infoLate(func(r *driverv1alpha1.GetPluginInfoResponse) {
 		r.Providers = append(r.Providers, "reference", "reference")
 	}))
-	add("name changes late in the run", "R-2.7-stable-identity", "GetPluginInfo, read before", infoLate(func(r *driverv1alpha1.GetPluginInfoResponse) { r.Name += ".v2" }))
-	add("identity fails late in the run", "R-2.7-stable-identity", "answered INTERNAL", func() hookFunc {
+	add("name changes late in the run", "R-2.7-stable-identity#info", "GetPluginInfo, read before", infoLate(func(r *driverv1alpha1.GetPluginInfoResponse) { r.Name += ".v2" }))
+	add("identity fails late in the run", "R-2.7-stable-identity#info", "answered INTERNAL", func() hookFunc {
 		st := &hookState{}
 		return onRPC("GetPluginInfo", func(_ *refDriver, _ context.Context, _ any, next func() (any, error)) (any, error) {
 			if st.count("") > lateAfter {
@@ -267,7 +267,7 @@ func lateMutants() []mutant {
 			return resp, err
 		}
 	}())
-	add("shared VM's provider ID changes late in the run", "R-4.8-provider-id-unique-stable", "at the end of the run returned provider ID", func() hookFunc {
+	add("shared VM's provider ID changes late in the run", "R-4.8-provider-id-unique-stable#stable", "at the end of the run returned provider ID", func() hookFunc {
 		st := &hookState{}
 		return func(_ *refDriver, _ context.Context, rpc string, req any, next func() (any, error)) (any, error) {
 			isLate := late(st, rpc)
@@ -305,16 +305,16 @@ func limitMutants() []mutant {
 			return resp, err
 		})
 	}
-	add("plugin name of 64 characters", "R-5.1.2-name-form", "Identity/plugin_name", "has 64 characters", info(func(r *driverv1alpha1.GetPluginInfoResponse) { r.Name = strings.Repeat("a", 64) }))
-	add("plugin name ending in a dot", "R-5.1.2-name-form", "Identity/plugin_name", "breaks the pattern", info(func(r *driverv1alpha1.GetPluginInfoResponse) { r.Name += "." }))
-	add("empty plugin name", "R-5.1.2-name-form", "Identity/plugin_name", "the name is empty", info(func(r *driverv1alpha1.GetPluginInfoResponse) { r.Name = "" }))
+	add("plugin name of 64 characters", "R-5.1.2-name-form#length", "Identity/plugin_name", "has 64 characters", info(func(r *driverv1alpha1.GetPluginInfoResponse) { r.Name = strings.Repeat("a", 64) }))
+	add("plugin name ending in a dot", "R-5.1.2-name-form#form", "Identity/plugin_name", "breaks the pattern", info(func(r *driverv1alpha1.GetPluginInfoResponse) { r.Name += "." }))
+	add("empty plugin name", "R-5.1.2-name-form#form", "Identity/plugin_name", "the name is empty", info(func(r *driverv1alpha1.GetPluginInfoResponse) { r.Name = "" }))
 	add("vendor version of 129 bytes", "R-5.1.2-vendor-version-form", "Identity/vendor_version", "has 129 bytes", info(func(r *driverv1alpha1.GetPluginInfoResponse) { r.VendorVersion = "v1.0.0-" + strings.Repeat("a", 122) }))
-	add("manifest key of 129 bytes", "R-5.1.2-manifest-limits", "Identity/manifest", "has a key of 129", info(func(r *driverv1alpha1.GetPluginInfoResponse) { r.Manifest[strings.Repeat("k", 129)] = "v" }))
-	add("manifest value of 129 bytes", "R-5.1.2-manifest-limits", "Identity/manifest", "a value of 129 bytes", info(func(r *driverv1alpha1.GetPluginInfoResponse) { r.Manifest["k"] = strings.Repeat("v", 129) }))
-	add("provider of 64 bytes", "R-5.1.2-providers-form", "Identity/providers", "has 64 bytes", info(func(r *driverv1alpha1.GetPluginInfoResponse) { r.Providers = []string{strings.Repeat("p", 64)} }))
+	add("manifest key of 129 bytes", "R-5.1.2-manifest-limits#keys", "Identity/manifest", "has a key of 129", info(func(r *driverv1alpha1.GetPluginInfoResponse) { r.Manifest[strings.Repeat("k", 129)] = "v" }))
+	add("manifest value of 129 bytes", "R-5.1.2-manifest-limits#values", "Identity/manifest", "a value of 129 bytes", info(func(r *driverv1alpha1.GetPluginInfoResponse) { r.Manifest["k"] = strings.Repeat("v", 129) }))
+	add("provider of 64 bytes", "R-5.1.2-providers-form#size", "Identity/providers", "has 64 bytes", info(func(r *driverv1alpha1.GetPluginInfoResponse) { r.Providers = []string{strings.Repeat("p", 64)} }))
 	// The limit is in bytes (§3.6): 32 two-byte characters are over it.
-	add("provider of 32 characters in 64 bytes", "R-5.1.2-providers-form", "Identity/providers", "has 64 bytes", info(func(r *driverv1alpha1.GetPluginInfoResponse) { r.Providers = []string{strings.Repeat("é", 32)} }))
-	add("empty provider", "R-5.1.2-providers-form", "Identity/providers", "has 0 bytes", info(func(r *driverv1alpha1.GetPluginInfoResponse) { r.Providers = []string{"reference", ""} }))
+	add("provider of 32 characters in 64 bytes", "R-5.1.2-providers-form#size", "Identity/providers", "has 64 bytes", info(func(r *driverv1alpha1.GetPluginInfoResponse) { r.Providers = []string{strings.Repeat("é", 32)} }))
+	add("empty provider", "R-5.1.2-providers-form#size", "Identity/providers", "has 0 bytes", info(func(r *driverv1alpha1.GetPluginInfoResponse) { r.Providers = []string{"reference", ""} }))
 	create := func(f func(r *driverv1alpha1.CreateMachineResponse)) hookFunc {
 		return onRPC("CreateMachine", func(_ *refDriver, _ context.Context, _ any, next func() (any, error)) (any, error) {
 			resp, err := next()
@@ -360,7 +360,7 @@ func orderMutants() []mutant {
 		r, ok := req.(*driverv1alpha1.CreateMachineRequest)
 		return ok && r.GetMachineClass().GetNamespace() != "" && r.GetMachine().GetNamespace() != "" && r.GetMachineClass().GetNamespace() != r.GetMachine().GetNamespace()
 	}
-	add("namespace mismatch creates a VM and answers INVALID_ARGUMENT", "R-4.9-createmachine-request-two", "CreateMachine/invalid_arguments", "no VM may be created",
+	add("namespace mismatch creates a VM and answers INVALID_ARGUMENT", "R-4.9-createmachine-request-two#no-vm", "CreateMachine/invalid_arguments", "no VM may be created",
 		onRPC("CreateMachine", func(_ *refDriver, _ context.Context, req any, next func() (any, error)) (any, error) {
 			if mismatch(req) {
 				r := req.(*driverv1alpha1.CreateMachineRequest)
@@ -370,7 +370,7 @@ func orderMutants() []mutant {
 			}
 			return next()
 		}))
-	add("namespace mismatch accepted", "R-4.9-createmachine-request-two", "CreateMachine/invalid_arguments", "namespace differs answered OK",
+	add("namespace mismatch accepted", "R-4.9-createmachine-request-two#code", "CreateMachine/invalid_arguments", "namespace differs answered OK",
 		onRPC("CreateMachine", func(_ *refDriver, _ context.Context, req any, next func() (any, error)) (any, error) {
 			if mismatch(req) {
 				r := req.(*driverv1alpha1.CreateMachineRequest)
@@ -378,7 +378,7 @@ func orderMutants() []mutant {
 			}
 			return next()
 		}))
-	add("namespace mismatch not named", "R-4.9-createmachine-request-two", "CreateMachine/invalid_arguments", "does not name the field machine_class.namespace",
+	add("namespace mismatch not named", "R-4.9-createmachine-request-two#names-field", "CreateMachine/invalid_arguments", "does not name the field machine_class.namespace",
 		onRPC("CreateMachine", func(_ *refDriver, _ context.Context, req any, next func() (any, error)) (any, error) {
 			if mismatch(req) {
 				return nil, status.Error(codes.InvalidArgument, "the namespaces differ")
@@ -395,7 +395,7 @@ func orderMutants() []mutant {
 			}
 			return next()
 		}))
-	add("delete with another machine's VM answers NOT_FOUND", "R-6.3.3-compares-finds-vm-recorded", "DeleteMachine/provider_id_of_another_machine", "answered NOT_FOUND",
+	add("delete with another machine's VM answers NOT_FOUND", "R-6.3.3-compares-finds-vm-recorded#ok", "DeleteMachine/provider_id_of_another_machine", "answered NOT_FOUND",
 		onRPC("DeleteMachine", func(d *refDriver, _ context.Context, req any, next func() (any, error)) (any, error) {
 			m := machineOf(req)
 			if v := d.vmOf(m.GetProviderId()); v != nil && v.name != m.GetName() {
@@ -403,7 +403,7 @@ func orderMutants() []mutant {
 			}
 			return next()
 		}))
-	add("delete with another machine's VM answers FAILED_PRECONDITION", "R-6.3.3-compares-finds-vm-recorded", "DeleteMachine/provider_id_of_another_machine", "answered FAILED_PRECONDITION",
+	add("delete with another machine's VM answers FAILED_PRECONDITION", "R-6.3.3-compares-finds-vm-recorded#ok", "DeleteMachine/provider_id_of_another_machine", "answered FAILED_PRECONDITION",
 		onRPC("DeleteMachine", func(d *refDriver, _ context.Context, req any, next func() (any, error)) (any, error) {
 			m := machineOf(req)
 			if v := d.vmOf(m.GetProviderId()); v != nil && v.name != m.GetName() {
@@ -446,17 +446,19 @@ func orderMutants() []mutant {
 				return next()
 			}))
 	}
-	// §6.6.4: each malformed volume, two ways to get it wrong.
+	// §6.6.4: each malformed volume, three ways to get it wrong; the
+	// clauses broken: the trigger (a wrong code), the naming, the skip.
 	for i, c := range []struct {
-		field, id string
-		bad       func(pv *driverv1alpha1.PersistentVolume) bool
+		field, id               string
+		trigger, named, skipped string
+		bad                     func(pv *driverv1alpha1.PersistentVolume) bool
 	}{
-		{"volumes[1].name", "R-6.6.4-invalid-argument-volumes", func(pv *driverv1alpha1.PersistentVolume) bool { return pv.GetName() == "" }},
-		{"volumes[1].spec", "R-6.6.4-invalid-argument-naming", func(pv *driverv1alpha1.PersistentVolume) bool { return len(pv.GetSpec()) == 0 }},
-		{"volumes[1].spec", "R-6.6.4-invalid-argument-naming", func(pv *driverv1alpha1.PersistentVolume) bool {
+		{"volumes[1].name", "R-6.6.4-invalid-argument-volumes", "no-name", "no-name", "no-name", func(pv *driverv1alpha1.PersistentVolume) bool { return pv.GetName() == "" }},
+		{"volumes[1].spec", "R-6.6.4-invalid-argument-naming", "not-json", "names-field", "not-skipped", func(pv *driverv1alpha1.PersistentVolume) bool { return len(pv.GetSpec()) == 0 }},
+		{"volumes[1].spec", "R-6.6.4-invalid-argument-naming", "not-json", "names-field", "not-skipped", func(pv *driverv1alpha1.PersistentVolume) bool {
 			return len(pv.GetSpec()) > 0 && !json.Valid(pv.GetSpec())
 		}},
-		{"volumes[1].spec", "R-6.6.4-invalid-argument-naming", func(pv *driverv1alpha1.PersistentVolume) bool {
+		{"volumes[1].spec", "R-6.6.4-invalid-argument-naming", "not-object", "names-field", "not-skipped", func(pv *driverv1alpha1.PersistentVolume) bool {
 			b := strings.TrimSpace(string(pv.GetSpec()))
 			return json.Valid(pv.GetSpec()) && (strings.HasPrefix(b, "[") || strings.HasPrefix(b, `"`))
 		}},
@@ -473,21 +475,21 @@ func orderMutants() []mutant {
 			}
 			return false
 		}
-		add(fmt.Sprintf("GetVolumeIDs %s %s #%d answers INTERNAL", c.field, what, i), c.id, "GetVolumeIDs/invalid_arguments", "answered INTERNAL",
+		add(fmt.Sprintf("GetVolumeIDs %s %s #%d answers INTERNAL", c.field, what, i), c.id+"#"+c.trigger, "GetVolumeIDs/invalid_arguments", "answered INTERNAL",
 			onRPC("GetVolumeIDs", func(_ *refDriver, _ context.Context, req any, next func() (any, error)) (any, error) {
 				if bad(req) {
 					return nil, status.Error(codes.Internal, "cannot parse the volume")
 				}
 				return next()
 			}))
-		add(fmt.Sprintf("GetVolumeIDs %s %s #%d not named", c.field, what, i), c.id, "GetVolumeIDs/invalid_arguments", "does not name the field",
+		add(fmt.Sprintf("GetVolumeIDs %s %s #%d not named", c.field, what, i), c.id+"#"+c.named, "GetVolumeIDs/invalid_arguments", "does not name the field",
 			onRPC("GetVolumeIDs", func(_ *refDriver, _ context.Context, req any, next func() (any, error)) (any, error) {
 				if bad(req) {
 					return nil, status.Error(codes.InvalidArgument, "a volume is malformed")
 				}
 				return next()
 			}))
-		add(fmt.Sprintf("GetVolumeIDs %s %s #%d skipped", c.field, what, i), c.id, "GetVolumeIDs/invalid_arguments", "want INVALID_ARGUMENT",
+		add(fmt.Sprintf("GetVolumeIDs %s %s #%d skipped", c.field, what, i), c.id+"#"+c.skipped, "GetVolumeIDs/invalid_arguments", "want INVALID_ARGUMENT",
 			onRPC("GetVolumeIDs", func(_ *refDriver, _ context.Context, req any, next func() (any, error)) (any, error) {
 				if bad(req) {
 					return &driverv1alpha1.GetVolumeIDsResponse{}, nil
@@ -520,7 +522,7 @@ func orderMutants() []mutant {
 			}
 			return next()
 		}))
-	add("annotations compared on a repeated create", "R-6.1.3-not-compare-secrets-user-data", "CreateMachine/ignored_fields", "with other labels and annotations answered ALREADY_EXISTS",
+	add("annotations compared on a repeated create", "R-6.1.3-not-compare-secrets-user-data#annotations", "CreateMachine/ignored_fields", "with other labels and annotations answered ALREADY_EXISTS",
 		func() hookFunc {
 			st := &hookState{seen: map[string]bool{}}
 			return onRPC("CreateMachine", func(d *refDriver, _ context.Context, req any, next func() (any, error)) (any, error) {
@@ -539,7 +541,7 @@ func orderMutants() []mutant {
 				return next()
 			})
 		}())
-	add("repeated create without last_known_state refused", "R-6.1.3-not-compare-secrets-user-data", "CreateMachine/ignored_fields", "with no last_known_state answered",
+	add("repeated create without last_known_state refused", "R-6.1.3-not-compare-secrets-user-data#last-known-state", "CreateMachine/ignored_fields", "with no last_known_state answered",
 		onRPC("CreateMachine", func(d *refDriver, _ context.Context, req any, next func() (any, error)) (any, error) {
 			r := req.(*driverv1alpha1.CreateMachineRequest)
 			if strings.HasSuffix(r.GetMachine().GetName(), "-shared") && len(d.liveOf(r.GetMachine().GetName())) > 0 && r.GetLastKnownState() == "" {
@@ -560,7 +562,7 @@ func orderMutants() []mutant {
 		}())
 	// ALREADY_EXISTS, but the VM takes the incompatible spec all the same:
 	// "not change the existing one" (§6.1.3).
-	add("incompatible create changes the VM", "R-6.1.3-one-vm-incompatible-request", "CreateMachine/incompatible_repeat", "the incompatible call changed the VM",
+	add("incompatible create changes the VM", "R-6.1.3-one-vm-incompatible-request#unchanged", "CreateMachine/incompatible_repeat", "the incompatible call changed the VM",
 		onRPC("CreateMachine", func(d *refDriver, ctx context.Context, req any, next func() (any, error)) (any, error) {
 			resp, err := next()
 			r := req.(*driverv1alpha1.CreateMachineRequest)
@@ -577,7 +579,7 @@ func orderMutants() []mutant {
 		}))
 	// A repeated InitializeMachine answers other values than the first:
 	// "with the current values" (§6.2.3).
-	add("second initialize answers another node name", "R-6.2.3-call-vm-already-initialized", "InitializeMachine/initializes", "InitializeMachine #1 returned",
+	add("second initialize answers another node name", "R-6.2.3-call-vm-already-initialized#current-values", "InitializeMachine/initializes", "InitializeMachine #1 returned",
 		func() hookFunc {
 			st := &hookState{}
 			return onRPC("InitializeMachine", func(_ *refDriver, _ context.Context, req any, next func() (any, error)) (any, error) {

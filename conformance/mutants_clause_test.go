@@ -180,19 +180,19 @@ func clauseMutants() []mutant {
 		f := f
 		test := f.rpc + "/invalid_arguments"
 		id := "R-4.1-receives-request-required"
-		add(f.rpc+" "+f.field+" missing answers INTERNAL", id, test, "answered INTERNAL", onRPC(f.rpc, func(_ *refDriver, _ context.Context, req any, next func() (any, error)) (any, error) {
+		add(f.rpc+" "+f.field+" missing answers INTERNAL", id+"#code", test, "answered INTERNAL", onRPC(f.rpc, func(_ *refDriver, _ context.Context, req any, next func() (any, error)) (any, error) {
 			if f.missing(req) {
 				return nil, status.Error(codes.Internal, "nil pointer dereference")
 			}
 			return next()
 		}))
-		add(f.rpc+" "+f.field+" missing not named", id, test, "does not name the field "+f.field, onRPC(f.rpc, func(_ *refDriver, _ context.Context, req any, next func() (any, error)) (any, error) {
+		add(f.rpc+" "+f.field+" missing not named", id+"#names-field", test, "does not name the field "+f.field, onRPC(f.rpc, func(_ *refDriver, _ context.Context, req any, next func() (any, error)) (any, error) {
 			if f.missing(req) {
 				return nil, status.Error(codes.InvalidArgument, "the request is incomplete")
 			}
 			return next()
 		}))
-		add(f.rpc+" "+f.field+" missing accepted", id, test, "answered OK, want INVALID_ARGUMENT", onRPC(f.rpc, func(_ *refDriver, _ context.Context, req any, next func() (any, error)) (any, error) {
+		add(f.rpc+" "+f.field+" missing accepted", id+"#missing", test, "answered OK, want INVALID_ARGUMENT", onRPC(f.rpc, func(_ *refDriver, _ context.Context, req any, next func() (any, error)) (any, error) {
 			if f.missing(req) {
 				return f.ok(), nil
 			}
@@ -212,7 +212,7 @@ func clauseMutants() []mutant {
 			{"hex", func(s string) string { return hex.EncodeToString([]byte(s)) }},
 			{"upper-case hex", func(s string) string { return strings.ToUpper(hex.EncodeToString([]byte(s))) }},
 		} {
-			add(rpc+" errors carry the secrets "+enc.name, "R-8.3-not-put-secret-values", echoTargets[rpc], "the "+rpc+" error message ("+enc.name+")",
+			add(rpc+" errors carry the secrets "+enc.name, "R-8.3-not-put-secret-values#errors", echoTargets[rpc], "the "+rpc+" error message ("+enc.name+")",
 				onRPC(rpc, func(_ *refDriver, _ context.Context, req any, next func() (any, error)) (any, error) {
 					resp, err := next()
 					if err != nil {
@@ -222,7 +222,7 @@ func clauseMutants() []mutant {
 					return resp, err
 				}))
 		}
-		add(rpc+" errors carry the secrets in a detail", "R-8.3-not-put-secret-values", echoTargets[rpc], "the "+rpc+" error detail",
+		add(rpc+" errors carry the secrets in a detail", "R-8.3-not-put-secret-values#errors", echoTargets[rpc], "the "+rpc+" error detail",
 			onRPC(rpc, func(_ *refDriver, _ context.Context, req any, next func() (any, error)) (any, error) {
 				resp, err := next()
 				if err != nil {
@@ -303,5 +303,6 @@ func clauseMutants() []mutant {
 	out = append(out, lateMutants()...)
 	out = append(out, limitMutants()...)
 	out = append(out, orderMutants()...)
+	out = append(out, clauseGapMutants()...)
 	return out
 }

@@ -23,6 +23,29 @@ var updateCaught = flag.Bool("update-caught", false, "rewrite "+trace.CaughtPath
 // in conformance/internal/trace/reasons.go, every id a rule cites exists,
 // and docs/conformance-matrix.md and zz_generated.spec.go are current.
 func TestTraceability(t *testing.T) {
+	// The matrix, generated outside the tests, reads the mutants' pairs
+	// from trace.CaughtPath: it must be theirs.
+	// Each mutant breaks one clause of its sentence (clauses.go); the
+	// pairs are per clause, so that a clause no mutant breaks shows.
+	pairs := map[string][]string{}
+	for _, mu := range allMutants() {
+		clause, err := trace.ClauseOf(mu.id, mu.clause)
+		if err != nil {
+			t.Errorf("mutant %q: %v", mu.name, err)
+			continue
+		}
+		ref := trace.JoinClause(mu.id, clause)
+		pairs[ref] = append(pairs[ref], mu.test)
+	}
+	caught := trace.RenderCaught(pairs)
+	caughtPath := filepath.Join("..", trace.CaughtPath)
+	if *updateCaught {
+		require.NoError(t, os.WriteFile(caughtPath, caught, 0o644))
+	}
+	got, err := os.ReadFile(caughtPath)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(caught, got), "%s is not the mutants': run `go test ./conformance -run TestTraceability -update-caught`, then `go generate ./conformance`", trace.CaughtPath)
+
 	m, err := trace.Load("..")
 	require.NoError(t, err)
 	assert.Empty(t, m.Problems(), "run `go generate ./...` in conformance/ after fixing; `go run ./internal/tracegen -add-ids` proposes ids for new sentences")
@@ -37,6 +60,10 @@ func TestTraceability(t *testing.T) {
 	} {
 		assert.Contains(t, string(doc), line, "docs/conformance.md §9 states the counts")
 	}
+	sentences, clauses, inProcess, process, unbroken := m.ClauseCounts()
+	assert.Contains(t, strings.Join(strings.Fields(string(doc)), " "), fmt.Sprintf(
+		"**Clauses:** %d in the %d checked sentences that a driver can break: %d broken by a caught in-process mutant, %d by a process mutant, %d with the reason no mutant can break them alone",
+		clauses, sentences, inProcess, process, unbroken), "docs/conformance.md §9 states the clause counts")
 
 	// A check the matrix cites for a sentence is backed by a mutant of that
 	// sentence which names that check as the one that catches it
@@ -64,21 +91,6 @@ func TestTraceability(t *testing.T) {
 			t.Errorf("%s cites the checks %v, and no mutant of the sentence is caught by any of them: add one to the mutants (broken_test.go, mutants_clause*_test.go)", id, m.Checks.ByID[id])
 		}
 	}
-
-	// The matrix, generated outside the tests, reads the mutants' pairs
-	// from trace.CaughtPath: it must be theirs.
-	pairs := map[string][]string{}
-	for _, mu := range allMutants() {
-		pairs[mu.id] = append(pairs[mu.id], mu.test)
-	}
-	caught := trace.RenderCaught(pairs)
-	caughtPath := filepath.Join("..", trace.CaughtPath)
-	if *updateCaught {
-		require.NoError(t, os.WriteFile(caughtPath, caught, 0o644))
-	}
-	got, err := os.ReadFile(caughtPath)
-	require.NoError(t, err)
-	assert.True(t, bytes.Equal(caught, got), "%s is not the mutants': run `go test ./conformance -run TestTraceability -update-caught`, then `go generate ./conformance`", trace.CaughtPath)
 
 	files, err := trace.Generate("..")
 	require.NoError(t, err)
@@ -164,4 +176,35 @@ func helper(t T) { ruleUsed.errorf(t, "x") }
 	problems := strings.Join(c.Problems, "\n")
 	assert.Contains(t, problems, "rule ruleUnused (R-6.1.3-unused) is used by no test")
 	assert.Contains(t, problems, "suite.go:16: testCheck fails with t.Fatalf, not through a rule")
+}
+
+// TestClausesCatchGaps feeds the clause rules a sentence whose clause list
+// misquotes it, leaves a MUST out and has a clause no mutant breaks, and a
+// checked sentence without clauses.
+func TestClausesCatchGaps(t *testing.T) {
+	src := strings.Join([]string{
+		`<a id="s6-1-3"></a>`,
+		"A driver MUST do one thing and MUST NOT do another. [R-6.1.3-one-thing]",
+		"A driver MUST do a second thing. [R-6.1.3-second-thing]",
+	}, "\n")
+	saved := trace.Clauses
+	t.Cleanup(func() { trace.Clauses = saved })
+	trace.Clauses = map[string][]trace.Clause{"R-6.1.3-one-thing": {
+		{Name: "first", Quote: "MUST do one thing"},
+		{Name: "second", Quote: "MUST NOT do nothing"},
+	}}
+	m := &trace.Matrix{Spec: trace.Parse(src), Lines: strings.Split(src, "\n"),
+		Checks:        &trace.Checks{ByID: map[string][]string{"R-6.1.3-one-thing": {"A/x"}, "R-6.1.3-second-thing": {"B/y"}}},
+		CaughtClauses: map[string][]string{"R-6.1.3-one-thing#first": {"A/x"}}}
+	problems := strings.Join(m.Problems(), "\n")
+	assert.Contains(t, problems, `R-6.1.3-one-thing#second quotes "MUST NOT do nothing", which is not in the sentence`)
+	assert.Contains(t, problems, `R-6.1.3-one-thing: "MUST" at byte 31 of the sentence is in no clause's quote`)
+	assert.Contains(t, problems, `R-6.1.3-one-thing#second ("MUST NOT do nothing") has no mutant that a check cited for the sentence catches`)
+	assert.Contains(t, problems, "R-6.1.3-second-thing is checked and has no clauses")
+	assert.NotContains(t, problems, "R-6.1.3-one-thing#first (")
+
+	_, err := trace.ClauseOf("R-6.1.3-one-thing", "")
+	assert.ErrorContains(t, err, "has 2 clauses (first, second): name the one the mutant breaks")
+	_, err = trace.ClauseOf("R-6.1.3-one-thing", "third")
+	assert.ErrorContains(t, err, `has no clause "third"`)
 }

@@ -10,8 +10,8 @@ import (
 	"strings"
 )
 
-// CaughtPath lists, one "id<TAB>check" a line, which check catches a
-// mutant of which sentence: the mutants of conformance/broken_test.go and
+// CaughtPath lists, one "id#clause<TAB>check" a line, which check catches
+// a mutant of which clause of which sentence: the mutants of conformance/broken_test.go and
 // mutants_clause*_test.go, written by TestTraceability (-update-caught)
 // and checked against them there, so that the matrix (generated outside
 // the tests) cites a check for a sentence only when a mutant proves that
@@ -37,7 +37,7 @@ func RenderCaught(pairs map[string][]string) []byte {
 }
 
 // ReadCaught reads CaughtPath under root: the checks proven to catch each
-// sentence.
+// clause ("id#clause").
 func ReadCaught(root string) (map[string][]string, error) {
 	data, err := os.ReadFile(filepath.Join(root, CaughtPath))
 	if err != nil {
@@ -50,11 +50,11 @@ func ReadCaught(root string) (map[string][]string, error) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		id, check, ok := strings.Cut(line, "\t")
-		if !ok {
-			return nil, fmt.Errorf("%s:%d: want id<TAB>check, got %q", CaughtPath, n, line)
+		ref, check, ok := strings.Cut(line, "\t")
+		if _, clause := SplitClause(ref); !ok || clause == "" {
+			return nil, fmt.Errorf("%s:%d: want id#clause<TAB>check, got %q", CaughtPath, n, line)
 		}
-		out[id] = append(out[id], check)
+		out[ref] = append(out[ref], check)
 	}
 	return out, s.Err()
 }
@@ -65,6 +65,24 @@ func dedupe(sorted []string) []string {
 		if i == 0 || s != sorted[i-1] {
 			out = append(out, s)
 		}
+	}
+	return out
+}
+
+// bySentence folds the checks proven per clause into the checks proven per
+// sentence.
+func bySentence(byClause map[string][]string) map[string][]string {
+	out := map[string][]string{}
+	for ref, checks := range byClause {
+		id, _ := SplitClause(ref)
+		for _, c := range checks {
+			if !contains(out[id], c) {
+				out[id] = append(out[id], c)
+			}
+		}
+	}
+	for _, checks := range out {
+		sort.Strings(checks)
 	}
 	return out
 }

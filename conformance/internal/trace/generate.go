@@ -3,6 +3,7 @@ package trace
 import (
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Paths relative to the repository root.
@@ -27,7 +28,8 @@ func Load(root string) (*Matrix, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Matrix{Spec: Parse(string(src)), Checks: checks, Caught: caught}, nil
+	return &Matrix{Spec: Parse(string(src)), Checks: checks, Caught: bySentence(caught), CaughtClauses: caught,
+		Lines: strings.Split(string(src), "\n")}, nil
 }
 
 // Generate returns the generated files, by path relative to root.

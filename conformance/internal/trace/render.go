@@ -18,6 +18,10 @@ type Matrix struct {
 	// Caught are the checks a mutant proves to catch each sentence broken
 	// (CaughtPath); the matrix cites only those, and counts the others.
 	Caught map[string][]string
+	// CaughtClauses are the same per clause, by "id#clause".
+	CaughtClauses map[string][]string
+	// Lines are the spec's lines, for the clauses' quotes.
+	Lines []string
 }
 
 // Problems lists what keeps the matrix from being complete: sentences
@@ -61,6 +65,7 @@ func (m *Matrix) Problems() []string {
 			out = append(out, fmt.Sprintf("reasons.go gives a reason for %s, which docs/driver-api.md does not have", id))
 		}
 	}
+	out = append(out, m.clauseProblems(m.Lines)...)
 	sort.Strings(out)
 	return out
 }
@@ -133,6 +138,7 @@ outside the driver says why. A failing check prints the id and the sentence.
 		fmt.Fprintf(&b, "| <a id=%q></a>`%s` | [%s](driver-api.md#s%s) | %s | %s |\n",
 			strings.ToLower(s.ID), s.ID, s.Section, strings.ReplaceAll(s.Section, ".", "-"), cell(s.Text), cell(why))
 	}
+	m.renderClauses(&b)
 	return b.Bytes()
 }
 
