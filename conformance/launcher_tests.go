@@ -218,7 +218,8 @@ func testLaunchNonSocket(s *suite, t T) {
 }
 
 // testLaunchDirectories starts the driver on a socket whose directory does
-// not exist, and on one whose directory has mode 0755 (§2.2).
+// not exist, and on one whose directory has mode 0755, which must keep its
+// mode and owner (§2.2).
 func testLaunchDirectories(s *suite, t T) {
 	l := needLaunch(s, t)
 	base := l.newDir(t)
@@ -244,12 +245,23 @@ func testLaunchDirectories(s *suite, t T) {
 	if err := os.Chmod(existing, 0o755); err != nil {
 		ruleIdentityOK.fatalf(t, "chmod %s: %v", existing, err)
 	}
+	before, err := os.Stat(existing)
+	if err != nil {
+		ruleIdentityOK.fatalf(t, "stat %s: %v", existing, err)
+	}
 	ep = unixEndpoint(filepath.Join(existing, "driver.sock"))
 	p = l.start(t, []string{"--endpoint", ep}, "")
 	if err := l.waitAnswer(p, ep); err != nil {
 		ruleLaunchExistingDir.errorf(t, "in the existing directory %s: %v", existing, err)
-	} else if fi, err := os.Stat(existing); err == nil && fi.Mode().Perm() != 0o755 {
-		ruleLaunchExistingDir.errorf(t, "the driver changed the mode of the existing directory %s from 0755 to %04o", existing, fi.Mode().Perm())
+	} else if fi, err := os.Stat(existing); err == nil {
+		if fi.Mode().Perm() != 0o755 {
+			ruleLaunchExistingDir.errorf(t, "the driver changed the mode of the existing directory %s from 0755 to %04o", existing, fi.Mode().Perm())
+		}
+		uid, gid, ok := fileOwner(before)
+		nowUID, nowGID, nowOK := fileOwner(fi)
+		if ok && nowOK && (uid != nowUID || gid != nowGID) {
+			ruleLaunchExistingDir.errorf(t, "the driver changed the owner of the existing directory %s from %d:%d to %d:%d", existing, uid, gid, nowUID, nowGID)
+		}
 	}
 	l.quietStop(p)
 }

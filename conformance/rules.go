@@ -127,7 +127,7 @@ var (
 	ruleLaunchLive        = rule{"R-2.2-process-still-accepts-connections", "a socket another process serves makes the driver refuse to start"}
 	ruleLaunchNonSocket   = rule{"R-2.2-anything-else-exists-path", "anything but a socket at the path makes the driver refuse to start, and is kept"}
 	ruleLaunchNewDir      = rule{"R-2.2-parent-directory-not-exist", "a missing socket directory is created with no permissions for others"}
-	ruleLaunchExistingDir = rule{"R-2.2-not-change-mode-owner", "an existing socket directory keeps its mode"}
+	ruleLaunchExistingDir = rule{"R-2.2-not-change-mode-owner", "an existing socket directory keeps its mode and owner"}
 	ruleLaunchSocketMode  = rule{"R-2.2-socket-file-have-mode", "the socket has mode 0600 when the driver answers its first call"}
 	ruleLaunchGraceful    = rule{"R-2.7-finish-within-pod-termination", "on SIGTERM the calls in flight finish and the driver exits with status 0 within the grace period"}
 	ruleLaunchSocketGone  = rule{"R-2.2-exit-remove-socket-file", "on exit the driver removes its socket"}
