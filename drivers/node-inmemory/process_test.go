@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
@@ -212,4 +213,27 @@ func TestEndpointRules(t *testing.T) {
 		assert.Equal(t, 2, d.wait(t, 30*time.Second))
 		assert.Contains(t, d.Logs.String(), "usage: node-inmemory")
 	})
+}
+
+// TestStopRightAfterAClientLeftIsPrompt closes a client's connection and
+// sends SIGTERM at once, as the core's pod or the conformance launcher
+// does: the driver must not wait out its grace period for the session of
+// the client that is gone (grpc-js's tryShutdown does so when the
+// session's 'close' event is still queued at the signal).
+func TestStopRightAfterAClientLeftIsPrompt(t *testing.T) {
+	const grace, runs = 10 * time.Second, 5
+	for i := range runs {
+		d := startDriver(t, "--shutdown-grace", "10")
+		conn, err := grpc.NewClient(d.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		require.NoError(t, err)
+		_, err = driverv1alpha1.NewIdentityServiceClient(conn).GetPluginInfo(context.Background(), &driverv1alpha1.GetPluginInfoRequest{})
+		require.NoError(t, err)
+		require.NoError(t, conn.Close())
+		start := time.Now()
+		d.Signal(syscall.SIGTERM)
+		require.Equal(t, 0, d.wait(t, 2*grace), "run %d: exit status after SIGTERM", i)
+		took := time.Since(start)
+		assert.Less(t, took, grace/2, "run %d: the stop waited for a client that had left", i)
+		assert.NotContains(t, d.Logs.String(), "calls still in flight", "run %d", i)
+	}
 }
