@@ -12,6 +12,8 @@ replace github.com/machina-io/machina/conformance => ../conformance
 
 replace github.com/machina-io/machina/drivers/inmemory => ../drivers/inmemory
 
+replace github.com/machina-io/machina/drivers/node-inmemory => ../drivers/node-inmemory
+
 replace github.com/machina-io/machina/internal => ../internal
 
 require (
@@ -20,6 +22,7 @@ require (
 	github.com/google/go-containerregistry v0.22.1
 	github.com/machina-io/machina/conformance v0.0.0-00010101000000-000000000000
 	github.com/machina-io/machina/core v0.0.0-00010101000000-000000000000
+	github.com/machina-io/machina/drivers/node-inmemory v0.0.0-00010101000000-000000000000
 	github.com/machina-io/machina/internal v0.0.0-00010101000000-000000000000
 	github.com/machina-io/machina/proto v0.0.0
 	github.com/prometheus/common v0.72.0

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/machina-io/machina/core/testenv"
+	"github.com/machina-io/machina/drivers/node-inmemory/nodesetup"
 )
 
 // Soak settings. `make test` runs soakRunsDefault runs per driver;
@@ -48,7 +49,7 @@ type soakDriver struct {
 
 // TestConformanceSoak runs the whole suite many times against each correct
 // reference driver (the Go in-memory driver, the virtualnode driver on a
-// real kube-apiserver, the Python driver) and requires every run to pass
+// real kube-apiserver, the Python and the Node.js drivers) and requires every run to pass
 // without a single failed check or warning: the suite must never fail a
 // conforming driver, also under load, with other concurrency settings, and
 // in launcher mode. Runs go soakParallel at a time; each gets a driver
@@ -110,6 +111,43 @@ func TestConformanceSoak(t *testing.T) {
 		slowClass := write("class.yaml", "name: python-conformance\nprovider: python-inmemory\nproviderSpec:\n  size: small\n  createDelay: 0.3\n")
 		slowUpdated := write("slow-updated.json", `{"size":"small","createDelay":0.3,"tags":{"team":"conformance"}}`)
 		command := []string{"env", "PYTHONDONTWRITEBYTECODE=1", py, filepath.Join(dir, "main.py")}
+		soak(t, conf, runs, parallel, soakDriver{
+			command: command,
+			args: []string{
+				"--machine-class", filepath.Join(dir, "testdata", "machineclass.yaml"),
+				"--volumes", filepath.Join(dir, "testdata", "volumes.yaml"),
+				"--secrets", filepath.Join(testdata, "secrets.yaml"),
+				"--updated-provider-spec", updated,
+				"--needs-new-vm-provider-spec", needsNew,
+				"--timeout-ready", "30s",
+			},
+			launcherArgs: func(*testing.T) []string {
+				return []string{
+					"--driver-command", strings.Join(command, " ") + " --shutdown-grace 10",
+					"--machine-class", slowClass, "--updated-provider-spec", slowUpdated,
+				}
+			},
+			stopTimeout: "20s",
+		})
+	})
+
+	t.Run("node", func(t *testing.T) {
+		dir, err := filepath.Abs("../../drivers/node-inmemory")
+		require.NoError(t, err)
+		nodeBin, err := nodesetup.Node(dir)
+		require.NoError(t, err, "the Node.js driver cannot run")
+		fixtures := t.TempDir()
+		write := func(name, content string) string {
+			p := filepath.Join(fixtures, name)
+			require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+			return p
+		}
+		// As the Python driver: tags change on a running VM, nothing else.
+		updated := write("updated.json", `{"size":"small","tags":{"team":"conformance"}}`)
+		needsNew := write("needs-new.json", `{"size":"large"}`)
+		slowClass := write("class.yaml", "name: node-conformance\nprovider: node-inmemory\nproviderSpec:\n  size: small\n  createDelay: 0.3\n")
+		slowUpdated := write("slow-updated.json", `{"size":"small","createDelay":0.3,"tags":{"team":"conformance"}}`)
+		command := []string{nodeBin, filepath.Join(dir, "main.js")}
 		soak(t, conf, runs, parallel, soakDriver{
 			command: command,
 			args: []string{
