@@ -97,38 +97,8 @@ func TestConformanceSoak(t *testing.T) {
 		py := pythonWithGRPC(t)
 		dir, err := filepath.Abs("../../drivers/python-inmemory")
 		require.NoError(t, err)
-		fixtures := t.TempDir()
-		write := func(name, content string) string {
-			p := filepath.Join(fixtures, name)
-			require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
-			return p
-		}
-		// The driver changes tags on a running VM and nothing else
-		// (drivers/python-inmemory/README.md); createDelay makes a create
-		// take a moment, so that one is in flight at SIGTERM.
-		updated := write("updated.json", `{"size":"small","tags":{"team":"conformance"}}`)
-		needsNew := write("needs-new.json", `{"size":"large"}`)
-		slowClass := write("class.yaml", "name: python-conformance\nprovider: python-inmemory\nproviderSpec:\n  size: small\n  createDelay: 0.3\n")
-		slowUpdated := write("slow-updated.json", `{"size":"small","createDelay":0.3,"tags":{"team":"conformance"}}`)
-		command := []string{"env", "PYTHONDONTWRITEBYTECODE=1", py, filepath.Join(dir, "main.py")}
-		soak(t, conf, runs, parallel, soakDriver{
-			command: command,
-			args: []string{
-				"--machine-class", filepath.Join(dir, "testdata", "machineclass.yaml"),
-				"--volumes", filepath.Join(dir, "testdata", "volumes.yaml"),
-				"--secrets", filepath.Join(testdata, "secrets.yaml"),
-				"--updated-provider-spec", updated,
-				"--needs-new-vm-provider-spec", needsNew,
-				"--timeout-ready", "30s",
-			},
-			launcherArgs: func(*testing.T) []string {
-				return []string{
-					"--driver-command", strings.Join(command, " ") + " --shutdown-grace 10",
-					"--machine-class", slowClass, "--updated-provider-spec", slowUpdated,
-				}
-			},
-			stopTimeout: "20s",
-		})
+		soakScripted(t, conf, runs, parallel, dir, "python",
+			[]string{"env", "PYTHONDONTWRITEBYTECODE=1", py, filepath.Join(dir, "main.py")})
 	})
 
 	t.Run("node", func(t *testing.T) {
@@ -136,36 +106,43 @@ func TestConformanceSoak(t *testing.T) {
 		require.NoError(t, err)
 		nodeBin, err := nodesetup.Node(dir)
 		require.NoError(t, err, "the Node.js driver cannot run")
-		fixtures := t.TempDir()
-		write := func(name, content string) string {
-			p := filepath.Join(fixtures, name)
-			require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
-			return p
-		}
-		// As the Python driver: tags change on a running VM, nothing else.
-		updated := write("updated.json", `{"size":"small","tags":{"team":"conformance"}}`)
-		needsNew := write("needs-new.json", `{"size":"large"}`)
-		slowClass := write("class.yaml", "name: node-conformance\nprovider: node-inmemory\nproviderSpec:\n  size: small\n  createDelay: 0.3\n")
-		slowUpdated := write("slow-updated.json", `{"size":"small","createDelay":0.3,"tags":{"team":"conformance"}}`)
-		command := []string{nodeBin, filepath.Join(dir, "main.js")}
-		soak(t, conf, runs, parallel, soakDriver{
-			command: command,
-			args: []string{
-				"--machine-class", filepath.Join(dir, "testdata", "machineclass.yaml"),
-				"--volumes", filepath.Join(dir, "testdata", "volumes.yaml"),
-				"--secrets", filepath.Join(testdata, "secrets.yaml"),
-				"--updated-provider-spec", updated,
-				"--needs-new-vm-provider-spec", needsNew,
-				"--timeout-ready", "30s",
-			},
-			launcherArgs: func(*testing.T) []string {
-				return []string{
-					"--driver-command", strings.Join(command, " ") + " --shutdown-grace 10",
-					"--machine-class", slowClass, "--updated-provider-spec", slowUpdated,
-				}
-			},
-			stopTimeout: "20s",
-		})
+		soakScripted(t, conf, runs, parallel, dir, "node", []string{nodeBin, filepath.Join(dir, "main.js")})
+	})
+}
+
+// soakScripted soaks one of the in-memory drivers of another language
+// (drivers/<lang>-inmemory, run by command). Both change tags on a running
+// VM and nothing else (their READMEs); in launcher mode createDelay makes a
+// create take a moment, so that one is in flight at SIGTERM.
+func soakScripted(t *testing.T, conf string, runs, parallel int, dir, lang string, command []string) {
+	t.Helper()
+	fixtures := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(fixtures, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+		return p
+	}
+	updated := write("updated.json", `{"size":"small","tags":{"team":"conformance"}}`)
+	needsNew := write("needs-new.json", `{"size":"large"}`)
+	slowClass := write("class.yaml", fmt.Sprintf("name: %[1]s-conformance\nprovider: %[1]s-inmemory\nproviderSpec:\n  size: small\n  createDelay: 0.3\n", lang))
+	slowUpdated := write("slow-updated.json", `{"size":"small","createDelay":0.3,"tags":{"team":"conformance"}}`)
+	soak(t, conf, runs, parallel, soakDriver{
+		command: command,
+		args: []string{
+			"--machine-class", filepath.Join(dir, "testdata", "machineclass.yaml"),
+			"--volumes", filepath.Join(dir, "testdata", "volumes.yaml"),
+			"--secrets", filepath.Join(testdata, "secrets.yaml"),
+			"--updated-provider-spec", updated,
+			"--needs-new-vm-provider-spec", needsNew,
+			"--timeout-ready", "30s",
+		},
+		launcherArgs: func(*testing.T) []string {
+			return []string{
+				"--driver-command", strings.Join(command, " ") + " --shutdown-grace 10",
+				"--machine-class", slowClass, "--updated-provider-spec", slowUpdated,
+			}
+		},
+		stopTimeout: "20s",
 	})
 }
 
