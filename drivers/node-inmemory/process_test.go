@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/machina-io/machina/conformance/conformancetest"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 )
 
@@ -46,7 +46,7 @@ func TestNodeUnitTests(t *testing.T) {
 // and remove its socket (§2.7).
 func TestSIGTERMLetsCallsInFlightFinish(t *testing.T) {
 	d := startDriver(t)
-	machines := driverv1alpha1.NewMachineServiceClient(dial(t, d.Endpoint))
+	machines := driverv1alpha1.NewMachineServiceClient(conformancetest.Dial(t, d.Endpoint))
 	req := createRequest("slow", `{"createDelay": 2}`)
 
 	type result struct {
@@ -72,7 +72,7 @@ func TestSIGTERMLetsCallsInFlightFinish(t *testing.T) {
 	// New calls are refused while the create is still in flight.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, err := driverv1alpha1.NewIdentityServiceClient(dial(t, d.Endpoint)).Probe(ctx, &driverv1alpha1.ProbeRequest{}, grpc.WaitForReady(false))
+	_, err := driverv1alpha1.NewIdentityServiceClient(conformancetest.Dial(t, d.Endpoint)).Probe(ctx, &driverv1alpha1.ProbeRequest{}, grpc.WaitForReady(false))
 	assert.Equal(t, codes.Unavailable, status.Code(err), "a call on a new connection after SIGTERM: %v", err)
 	select {
 	case r := <-created:
@@ -81,7 +81,7 @@ func TestSIGTERMLetsCallsInFlightFinish(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the create in flight at SIGTERM did not answer")
 	}
-	assert.Equal(t, 0, d.wait(t, 30*time.Second), "exit status after SIGTERM")
+	assert.Equal(t, 0, d.Wait(t, 30*time.Second), "exit status after SIGTERM")
 	assert.NoFileExists(t, d.Socket, "the driver removes its socket on exit")
 	assert.Contains(t, d.Logs.String(), "stopped")
 }
@@ -91,7 +91,7 @@ func TestSIGTERMLetsCallsInFlightFinish(t *testing.T) {
 // with status 0 and removes its socket.
 func TestShutdownGraceCutsOffSlowCalls(t *testing.T) {
 	d := startDriver(t, "--shutdown-grace", "0.5")
-	machines := driverv1alpha1.NewMachineServiceClient(dial(t, d.Endpoint))
+	machines := driverv1alpha1.NewMachineServiceClient(conformancetest.Dial(t, d.Endpoint))
 	req := createRequest("very-slow", `{"createDelay": 60}`)
 	created := make(chan error, 1)
 	go func() {
@@ -106,7 +106,7 @@ func TestShutdownGraceCutsOffSlowCalls(t *testing.T) {
 
 	start := time.Now()
 	d.Signal(syscall.SIGTERM)
-	assert.Equal(t, 0, d.wait(t, 30*time.Second), "exit status after SIGTERM")
+	assert.Equal(t, 0, d.Wait(t, 30*time.Second), "exit status after SIGTERM")
 	assert.Less(t, time.Since(start), 20*time.Second, "the grace period ends the stop")
 	select {
 	case err := <-created:
@@ -124,7 +124,7 @@ func TestShutdownGraceCutsOffSlowCalls(t *testing.T) {
 func TestSecretsNeverLogged(t *testing.T) {
 	const canary = "node-canary-3c9d1f"
 	d := startDriver(t, "--log-level", "debug")
-	machines := driverv1alpha1.NewMachineServiceClient(dial(t, d.Endpoint))
+	machines := driverv1alpha1.NewMachineServiceClient(conformancetest.Dial(t, d.Endpoint))
 	ctx := context.Background()
 	secrets := map[string][]byte{"token": []byte(canary)}
 
@@ -150,7 +150,7 @@ func TestSecretsNeverLogged(t *testing.T) {
 
 	// The log is complete once the process has exited.
 	d.Signal(syscall.SIGTERM)
-	require.Equal(t, 0, d.wait(t, 30*time.Second))
+	require.Equal(t, 0, d.Wait(t, 30*time.Second))
 	logs := d.Logs.String()
 	for _, method := range []string{"CreateMachine", "ListMachines", "UpdateMachine", "DeleteMachine"} {
 		assert.Contains(t, logs, "method="+method, "every call is logged")
@@ -165,75 +165,59 @@ func TestSecretsNeverLogged(t *testing.T) {
 // §2.1 and §2.2 on the running process.
 func TestEndpointRules(t *testing.T) {
 	t.Run("flag wins over the environment", func(t *testing.T) {
-		dir := socketDir(t)
+		dir := conformancetest.SocketDir(t)
 		flagSocket := filepath.Join(dir, "flag.sock")
-		d := launchDriver(t, filepath.Join(dir, "env.sock"), "--endpoint", "unix://"+flagSocket)
+		d := program(t).Launch(t, filepath.Join(dir, "env.sock"), "--endpoint", "unix://"+flagSocket)
 		d.Endpoint, d.Socket = "unix://"+flagSocket, flagSocket
-		d.waitServing(t)
+		d.WaitServing(t)
 		assert.NoFileExists(t, filepath.Join(dir, "env.sock"))
 		info, err := os.Stat(flagSocket)
 		require.NoError(t, err)
 		assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "socket mode")
 	})
 	t.Run("stale socket is replaced", func(t *testing.T) {
-		socket := filepath.Join(socketDir(t), "driver.sock")
+		socket := filepath.Join(conformancetest.SocketDir(t), "driver.sock")
 		l, err := net.ListenUnix("unix", &net.UnixAddr{Name: socket, Net: "unix"})
 		require.NoError(t, err)
 		l.SetUnlinkOnClose(false)
 		require.NoError(t, l.Close()) // the file stays, nobody listens: stale
 		require.FileExists(t, socket)
-		d := launchDriver(t, socket)
-		d.waitServing(t)
+		d := program(t).Launch(t, socket)
+		d.WaitServing(t)
 		assert.Contains(t, d.Logs.String(), "removing stale socket "+socket)
 	})
 	t.Run("live socket is not taken over", func(t *testing.T) {
 		first := startDriver(t)
-		second := launchDriver(t, first.Socket)
-		assert.Equal(t, 1, second.wait(t, 30*time.Second))
+		second := program(t).Launch(t, first.Socket)
+		assert.Equal(t, 1, second.Wait(t, 30*time.Second))
 		assert.Contains(t, second.Logs.String(), "served by another process")
-		first.waitServing(t) // still serving
+		first.WaitServing(t) // still serving
 	})
 	t.Run("other file is kept", func(t *testing.T) {
-		path := filepath.Join(socketDir(t), "driver.sock")
+		path := filepath.Join(conformancetest.SocketDir(t), "driver.sock")
 		require.NoError(t, os.WriteFile(path, []byte("keep"), 0o600))
-		d := launchDriver(t, path)
-		assert.Equal(t, 1, d.wait(t, 30*time.Second))
+		d := program(t).Launch(t, path)
+		assert.Equal(t, 1, d.Wait(t, 30*time.Second))
 		assert.Contains(t, d.Logs.String(), "is not a socket")
 		content, err := os.ReadFile(path)
 		require.NoError(t, err)
 		assert.Equal(t, "keep", string(content))
 	})
 	t.Run("relative unix path is refused", func(t *testing.T) {
-		d := launchDriver(t, "relative.sock") // MACHINA_DRIVER_ENDPOINT=unix://relative.sock
-		assert.Equal(t, 1, d.wait(t, 30*time.Second))
+		d := program(t).Launch(t, "relative.sock") // MACHINA_DRIVER_ENDPOINT=unix://relative.sock
+		assert.Equal(t, 1, d.Wait(t, 30*time.Second))
 		assert.Contains(t, d.Logs.String(), "'unix://relative.sock'")
 	})
 	t.Run("unknown flag is a usage error", func(t *testing.T) {
-		d := launchDriver(t, filepath.Join(socketDir(t), "driver.sock"), "--no-such-flag")
-		assert.Equal(t, 2, d.wait(t, 30*time.Second))
+		d := program(t).Launch(t, filepath.Join(conformancetest.SocketDir(t), "driver.sock"), "--no-such-flag")
+		assert.Equal(t, 2, d.Wait(t, 30*time.Second))
 		assert.Contains(t, d.Logs.String(), "usage: node-inmemory")
 	})
 }
 
-// TestStopRightAfterAClientLeftIsPrompt closes a client's connection and
-// sends SIGTERM at once, as the core's pod or the conformance launcher
-// does: the driver must not wait out its grace period for the session of
-// the client that is gone (grpc-js's tryShutdown does so when the
-// session's 'close' event is still queued at the signal).
+// TestStopRightAfterAClientLeftIsPrompt: a client that closed its
+// connection just before SIGTERM must not hold the stop for the grace
+// period (lib/server.js, destroyedSessionsClosed).
 func TestStopRightAfterAClientLeftIsPrompt(t *testing.T) {
-	const grace, runs = 10 * time.Second, 5
-	for i := range runs {
-		d := startDriver(t, "--shutdown-grace", "10")
-		conn, err := grpc.NewClient(d.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		require.NoError(t, err)
-		_, err = driverv1alpha1.NewIdentityServiceClient(conn).GetPluginInfo(context.Background(), &driverv1alpha1.GetPluginInfoRequest{})
-		require.NoError(t, err)
-		require.NoError(t, conn.Close())
-		start := time.Now()
-		d.Signal(syscall.SIGTERM)
-		require.Equal(t, 0, d.wait(t, 2*grace), "run %d: exit status after SIGTERM", i)
-		took := time.Since(start)
-		assert.Less(t, took, grace/2, "run %d: the stop waited for a client that had left", i)
-		assert.NotContains(t, d.Logs.String(), "calls still in flight", "run %d", i)
-	}
+	conformancetest.CheckPromptStopAfterClientLeft(t, program(t), 5, 10*time.Second, "--shutdown-grace", "10")
 }

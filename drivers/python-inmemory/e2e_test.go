@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machina-io/machina/conformance/conformancetest"
 	machinav1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/testenv"
 	"github.com/machina-io/machina/internal/process"
@@ -81,7 +82,7 @@ func TestManagerWithPythonDriver(t *testing.T) {
 	}
 	require.NoError(t, c.Create(ctx, md))
 
-	machines := driverv1alpha1.NewMachineServiceClient(dial(t, d.Endpoint))
+	machines := driverv1alpha1.NewMachineServiceClient(conformancetest.Dial(t, d.Endpoint))
 	listVMs := func() map[string]string {
 		resp, err := machines.ListMachines(ctx, &driverv1alpha1.ListMachinesRequest{MachineClass: &driverv1alpha1.MachineClass{
 			Name: e2eClass, Namespace: e2eNamespace, ProviderSpec: class.ProviderSpec.Raw,

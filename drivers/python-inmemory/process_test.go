@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/machina-io/machina/conformance/conformancetest"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 )
 
@@ -44,7 +45,7 @@ func TestPythonUnitTests(t *testing.T) {
 // must exit with status 0 and remove its socket (§2.7).
 func TestSIGTERMLetsCallsInFlightFinish(t *testing.T) {
 	d := startDriver(t)
-	machines := driverv1alpha1.NewMachineServiceClient(dial(t, d.Endpoint))
+	machines := driverv1alpha1.NewMachineServiceClient(conformancetest.Dial(t, d.Endpoint))
 	req := createRequest("slow", `{"createDelay": 2}`)
 
 	type result struct {
@@ -72,7 +73,7 @@ func TestSIGTERMLetsCallsInFlightFinish(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the create in flight at SIGTERM did not answer")
 	}
-	assert.Equal(t, 0, d.wait(t, 30*time.Second), "exit status after SIGTERM")
+	assert.Equal(t, 0, d.Wait(t, 30*time.Second), "exit status after SIGTERM")
 	assert.NoFileExists(t, d.Socket, "the driver removes its socket on exit")
 	assert.Contains(t, d.Logs.String(), "received SIGTERM")
 }
@@ -83,7 +84,7 @@ func TestSIGTERMLetsCallsInFlightFinish(t *testing.T) {
 func TestSecretsNeverLogged(t *testing.T) {
 	const canary = "python-canary-5b1e9c"
 	d := startDriver(t, "--log-level", "debug")
-	machines := driverv1alpha1.NewMachineServiceClient(dial(t, d.Endpoint))
+	machines := driverv1alpha1.NewMachineServiceClient(conformancetest.Dial(t, d.Endpoint))
 	ctx := context.Background()
 	secrets := map[string][]byte{"token": []byte(canary)}
 
@@ -106,7 +107,7 @@ func TestSecretsNeverLogged(t *testing.T) {
 
 	// The log is complete once the process has exited.
 	d.Signal(syscall.SIGTERM)
-	require.Equal(t, 0, d.wait(t, 30*time.Second))
+	require.Equal(t, 0, d.Wait(t, 30*time.Second))
 	logs := d.Logs.String()
 	for _, method := range []string{"CreateMachine", "ListMachines", "DeleteMachine"} {
 		assert.Contains(t, logs, "method="+method, "every call is logged")
@@ -120,46 +121,53 @@ func TestSecretsNeverLogged(t *testing.T) {
 // §2.1 and §2.2 on the running process.
 func TestEndpointRules(t *testing.T) {
 	t.Run("flag wins over the environment", func(t *testing.T) {
-		dir := socketDir(t)
+		dir := conformancetest.SocketDir(t)
 		flagSocket := filepath.Join(dir, "flag.sock")
-		d := launchDriver(t, filepath.Join(dir, "env.sock"), "--endpoint", "unix://"+flagSocket)
+		d := program(t).Launch(t, filepath.Join(dir, "env.sock"), "--endpoint", "unix://"+flagSocket)
 		d.Endpoint, d.Socket = "unix://"+flagSocket, flagSocket
-		d.waitServing(t)
+		d.WaitServing(t)
 		assert.NoFileExists(t, filepath.Join(dir, "env.sock"))
 		info, err := os.Stat(flagSocket)
 		require.NoError(t, err)
 		assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "socket mode")
 	})
 	t.Run("stale socket is replaced", func(t *testing.T) {
-		socket := filepath.Join(socketDir(t), "driver.sock")
+		socket := filepath.Join(conformancetest.SocketDir(t), "driver.sock")
 		l, err := net.ListenUnix("unix", &net.UnixAddr{Name: socket, Net: "unix"})
 		require.NoError(t, err)
 		l.SetUnlinkOnClose(false)
 		require.NoError(t, l.Close()) // the file stays, nobody listens: stale
 		require.FileExists(t, socket)
-		d := launchDriver(t, socket)
-		d.waitServing(t)
+		d := program(t).Launch(t, socket)
+		d.WaitServing(t)
 	})
 	t.Run("live socket is not taken over", func(t *testing.T) {
 		first := startDriver(t)
-		second := launchDriver(t, first.Socket)
-		assert.Equal(t, 1, second.wait(t, 30*time.Second))
+		second := program(t).Launch(t, first.Socket)
+		assert.Equal(t, 1, second.Wait(t, 30*time.Second))
 		assert.Contains(t, second.Logs.String(), "served by another process")
-		first.waitServing(t) // still serving
+		first.WaitServing(t) // still serving
 	})
 	t.Run("other file is kept", func(t *testing.T) {
-		path := filepath.Join(socketDir(t), "driver.sock")
+		path := filepath.Join(conformancetest.SocketDir(t), "driver.sock")
 		require.NoError(t, os.WriteFile(path, []byte("keep"), 0o600))
-		d := launchDriver(t, path)
-		assert.Equal(t, 1, d.wait(t, 30*time.Second))
+		d := program(t).Launch(t, path)
+		assert.Equal(t, 1, d.Wait(t, 30*time.Second))
 		assert.Contains(t, d.Logs.String(), "is not a socket")
 		content, err := os.ReadFile(path)
 		require.NoError(t, err)
 		assert.Equal(t, "keep", string(content))
 	})
 	t.Run("relative unix path is refused", func(t *testing.T) {
-		d := launchDriver(t, "relative.sock") // MACHINA_DRIVER_ENDPOINT=unix://relative.sock
-		assert.Equal(t, 1, d.wait(t, 30*time.Second))
+		d := program(t).Launch(t, "relative.sock") // MACHINA_DRIVER_ENDPOINT=unix://relative.sock
+		assert.Equal(t, 1, d.Wait(t, 30*time.Second))
 		assert.Contains(t, d.Logs.String(), "'unix://relative.sock'")
 	})
+}
+
+// TestStopRightAfterAClientLeftIsPrompt: a client that closed its
+// connection just before SIGTERM must not hold the stop for the grace
+// period.
+func TestStopRightAfterAClientLeftIsPrompt(t *testing.T) {
+	conformancetest.CheckPromptStopAfterClientLeft(t, program(t), 5, 10*time.Second, "--shutdown-grace", "10")
 }
