@@ -285,6 +285,17 @@ func (s *suite) testTemplatePropagation(t *testing.T) {
 	}, "template was not applied to the machines")
 	after := s.machines(t, ns)
 	assert.ElementsMatch(t, names(before), names(after), "propagation must not replace machines")
+
+	// A machine whose node template drifts from the set's, after the set
+	// found it in sync (templateMemo), is brought back.
+	drifted := after[0].DeepCopy()
+	drifted.Spec.NodeTemplateSpec.Labels["role"] = "drifted"
+	require.NoError(t, s.c.Patch(ctx, drifted, client.MergeFrom(&after[0])))
+	controllertest.Eventually(t, func() bool {
+		m := &v1alpha1.Machine{}
+		require.NoError(t, s.c.Get(ctx, client.ObjectKeyFromObject(drifted), m))
+		return m.Generation > drifted.Generation && m.Spec.NodeTemplateSpec.Labels["role"] == "worker"
+	}, "the drifted machine did not get the set's node template back")
 }
 
 func names(ms []v1alpha1.Machine) []string {

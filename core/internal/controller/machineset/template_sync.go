@@ -26,12 +26,15 @@ func (r *Reconciler) syncTemplate(ctx context.Context, s *scope) (phase.Result, 
 // affects machines created from now on; a MachineDeployment rolls machines
 // for those changes.
 func (r *Reconciler) syncTemplateToMachines(ctx context.Context, ms *v1alpha1.MachineSet, machines []*v1alpha1.Machine) error {
+	memo := r.templates.forSet(ms)
+	defer memo.prune(machines)
 	for i, m := range machines {
-		if isTerminating(m) {
+		if isTerminating(m) || memo.inSyncAt(m) {
 			continue
 		}
 		updated, changed := withTemplateApplied(ms, m)
 		if !changed {
+			memo.inSync[m.UID] = m.Generation
 			continue
 		}
 		if err := setup.NewPatcher(r.Client, m).Patch(ctx, updated); err != nil {
