@@ -81,6 +81,9 @@ type Reconciler struct {
 	// Options tune the controller.
 	Options Options
 
+	// machines reads a class's cached machines without copies.
+	machines setup.CachedMachines
+
 	// retryAt holds, per machine UID and class hash, when a failed update
 	// may be tried again. In memory only: a new leader tries at once, which
 	// UpdateMachine's idempotency makes safe.
@@ -108,6 +111,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
 	}
+	r.machines = setup.NewCachedMachines(r.Client, mgr.GetClient(), mgr.GetCache())
 	if r.Recorder == nil {
 		r.Recorder = setup.Recorder(mgr, ControllerName)
 	}
@@ -216,13 +220,13 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // the cache through the class index and without copies: a reconcile walks
 // them all and changes few (stamp and update copy those first).
 func (r *Reconciler) machinesOf(ctx context.Context, class *v1alpha1.MachineClass) ([]*v1alpha1.Machine, error) {
-	list := &v1alpha1.MachineList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(class.Namespace), client.MatchingFields{indexClass: class.Name}, client.UnsafeDisableDeepCopy); err != nil {
+	all, err := r.machines.ByField(ctx, class.Namespace, indexClass, class.Name)
+	if err != nil {
 		return nil, fmt.Errorf("listing the machines of class %s: %w", class.Name, err)
 	}
 	var out []*v1alpha1.Machine
-	for i := range list.Items {
-		if m := &list.Items[i]; m.DeletionTimestamp.IsZero() {
+	for _, m := range all {
+		if m.DeletionTimestamp.IsZero() {
 			out = append(out, m)
 		}
 	}

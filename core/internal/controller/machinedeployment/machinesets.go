@@ -78,13 +78,11 @@ func (r *Reconciler) loadSetsAndMachines(ctx context.Context, s *scope) error {
 	s.new, s.old = splitNewOld(s.d, sets, s.now)
 	s.machines = map[types.UID][]*v1alpha1.Machine{}
 	for _, ms := range sets {
-		machines := &v1alpha1.MachineList{}
-		if err := r.Client.List(ctx, machines, client.InNamespace(s.d.Namespace), client.MatchingFields{setup.MachineControllerIndex: string(ms.UID)}, client.UnsafeDisableDeepCopy); err != nil {
+		machines, err := r.Clients.Machines().ByField(ctx, s.d.Namespace, setup.MachineControllerIndex, string(ms.UID))
+		if err != nil {
 			return fmt.Errorf("listing machines of %s: %w", ms.Name, err)
 		}
-		for i := range machines.Items {
-			s.machines[ms.UID] = append(s.machines[ms.UID], &machines.Items[i])
-		}
+		s.machines[ms.UID] = machines
 	}
 	return nil
 }

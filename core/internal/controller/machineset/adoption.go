@@ -34,20 +34,18 @@ func (r *Reconciler) claimMachines(ctx context.Context, s *scope) (phase.Result,
 // time was most of the controller's CPU. The returned machines are the
 // cache's own objects and must be copied before they are changed.
 func (r *Reconciler) ownedMachines(ctx context.Context, ms *v1alpha1.MachineSet, selector labels.Selector) ([]*v1alpha1.Machine, error) {
-	controlled := &v1alpha1.MachineList{}
-	if err := r.Client.List(ctx, controlled, client.InNamespace(ms.Namespace),
-		client.MatchingFields{setup.MachineControllerIndex: string(ms.UID)}, client.UnsafeDisableDeepCopy); err != nil {
+	cached := r.Clients.Machines()
+	all, err := cached.ByField(ctx, ms.Namespace, setup.MachineControllerIndex, string(ms.UID))
+	if err != nil {
 		return nil, fmt.Errorf("listing machines: %w", err)
 	}
-	orphans := &v1alpha1.MachineList{}
-	if err := r.Client.List(ctx, orphans, client.InNamespace(ms.Namespace),
-		client.MatchingFields{setup.MachineControllerIndex: setup.Orphan}, client.UnsafeDisableDeepCopy); err != nil {
+	orphans, err := cached.ByField(ctx, ms.Namespace, setup.MachineControllerIndex, setup.Orphan)
+	if err != nil {
 		return nil, fmt.Errorf("listing machines: %w", err)
 	}
-	all := controlled.Items
-	for i := range orphans.Items {
-		if selector.Matches(labels.Set(orphans.Items[i].Labels)) {
-			all = append(all, orphans.Items[i])
+	for _, m := range orphans {
+		if selector.Matches(labels.Set(m.Labels)) {
+			all = append(all, m)
 		}
 	}
 	return r.claimOwned(ctx, ms, selector, all)
@@ -57,7 +55,7 @@ func (r *Reconciler) ownedMachines(ctx context.Context, ms *v1alpha1.MachineSet,
 // controller references the way a ReplicaSet does with pods: an orphan that
 // matches the selector is adopted, a machine the set controls that no longer
 // matches is released. Machines controlled by someone else are left alone.
-func (r *Reconciler) claimOwned(ctx context.Context, ms *v1alpha1.MachineSet, selector labels.Selector, all []v1alpha1.Machine) ([]*v1alpha1.Machine, error) {
+func (r *Reconciler) claimOwned(ctx context.Context, ms *v1alpha1.MachineSet, selector labels.Selector, all []*v1alpha1.Machine) ([]*v1alpha1.Machine, error) {
 	log := ctrl.LoggerFrom(ctx)
 	var (
 		owned    []*v1alpha1.Machine
@@ -74,8 +72,7 @@ func (r *Reconciler) claimOwned(ctx context.Context, ms *v1alpha1.MachineSet, se
 		return *canAdopt
 	}
 
-	for i := range all {
-		m := &all[i]
+	for _, m := range all {
 		ref := metav1.GetControllerOf(m)
 		matches := selector.Matches(labels.Set(m.Labels))
 		switch {

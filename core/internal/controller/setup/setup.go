@@ -9,6 +9,7 @@ package setup
 import (
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"k8s.io/client-go/tools/events"
@@ -41,13 +42,19 @@ type Clients struct {
 	APIReader client.Reader
 	// Recorder records events on the controller's objects (Recorder).
 	Recorder events.EventRecorder
+	// Cache is the cache that serves Client's reads, when Client is the
+	// manager's: Machines reads its index without copies.
+	Cache cache.Cache
 }
+
+// Machines reads cached Machines by index without copies (CachedMachines).
+func (c Clients) Machines() CachedMachines { return CachedMachines{Cache: c.Cache, Client: c.Client} }
 
 // Default fills the clients left unset with the manager's: its client, its
 // API reader, and its event recorder for the controller name.
 func (c *Clients) Default(mgr ctrl.Manager, name string) {
 	if c.Client == nil {
-		c.Client = mgr.GetClient()
+		c.Client, c.Cache = mgr.GetClient(), mgr.GetCache()
 	}
 	if c.APIReader == nil {
 		c.APIReader = mgr.GetAPIReader()

@@ -66,6 +66,9 @@ type Reconciler struct {
 	// Period (--machine-safety-overshooting-period) is how often every
 	// MachineSet is checked even without events; DefaultPeriod when zero.
 	Period time.Duration
+
+	// machines reads a set's cached machines without copies.
+	machines setup.CachedMachines
 }
 
 // SetupWithManager registers the controller with mgr, with the given number
@@ -75,6 +78,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
 	}
+	r.machines = setup.NewCachedMachines(r.Client, mgr.GetClient(), mgr.GetCache())
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
@@ -338,25 +342,13 @@ func (r *Reconciler) setsOf(ctx context.Context, md *v1alpha1.MachineDeployment)
 // place on purpose (machineset/preserve.go), and up to
 // autoPreserveFailedMachineMax of them must not freeze it.
 func (r *Reconciler) countMachines(ctx context.Context, ms *v1alpha1.MachineSet, fromAPIServer bool) (live, all int32, err error) {
-	list := &v1alpha1.MachineList{}
-	if fromAPIServer {
-		opts := []client.ListOption{client.InNamespace(ms.Namespace)}
-		if sel := ms.Spec.Template.Labels; len(sel) > 0 {
-			opts = append(opts, client.MatchingLabels(sel))
-		}
-		err = r.APIReader.List(ctx, list, opts...)
-	} else {
-		// Through the controller index and without copies: a set is
-		// checked on every machine that appears or goes, and only read.
-		err = r.Client.List(ctx, list, client.InNamespace(ms.Namespace), client.MatchingFields{setup.MachineControllerIndex: string(ms.UID)}, client.UnsafeDisableDeepCopy)
-	}
+	machines, err := r.machinesOf(ctx, ms, fromAPIServer)
 	if err != nil {
 		return 0, 0, err
 	}
 	templateLabels := labels.SelectorFromSet(ms.Spec.Template.Labels)
 	now := time.Now()
-	for i := range list.Items {
-		m := &list.Items[i]
+	for _, m := range machines {
 		if !templateLabels.Matches(labels.Set(m.Labels)) {
 			continue
 		}
@@ -371,4 +363,27 @@ func (r *Reconciler) countMachines(ctx context.Context, ms *v1alpha1.MachineSet,
 		}
 	}
 	return live, all, nil
+}
+
+// machinesOf reads the machines of ms: from the API server, by the set's
+// template labels, or from the cache through the controller index and
+// without copies (a set is checked on every machine that appears or goes,
+// and only read).
+func (r *Reconciler) machinesOf(ctx context.Context, ms *v1alpha1.MachineSet, fromAPIServer bool) ([]*v1alpha1.Machine, error) {
+	if !fromAPIServer {
+		return r.machines.ByField(ctx, ms.Namespace, setup.MachineControllerIndex, string(ms.UID))
+	}
+	opts := []client.ListOption{client.InNamespace(ms.Namespace)}
+	if sel := ms.Spec.Template.Labels; len(sel) > 0 {
+		opts = append(opts, client.MatchingLabels(sel))
+	}
+	list := &v1alpha1.MachineList{}
+	if err := r.APIReader.List(ctx, list, opts...); err != nil {
+		return nil, err
+	}
+	out := make([]*v1alpha1.Machine, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
 }
