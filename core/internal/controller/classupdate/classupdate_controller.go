@@ -71,6 +71,9 @@ func (o Options) withDefaults() Options {
 type Reconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
+	// APIReader reads a machine straight from the API server when a record
+	// of a driver's answer met a newer machine than the cache's.
+	APIReader client.Reader
 	// Recorder records events on Machines.
 	Recorder events.EventRecorder
 	// Drivers finds the driver of a class. Required.
@@ -110,6 +113,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
 	}
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	r.machines = setup.NewCachedMachines(r.Client, mgr.GetClient(), mgr.GetCache())
 	if r.Recorder == nil {

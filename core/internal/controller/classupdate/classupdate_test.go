@@ -2,11 +2,13 @@ package classupdate
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/controllertest"
@@ -22,6 +24,7 @@ func TestClassUpdate(t *testing.T) {
 	t.Run("tag change reaches every VM", func(t *testing.T) { testTagChange(t, env) })
 	t.Run("partial refusal", func(t *testing.T) { testPartialRefusal(t, env) })
 	t.Run("driver errors", func(t *testing.T) { testDriverErrors(t, env) })
+	t.Run("a machine changed while its call ran", func(t *testing.T) { testChangedDuringCall(t, env) })
 	t.Run("manager restart mid-way", func(t *testing.T) { testRestart(t, env) })
 	t.Run("budget", func(t *testing.T) { testBudget(t, env) })
 	t.Run("a slow call holds only its own slot", func(t *testing.T) { testSlowCall(t, env) })
@@ -106,6 +109,30 @@ func testPartialRefusal(t *testing.T, env *testenv.Env) {
 	assert.Len(t, w.mem.VMs(), 3, "no VM created or deleted")
 	// Each machine was asked once per class change it did not have.
 	assert.Equal(t, 4, w.mem.Calls(inmemory.MethodUpdateMachine))
+}
+
+// testChangedDuringCall: a machine written while its UpdateMachine call ran
+// makes the record of the answer conflict; the answer is written on a fresh
+// read, and the driver is not asked again.
+func testChangedDuringCall(t *testing.T, env *testenv.Env) {
+	w := newWorld(t, env, inmemory.Options{})
+	w.start()
+	class := w.createClass("changed", specA)
+	w.createMachines(class.Name, hashOf(t, class), "c-0")
+
+	w.drv.hold("c-0")
+	hashB := w.setSpec(class, specB)
+	require.Eventually(t, func() bool { return w.drv.inFlight.Load() == 1 }, 30*time.Second, 10*time.Millisecond,
+		"the call for c-0 started")
+	m := w.machine("c-0")
+	p := client.MergeFrom(m.DeepCopy())
+	m.Labels = map[string]string{"touched": "during-the-call"}
+	require.NoError(t, env.Client.Patch(w.ctx, m, p))
+	w.drv.unhold()
+
+	got := w.waitMachine("c-0", "the class update applied", appliedTo(hashB))
+	assert.Equal(t, "during-the-call", got.Labels["touched"], "the other writer's change is kept")
+	assert.Equal(t, 1, w.mem.Calls(inmemory.MethodUpdateMachine), "the answer is recorded without a second call")
 }
 
 // testDriverErrors: a failing call is recorded (condition, event) and

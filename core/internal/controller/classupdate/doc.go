@@ -34,7 +34,10 @@
 // resourceVersion (the Machine controller writes the same conditions). A
 // conflict of the reconcile's own writes (stamp) is setup.RequeueOnConflict's:
 // reconciled again soon, no error; a conflict while an answer is recorded
-// makes the machine be asked again soon (UpdateMachine is idempotent).
+// is written again on a fresh read of the machine (record.go), so the
+// driver is not asked twice for one answer; only when the retries run out,
+// or the machine has another VM by then, is it asked again soon
+// (UpdateMachine is idempotent).
 //
 // A driver without the UpdateMachine capability is never called: its
 // machines behave as before this controller existed. Nothing runs while the

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
@@ -90,9 +91,33 @@ func (r *Reconciler) recordFailure(ctx context.Context, s *scope, m *v1alpha1.Ma
 // writeStatus sets the ClassUpdated condition (and the driver's
 // last_known_state when it sent one). The patch carries the machine's
 // resourceVersion: the Machine controller writes the same status, and a
-// merge patch replaces the condition list whole. A conflict is the conflict
-// policy's (Reconcile).
+// merge patch replaces the condition list whole. A conflict (the machine
+// changed since the copy the call was made from) is written again on a
+// fresh read, while the machine still has the VM the answer is about: the
+// driver is not asked again for an answer it gave.
 func (r *Reconciler) writeStatus(ctx context.Context, m *v1alpha1.Machine, st metav1.ConditionStatus, reason, msg, lastKnownState string) error {
+	vm, made := m.Spec.ProviderID, m.Annotations[v1alpha1.ClassHashAnnotation]
+	fresh := false
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if fresh {
+			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+				return err
+			}
+			if m.Spec.ProviderID != vm || m.Annotations[v1alpha1.ClassHashAnnotation] != made {
+				return fmt.Errorf("machine %s has another VM or contents than the answer is about", m.Name)
+			}
+		}
+		fresh = true
+		return r.patchCondition(ctx, m, st, reason, msg, lastKnownState)
+	})
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("writing the ClassUpdated condition of machine %s: %w", m.Name, err)
+	}
+	return nil
+}
+
+// patchCondition writes the ClassUpdated condition on m, if it changes.
+func (r *Reconciler) patchCondition(ctx context.Context, m *v1alpha1.Machine, st metav1.ConditionStatus, reason, msg, lastKnownState string) error {
 	p := setup.NewPatcher(r.Client, m, setup.LockStatus())
 	changed := meta.SetStatusCondition(&m.Status.MachineConditions, metav1.Condition{
 		Type: v1alpha1.MachineConditionClassUpdated, Status: st, Reason: reason, Message: msg,
@@ -104,10 +129,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, m *v1alpha1.Machine, st me
 	if !changed {
 		return nil
 	}
-	if err := p.Patch(ctx, m); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("writing the ClassUpdated condition of machine %s: %w", m.Name, err)
-	}
-	return nil
+	return p.Patch(ctx, m)
 }
 
 // writeAnnotations records the hash the VM now has (when set) and the hash
