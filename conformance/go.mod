@@ -4,10 +4,7 @@ go 1.26.0
 
 replace github.com/machina-io/machina/proto => ../proto
 
-replace github.com/machina-io/machina/internal => ../internal
-
 require (
-	github.com/machina-io/machina/internal v0.0.0-00010101000000-000000000000
 	github.com/machina-io/machina/proto v0.0.0-00010101000000-000000000000
 	github.com/stretchr/testify v1.12.1
 	golang.org/x/net v0.60.0

@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/machina-io/machina/conformance"
 )
 
@@ -24,11 +21,14 @@ import (
 func CheckLauncherMode(t *testing.T, command string, class conformance.MachineClass, createDelay float64) {
 	t.Helper()
 	var spec map[string]any
-	require.NoError(t, json.Unmarshal(class.ProviderSpec, &spec))
+	if err := json.Unmarshal(class.ProviderSpec, &spec); err != nil {
+		t.Fatalf("the class's provider_spec: %v", err)
+	}
 	spec["createDelay"] = createDelay
 	var err error
-	class.ProviderSpec, err = json.Marshal(spec)
-	require.NoError(t, err)
+	if class.ProviderSpec, err = json.Marshal(spec); err != nil {
+		t.Fatal(err)
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -45,15 +45,21 @@ func CheckLauncherMode(t *testing.T, command string, class conformance.MachineCl
 	})
 	var summary strings.Builder
 	rep.WriteSummary(&summary)
-	require.True(t, rep.Passed(), "%s\n%s", progress.String(), summary.String())
+	if !rep.Passed() {
+		t.Fatalf("the Launcher checks failed:\n%s\n%s", progress.String(), summary.String())
+	}
 	ran := 0
 	for _, res := range rep.Tests {
 		if !strings.HasPrefix(res.Name, "Launcher/") {
 			continue
 		}
 		ran++
-		assert.Equal(t, conformance.StatusPassed, res.Status, "%s: %s", res.Name, res.SkipReason)
-		assert.Empty(t, res.Warnings, res.Name)
+		if res.Status != conformance.StatusPassed {
+			t.Errorf("%s: %s, want passed: %s", res.Name, res.Status, res.SkipReason)
+		}
+		if len(res.Warnings) > 0 {
+			t.Errorf("%s: warnings %q", res.Name, res.Warnings)
+		}
 	}
 	want := 0
 	for _, tc := range conformance.Tests() {
@@ -61,7 +67,11 @@ func CheckLauncherMode(t *testing.T, command string, class conformance.MachineCl
 			want++
 		}
 	}
-	assert.Equal(t, want, ran, "every Launcher check runs\n%s", progress.String())
-	assert.NotContains(t, progress.String(), "answered before SIGTERM", "a create is in flight at SIGTERM")
+	if ran != want {
+		t.Errorf("%d Launcher checks ran, want every one, %d:\n%s", ran, want, progress.String())
+	}
+	if strings.Contains(progress.String(), "answered before SIGTERM") {
+		t.Error("no create was in flight at SIGTERM")
+	}
 	t.Logf("%s", progress.String())
 }

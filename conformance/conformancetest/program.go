@@ -10,11 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/machina-io/machina/internal/process"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 )
 
@@ -40,10 +38,10 @@ func (p Program) CommandLine(flags ...string) string {
 
 // Driver is a Program running as a child process.
 type Driver struct {
-	*process.Process
+	*child
 	Socket   string
 	Endpoint string
-	Logs     *process.Buffer
+	Logs     *Buffer
 }
 
 // SocketDir returns a new directory for a driver socket, short enough for
@@ -51,7 +49,9 @@ type Driver struct {
 func SocketDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "drv")
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
 }
@@ -69,16 +69,12 @@ func (p Program) Start(t testing.TB, args ...string) *Driver {
 // Launch starts the program on socket without waiting for it.
 func (p Program) Launch(t testing.TB, socket string, args ...string) *Driver {
 	t.Helper()
-	d := &Driver{Socket: socket, Endpoint: "unix://" + socket, Logs: &process.Buffer{}}
+	d := &Driver{Socket: socket, Endpoint: "unix://" + socket, Logs: &Buffer{}}
 	var err error
-	d.Process, err = process.Start(process.Config{
-		Name:   p.Name,
-		Path:   p.Path,
-		Args:   append(append([]string(nil), p.Args...), args...),
-		Env:    append(append(os.Environ(), "MACHINA_DRIVER_ENDPOINT="+d.Endpoint), p.Env...),
-		Output: d.Logs,
-	})
-	require.NoError(t, err)
+	d.child, err = p.startChild(d.Endpoint, d.Logs, args)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		if err := d.Stop(30 * time.Second); err != nil {
 			t.Error(err)
@@ -90,17 +86,33 @@ func (p Program) Launch(t testing.TB, socket string, args ...string) *Driver {
 	return d
 }
 
+// startChild starts the program on endpoint, its output into out, with
+// extra flags.
+func (p Program) startChild(endpoint string, out *Buffer, flags []string) (*child, error) {
+	args := append(append([]string(nil), p.Args...), flags...)
+	env := append(append(os.Environ(), "MACHINA_DRIVER_ENDPOINT="+endpoint), p.Env...)
+	return startChild(p.Name, p.Path, args, env, out)
+}
+
 // WaitServing waits until the driver answers Probe.
 func (d *Driver) WaitServing(t testing.TB) {
 	t.Helper()
 	identity := driverv1alpha1.NewIdentityServiceClient(Dial(t, d.Endpoint))
-	require.Eventually(t, func() bool {
-		require.True(t, d.Running(), "the driver exited before serving:\n%s", d.Logs.String())
+	served := withinStartTimeout(func() bool {
+		if !d.Running() {
+			return true
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		_, err := identity.Probe(ctx, &driverv1alpha1.ProbeRequest{})
 		return err == nil
-	}, 30*time.Second, 20*time.Millisecond, "the driver did not answer Probe on %s", d.Endpoint)
+	})
+	switch {
+	case !d.Running():
+		t.Fatalf("the driver exited before serving:\n%s", d.Logs.String())
+	case !served:
+		t.Fatalf("the driver did not answer Probe on %s within 30s", d.Endpoint)
+	}
 }
 
 // Wait waits for the driver to exit and returns its exit code.
@@ -112,8 +124,8 @@ func (d *Driver) Wait(t testing.TB, timeout time.Duration) int {
 		t.Fatalf("the driver did not exit within %v", timeout)
 	}
 	var exit *exec.ExitError
-	if err := d.Err(); !errors.As(err, &exit) {
-		require.NoError(t, err)
+	if err := d.Err(); err != nil && !errors.As(err, &exit) {
+		t.Fatalf("waiting for the driver: %v", err)
 	}
 	return d.ExitCode()
 }
@@ -122,7 +134,9 @@ func (d *Driver) Wait(t testing.TB, timeout time.Duration) int {
 func Dial(t testing.TB, endpoint string) *grpc.ClientConn {
 	t.Helper()
 	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { conn.Close() })
 	return conn
 }

@@ -15,13 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/machina-io/machina/internal/process"
 	driverv1alpha1 "github.com/machina-io/machina/proto/machina/driver/v1alpha1"
 )
 
@@ -110,14 +107,8 @@ func stopOnce(p Program, o StopSignals, moment string, sig syscall.Signal) (err 
 	}
 	defer os.RemoveAll(sockDir)
 	socket := filepath.Join(sockDir, "driver.sock")
-	logs := &process.Buffer{}
-	proc, err := process.Start(process.Config{
-		Name:   p.Name,
-		Path:   p.Path,
-		Args:   append(append([]string(nil), p.Args...), o.Args...),
-		Env:    append(append(os.Environ(), "MACHINA_DRIVER_ENDPOINT=unix://"+socket), p.Env...),
-		Output: logs,
-	})
+	logs := &Buffer{}
+	proc, err := p.startChild("unix://"+socket, logs, o.Args)
 	if err != nil {
 		return err
 	}
@@ -131,7 +122,7 @@ func stopOnce(p Program, o StopSignals, moment string, sig syscall.Signal) (err 
 
 	switch moment {
 	case atStart:
-		if !within(30*time.Second, func() bool { return logs.String() != "" }) {
+		if !withinStartTimeout(func() bool { return logs.String() != "" }) {
 			kill()
 			return errors.New("the driver wrote no log line within 30s")
 		}
@@ -142,7 +133,7 @@ func stopOnce(p Program, o StopSignals, moment string, sig syscall.Signal) (err 
 			return err
 		}
 		defer conn.Close()
-		if !within(30*time.Second, func() bool { return probe(conn) }) {
+		if !withinStartTimeout(func() bool { return probe(conn) }) {
 			kill()
 			return errors.New("the driver did not answer Probe within 30s")
 		}
@@ -182,9 +173,14 @@ func stopOnce(p Program, o StopSignals, moment string, sig syscall.Signal) (err 
 	return nil
 }
 
-// within polls cond every 5ms until it holds or timeout passes.
-func within(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
+// startTimeout bounds each wait of a driver's start: its first log line,
+// its first answer, the load's first answers.
+const startTimeout = 30 * time.Second
+
+// withinStartTimeout polls cond every 5ms until it holds or startTimeout
+// passes.
+func withinStartTimeout(cond func() bool) bool {
+	deadline := time.Now().Add(startTimeout)
 	for !cond() {
 		if time.Now().After(deadline) {
 			return false
@@ -225,7 +221,7 @@ func startLoad(conn *grpc.ClientConn, class *driverv1alpha1.MachineClass, worker
 			}
 		})
 	}
-	within(30*time.Second, func() bool { return answered.Load() >= 40 })
+	withinStartTimeout(func() bool { return answered.Load() >= 40 })
 	return func() {
 		cancel()
 		wg.Wait()
@@ -240,19 +236,31 @@ func startLoad(conn *grpc.ClientConn, class *driverv1alpha1.MachineClass, worker
 func CheckSuccessorsSocketKept(t *testing.T, p Program, args ...string) {
 	t.Helper()
 	d := p.Start(t, args...)
-	require.NoError(t, os.Remove(d.Socket))
+	if err := os.Remove(d.Socket); err != nil {
+		t.Fatal(err)
+	}
 	successor, err := net.Listen("unix", d.Socket)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	successor.(*net.UnixListener).SetUnlinkOnClose(false)
 	t.Cleanup(func() { _ = successor.Close() })
 	theirs, err := os.Lstat(d.Socket)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	d.Signal(syscall.SIGTERM)
-	assert.Equal(t, 0, d.Wait(t, 30*time.Second), "exit status after SIGTERM")
+	if code := d.Wait(t, 30*time.Second); code != 0 {
+		t.Errorf("exit status %d after SIGTERM, want 0", code)
+	}
 	now, err := os.Lstat(d.Socket)
-	require.NoError(t, err, "the successor's socket must survive the stop")
-	assert.True(t, os.SameFile(theirs, now), "the file at the path is still the successor's socket")
+	switch {
+	case err != nil:
+		t.Errorf("the successor's socket must survive the stop: %v", err)
+	case !os.SameFile(theirs, now):
+		t.Error("the file at the path is not the successor's socket any more")
+	}
 }
 
 // CheckPromptStopAfterClientLeft closes a client's connection and sends
@@ -265,14 +273,20 @@ func CheckPromptStopAfterClientLeft(t *testing.T, p Program, runs int, grace tim
 	t.Helper()
 	for i := range runs {
 		d := p.Start(t, args...)
-		conn, err := grpc.NewClient(d.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		require.NoError(t, err)
-		_, err = driverv1alpha1.NewIdentityServiceClient(conn).GetPluginInfo(context.Background(), &driverv1alpha1.GetPluginInfoRequest{})
-		require.NoError(t, err)
-		require.NoError(t, conn.Close())
+		conn := Dial(t, d.Endpoint)
+		if _, err := driverv1alpha1.NewIdentityServiceClient(conn).GetPluginInfo(context.Background(), &driverv1alpha1.GetPluginInfoRequest{}); err != nil {
+			t.Fatalf("run %d: GetPluginInfo: %v", i, err)
+		}
+		if err := conn.Close(); err != nil {
+			t.Fatal(err)
+		}
 		start := time.Now()
 		d.Signal(syscall.SIGTERM)
-		require.Equal(t, 0, d.Wait(t, 2*grace), "run %d: exit status after SIGTERM", i)
-		assert.Less(t, time.Since(start), grace/2, "run %d: the stop waited for a client that had left", i)
+		if code := d.Wait(t, 2*grace); code != 0 {
+			t.Fatalf("run %d: exit status %d after SIGTERM, want 0", i, code)
+		}
+		if took := time.Since(start); took >= grace/2 {
+			t.Errorf("run %d: the stop took %v, at least half the grace period %v: it waited for a client that had left", i, took.Round(time.Millisecond), grace)
+		}
 	}
 }
