@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/testenv"
 )
 
@@ -112,6 +113,20 @@ func TestCacheKeepsWhatControllersRead(t *testing.T) {
 	require.NoError(t, m.base.GetCache().Get(ctx, client.ObjectKeyFromObject(machine), cachedMachine))
 	assert.Empty(t, cachedMachine.ManagedFields, "cached machine's managed fields")
 	assert.Equal(t, liveMachine.Spec, cachedMachine.Spec)
+
+	// Controllers read machines by index from the informer itself, though
+	// the cache is of one named namespace (setup.NewIndexedCache) and they
+	// see it through a leadership term: the same object twice, not a
+	// List's copies.
+	termMgr := newTerm(m.base, m.indexes, true)
+	byIndex := setup.NewCachedMachines(termMgr.GetClient(), termMgr.GetClient(), termMgr.GetCache())
+	first, err := byIndex.ByField(ctx, ns, setup.MachineNodeIndex, "m1")
+	require.NoError(t, err)
+	require.Len(t, first, 1)
+	again, err := byIndex.ByField(ctx, ns, setup.MachineNodeIndex, "m1")
+	require.NoError(t, err)
+	require.Len(t, again, 1)
+	assert.Same(t, first[0], again[0], "the manager's cache hands out its machines without copies")
 }
 
 // registerFullNode creates a Ready Node with the status a real kubelet

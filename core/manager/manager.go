@@ -25,6 +25,7 @@ import (
 	"github.com/machina-io/machina/core/internal/cachetrim"
 	"github.com/machina-io/machina/core/internal/catchup"
 	"github.com/machina-io/machina/core/internal/controller/safety/apiserver"
+	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/driver"
 	"github.com/machina-io/machina/core/internal/freeze"
 )
@@ -96,6 +97,9 @@ func New(opts Options) (*Manager, error) {
 			DefaultTransform: cachetrim.Transform(),
 			NewInformer:      caches.NewInformer("control"),
 		},
+		// Controllers read a parent's machines from the Machine informer's
+		// index, without the copies of a List (setup.CachedMachines).
+		NewCache: setup.NewIndexedCache,
 		// The election is machina's own (leader.go): controller-runtime's
 		// ends the process when the lease is lost.
 		LeaderElection:         false,

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -15,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/machina-io/machina/core/internal/controller/setup"
 )
 
 // term is one leadership term: the controllers and safety checks that only
@@ -161,6 +164,16 @@ func (c *termCache) GetInformerForKind(ctx context.Context, gvk schema.GroupVers
 		return nil, err
 	}
 	return &termInformer{Informer: i, term: c.term}, nil
+}
+
+// OnlyIndexer passes on the process cache's index of its one informer of
+// obj's type (setup.Indexes), which setup.CachedMachines reads: the term's
+// informers, wrappers, do not expose theirs.
+func (c *termCache) OnlyIndexer(obj runtime.Object) (toolscache.Indexer, bool) {
+	if ix, ok := c.Cache.(setup.Indexes); ok {
+		return ix.OnlyIndexer(obj)
+	}
+	return nil, false
 }
 
 // termInformer records the event handlers added to it.

@@ -64,7 +64,9 @@ func (c CachedMachines) ByField(ctx context.Context, ns, field, value string) ([
 
 // fromIndexer reads the informer's index the way controller-runtime's cache
 // reader does for an exact field match in one namespace ("field:<name>",
-// "<namespace>/<value>"); ok is false where that is not possible.
+// "<namespace>/<value>"): the informer's own, or, where a cache of named
+// namespaces hides it, the one NewIndexedCache recorded; ok is false where
+// neither is possible.
 // TestCachedMachinesMatchList holds the two readers to the same answers.
 func (c CachedMachines) fromIndexer(ctx context.Context, ns, field, value string) ([]any, bool) {
 	if c.Cache == nil || ns == "" {
@@ -74,11 +76,18 @@ func (c CachedMachines) fromIndexer(ctx context.Context, ns, field, value string
 	if err != nil {
 		return nil, false
 	}
-	indexed, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
-	if !ok {
+	var indexer toolscache.Indexer
+	if indexed, ok := inf.(interface{ GetIndexer() toolscache.Indexer }); ok {
+		indexer = indexed.GetIndexer()
+	} else if ix, ok := c.Cache.(Indexes); ok {
+		// The manager's cache of one namespace (NewIndexedCache).
+		if indexer, ok = ix.OnlyIndexer(&v1alpha1.Machine{}); !ok {
+			return nil, false
+		}
+	} else {
 		return nil, false
 	}
-	objs, err := indexed.GetIndexer().ByIndex("field:"+field, ns+"/"+value)
+	objs, err := indexer.ByIndex("field:"+field, ns+"/"+value)
 	if err != nil {
 		return nil, false
 	}

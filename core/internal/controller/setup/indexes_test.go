@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/machina-io/machina/core/api/v1alpha1"
@@ -66,12 +67,15 @@ func TestIndexMachines(t *testing.T) {
 // CachedMachines, from the informer's index, and through a List of the
 // manager's client: the two must agree, in other namespaces too, so that a
 // controller-runtime whose index keys change fails here, not in a rollout.
+// It does so for a cache of all namespaces and for the manager's: a cache
+// of one named namespace built by NewIndexedCache, whose informer hides its
+// index. Either way the machines handed out are the cache's own (the same
+// pointer twice), not copies.
 func TestCachedMachinesMatchList(t *testing.T) {
 	env := testenv.Start(t)
 	c := env.Client
 	nsA := controllertest.Namespace(t, c, "cached-a")
 	nsB := controllertest.Namespace(t, c, "cached-b")
-	mgr := controllertest.StartManager(t, env, setup.IndexMachines)
 
 	owner := types.UID("7a1e-set")
 	isController := true
@@ -88,27 +92,52 @@ func TestCachedMachinesMatchList(t *testing.T) {
 			require.NoError(t, c.Create(t.Context(), m))
 		}
 	}
-	cached := setup.NewCachedMachines(mgr.GetClient(), mgr.GetClient(), mgr.GetCache())
-	require.NotNil(t, cached.Cache, "the manager's client reads through the informer index")
-	listed := setup.CachedMachines{Client: mgr.GetClient()}
-	names := func(r setup.CachedMachines, ns, field, value string) []string {
-		ms, err := r.ByField(t.Context(), ns, field, value)
-		require.NoError(t, err)
-		out := []string{}
-		for _, m := range ms {
-			out = append(out, m.Namespace+"/"+m.Name)
-		}
-		return out
+	for _, tc := range []struct {
+		name       string
+		namespaces []string
+		opts       func(*ctrl.Options)
+	}{
+		{"all namespaces", []string{nsA, nsB}, func(*ctrl.Options) {}},
+		{"one namespace, the manager's cache", []string{nsB}, func(o *ctrl.Options) {
+			o.Cache.DefaultNamespaces = map[string]cache.Config{nsB: {}}
+			o.NewCache = setup.NewIndexedCache
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mgr := controllertest.StartManager(t, env, setup.IndexMachines, tc.opts)
+			cached := setup.NewCachedMachines(mgr.GetClient(), mgr.GetClient(), mgr.GetCache())
+			require.NotNil(t, cached.Cache, "the manager's client reads through the informer index")
+			listed := setup.CachedMachines{Client: mgr.GetClient()}
+			read := func(r setup.CachedMachines, ns, field, value string) []*v1alpha1.Machine {
+				ms, err := r.ByField(t.Context(), ns, field, value)
+				require.NoError(t, err)
+				return ms
+			}
+			names := func(r setup.CachedMachines, ns, field, value string) []string {
+				out := []string{}
+				for _, m := range read(r, ns, field, value) {
+					out = append(out, m.Namespace+"/"+m.Name)
+				}
+				return out
+			}
+			require.Eventually(t, func() bool { return len(names(listed, nsB, setup.MachineControllerIndex, setup.Orphan)) == 1 }, 30*time.Second, 50*time.Millisecond)
+			for _, ns := range tc.namespaces {
+				for _, q := range [][2]string{
+					{setup.MachineControllerIndex, string(owner)}, {setup.MachineControllerIndex, setup.Orphan}, {setup.MachineControllerIndex, "nobody"},
+					{setup.MachineNodeIndex, "node-a"}, {setup.MachineNodeIndex, "node-c"},
+				} {
+					want := names(listed, ns, q[0], q[1])
+					assert.ElementsMatch(t, want, names(cached, ns, q[0], q[1]), "%s %s=%s", ns, q[0], q[1])
+				}
+			}
+			first := read(cached, nsB, setup.MachineControllerIndex, string(owner))
+			require.Len(t, first, 2)
+			again := read(cached, nsB, setup.MachineControllerIndex, string(owner))
+			require.Len(t, again, 2)
+			// An index hands out its objects in no set order.
+			for _, m := range again {
+				assert.True(t, m == first[0] || m == first[1], "machine %s read from the informer's index, not copied by a List", m.Name)
+			}
+		})
 	}
-	require.Eventually(t, func() bool { return len(names(listed, nsB, setup.MachineControllerIndex, setup.Orphan)) == 1 }, 30*time.Second, 50*time.Millisecond)
-	for _, ns := range []string{nsA, nsB} {
-		for _, q := range [][2]string{
-			{setup.MachineControllerIndex, string(owner)}, {setup.MachineControllerIndex, setup.Orphan}, {setup.MachineControllerIndex, "nobody"},
-			{setup.MachineNodeIndex, "node-a"}, {setup.MachineNodeIndex, "node-c"},
-		} {
-			want := names(listed, ns, q[0], q[1])
-			assert.ElementsMatch(t, want, names(cached, ns, q[0], q[1]), "%s %s=%s", ns, q[0], q[1])
-		}
-	}
-	assert.Len(t, names(cached, nsA, setup.MachineControllerIndex, string(owner)), 2)
 }
