@@ -81,7 +81,7 @@ func printTable(w io.Writer, r *Results) {
 
 	fmt.Fprintf(w, "\nmachina benchmarks, %s, %d CPUs, %s\n", r.Started.Format(time.RFC3339), r.Host.CPUs, r.Host.GoVersion)
 	if len(r.DriverCalls) > 0 {
-		fmt.Fprintln(w, "\n1. Driver call round trip (core driver client → SDK server, trivial driver, Unix socket); target p99 < 2 ms")
+		fmt.Fprintln(w, "\n1. Driver call round trip (core driver client → SDK server, trivial driver, Unix socket); target p99 < 2 ms; BenchmarkGRPCFloor: the same calls through bare grpc-go")
 		row("benchmark", "calls/s", "p50 µs", "p99 µs", "allocs/call", "B/call")
 		for _, d := range r.DriverCalls {
 			row(strings.TrimPrefix(d.Name, "BenchmarkDriverCall/"), f0(d.CallsPerSec), f1(d.P50Micros), f1(d.P99Micros), f0(d.AllocsPerOp), f0(d.BytesPerOp))

@@ -101,21 +101,27 @@ func startBenchEnv(b testing.TB) *benchEnv {
 	}
 	b.Cleanup(func() { _ = c.Close() })
 
+	env := withBenchRequests(&benchEnv{})
+	env.client = c
+	return env
+}
+
+// withBenchRequests fills env with what the benchmarks send: a class, a
+// cloud credential and user data (a cloud-init of typical size).
+func withBenchRequests(env *benchEnv) *benchEnv {
 	userData := make([]byte, 2048)
 	for i := range userData {
 		userData[i] = 'a' + byte(i%26)
 	}
-	return &benchEnv{
-		client: c,
-		class: &driverv1alpha1.MachineClass{
-			Name:         "bench-small",
-			Namespace:    "default",
-			Provider:     "bench",
-			ProviderSpec: []byte(`{"image":"debian-13","machineType":"m5.large","zone":"eu-west-1a","tags":{"team":"machina"}}`),
-		},
-		secrets:  map[string][]byte{"accessKeyID": []byte("AKIAEXAMPLE"), "secretAccessKey": []byte("c2VjcmV0LWJlbmNoLWtleQ==")},
-		userData: userData,
+	env.class = &driverv1alpha1.MachineClass{
+		Name:         "bench-small",
+		Namespace:    "default",
+		Provider:     "bench",
+		ProviderSpec: []byte(`{"image":"debian-13","machineType":"m5.large","zone":"eu-west-1a","tags":{"team":"machina"}}`),
 	}
+	env.secrets = map[string][]byte{"accessKeyID": []byte("AKIAEXAMPLE"), "secretAccessKey": []byte("c2VjcmV0LWJlbmNoLWtleQ==")}
+	env.userData = userData
+	return env
 }
 
 func (e *benchEnv) machine(name string) *driverv1alpha1.Machine {
