@@ -136,16 +136,25 @@ func (e *benchEnv) machine(name string) *driverv1alpha1.Machine {
 
 // call returns the function that makes one call of rpc about machine name.
 func (e *benchEnv) call(rpc, name string) func(context.Context) error {
-	m := e.machine(name)
 	switch rpc {
 	case "CreateMachine":
-		req := &driverv1alpha1.CreateMachineRequest{Machine: m, MachineClass: e.class, Secrets: e.secrets, UserData: e.userData}
+		req := e.createRequest(name)
 		return func(ctx context.Context) error { _, err := e.client.CreateMachine(ctx, req); return err }
 	case "GetMachineStatus":
-		req := &driverv1alpha1.GetMachineStatusRequest{Machine: m, MachineClass: e.class, Secrets: e.secrets}
+		req := e.statusRequest(name)
 		return func(ctx context.Context) error { _, err := e.client.GetMachineStatus(ctx, req); return err }
 	}
 	panic("no benchmark for " + rpc)
+}
+
+// createRequest is the CreateMachine request of the benchmarks about
+// machine name; statusRequest the GetMachineStatus one.
+func (e *benchEnv) createRequest(name string) *driverv1alpha1.CreateMachineRequest {
+	return &driverv1alpha1.CreateMachineRequest{Machine: e.machine(name), MachineClass: e.class, Secrets: e.secrets, UserData: e.userData}
+}
+
+func (e *benchEnv) statusRequest(name string) *driverv1alpha1.GetMachineStatusRequest {
+	return &driverv1alpha1.GetMachineStatusRequest{Machine: e.machine(name), MachineClass: e.class, Secrets: e.secrets}
 }
 
 // BenchmarkDriverCall measures CreateMachine and GetMachineStatus round
@@ -155,45 +164,51 @@ func (e *benchEnv) call(rpc, name string) func(context.Context) error {
 func BenchmarkDriverCall(b *testing.B) {
 	env := startBenchEnv(b)
 	for _, rpc := range []string{"GetMachineStatus", "CreateMachine"} {
-		b.Run(rpc+"/serial", func(b *testing.B) {
-			call := env.call(rpc, "bench-serial")
+		runCalls(b, rpc, env.call)
+	}
+}
+
+// runCalls runs the serial and parallel sub-benchmarks of rpc; newCall
+// returns the function that makes one call of rpc about machine name.
+func runCalls(b *testing.B, rpc string, newCall func(rpc, name string) func(context.Context) error) {
+	b.Run(rpc+"/serial", func(b *testing.B) {
+		call := newCall(rpc, "bench-serial")
+		lat := newLatencies(b.N)
+		ctx := context.Background()
+		b.ReportAllocs()
+		b.ResetTimer()
+		start := time.Now()
+		for range b.N {
+			t0 := time.Now()
+			if err := call(ctx); err != nil {
+				b.Fatal(err)
+			}
+			lat.add(time.Since(t0))
+		}
+		lat.report(b, time.Since(start))
+	})
+	for _, par := range []int{1, 8} {
+		b.Run(fmt.Sprintf("%s/parallel-%dx", rpc, par), func(b *testing.B) {
+			var worker atomic.Int64
 			lat := newLatencies(b.N)
 			ctx := context.Background()
+			b.SetParallelism(par)
 			b.ReportAllocs()
 			b.ResetTimer()
 			start := time.Now()
-			for range b.N {
-				t0 := time.Now()
-				if err := call(ctx); err != nil {
-					b.Fatal(err)
+			b.RunParallel(func(pb *testing.PB) {
+				call := newCall(rpc, "bench-"+strconv.FormatInt(worker.Add(1), 10))
+				for pb.Next() {
+					t0 := time.Now()
+					if err := call(ctx); err != nil {
+						b.Error(err)
+						return
+					}
+					lat.add(time.Since(t0))
 				}
-				lat.add(time.Since(t0))
-			}
+			})
 			lat.report(b, time.Since(start))
 		})
-		for _, par := range []int{1, 8} {
-			b.Run(fmt.Sprintf("%s/parallel-%dx", rpc, par), func(b *testing.B) {
-				var worker atomic.Int64
-				lat := newLatencies(b.N)
-				ctx := context.Background()
-				b.SetParallelism(par)
-				b.ReportAllocs()
-				b.ResetTimer()
-				start := time.Now()
-				b.RunParallel(func(pb *testing.PB) {
-					call := env.call(rpc, "bench-"+strconv.FormatInt(worker.Add(1), 10))
-					for pb.Next() {
-						t0 := time.Now()
-						if err := call(ctx); err != nil {
-							b.Error(err)
-							return
-						}
-						lat.add(time.Since(t0))
-					}
-				})
-				lat.report(b, time.Since(start))
-			})
-		}
 	}
 }
 

@@ -2,14 +2,10 @@ package driver
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -27,60 +23,18 @@ func BenchmarkGRPCFloor(b *testing.B) {
 	client := startFloorEnv(b)
 	bench := withBenchRequests(&benchEnv{})
 	for _, rpc := range []string{"GetMachineStatus", "CreateMachine"} {
-		for _, par := range []int{0, 8} {
-			name := rpc + "/serial"
-			if par > 0 {
-				name = fmt.Sprintf("%s/parallel-%dx", rpc, par)
+		runCalls(b, rpc, func(rpc, name string) func(context.Context) error {
+			switch rpc {
+			case "CreateMachine":
+				req := bench.createRequest(name)
+				return func(ctx context.Context) error { _, err := client.CreateMachine(ctx, req); return err }
+			case "GetMachineStatus":
+				req := bench.statusRequest(name)
+				return func(ctx context.Context) error { _, err := client.GetMachineStatus(ctx, req); return err }
 			}
-			b.Run(name, func(b *testing.B) {
-				var worker atomic.Int64
-				lat := newLatencies(b.N)
-				ctx := context.Background()
-				b.ReportAllocs()
-				run := func(call func(context.Context) error, next func() bool) {
-					for next() {
-						t0 := time.Now()
-						if err := call(ctx); err != nil {
-							b.Error(err)
-							return
-						}
-						lat.add(time.Since(t0))
-					}
-				}
-				if par == 0 {
-					call := bench.floorCall(client, rpc, "bench-serial")
-					b.ResetTimer()
-					start := time.Now()
-					i := 0
-					run(call, func() bool { i++; return i <= b.N })
-					lat.report(b, time.Since(start))
-					return
-				}
-				b.SetParallelism(par)
-				b.ResetTimer()
-				start := time.Now()
-				b.RunParallel(func(pb *testing.PB) {
-					run(bench.floorCall(client, rpc, "bench-"+strconv.FormatInt(worker.Add(1), 10)), pb.Next)
-				})
-				lat.report(b, time.Since(start))
-			})
-		}
+			panic("no benchmark for " + rpc)
+		})
 	}
-}
-
-// floorCall returns the function that makes one call of rpc about machine
-// name through the bare generated client.
-func (e *benchEnv) floorCall(c driverv1alpha1.MachineServiceClient, rpc, name string) func(context.Context) error {
-	m := e.machine(name)
-	switch rpc {
-	case "CreateMachine":
-		req := &driverv1alpha1.CreateMachineRequest{Machine: m, MachineClass: e.class, Secrets: e.secrets, UserData: e.userData}
-		return func(ctx context.Context) error { _, err := c.CreateMachine(ctx, req); return err }
-	case "GetMachineStatus":
-		req := &driverv1alpha1.GetMachineStatusRequest{Machine: m, MachineClass: e.class, Secrets: e.secrets}
-		return func(ctx context.Context) error { _, err := c.GetMachineStatus(ctx, req); return err }
-	}
-	panic("no benchmark for " + rpc)
 }
 
 // floorServer is benchDriver registered on a bare grpc.Server.

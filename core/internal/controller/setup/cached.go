@@ -64,27 +64,15 @@ func (c CachedMachines) ByField(ctx context.Context, ns, field, value string) ([
 
 // fromIndexer reads the informer's index the way controller-runtime's cache
 // reader does for an exact field match in one namespace ("field:<name>",
-// "<namespace>/<value>"): the informer's own, or, where a cache of named
-// namespaces hides it, the one NewIndexedCache recorded; ok is false where
-// neither is possible.
+// "<namespace>/<value>"), from the index indexer finds; ok is false where
+// there is none.
 // TestCachedMachinesMatchList holds the two readers to the same answers.
 func (c CachedMachines) fromIndexer(ctx context.Context, ns, field, value string) ([]any, bool) {
 	if c.Cache == nil || ns == "" {
 		return nil, false
 	}
-	inf, err := c.Cache.GetInformer(ctx, &v1alpha1.Machine{})
-	if err != nil {
-		return nil, false
-	}
-	var indexer toolscache.Indexer
-	if indexed, ok := inf.(interface{ GetIndexer() toolscache.Indexer }); ok {
-		indexer = indexed.GetIndexer()
-	} else if ix, ok := c.Cache.(Indexes); ok {
-		// The manager's cache of one namespace (NewIndexedCache).
-		if indexer, ok = ix.OnlyIndexer(&v1alpha1.Machine{}); !ok {
-			return nil, false
-		}
-	} else {
+	indexer, ok := c.indexer(ctx)
+	if !ok {
 		return nil, false
 	}
 	objs, err := indexer.ByIndex("field:"+field, ns+"/"+value)
@@ -92,4 +80,29 @@ func (c CachedMachines) fromIndexer(ctx context.Context, ns, field, value string
 		return nil, false
 	}
 	return objs, true
+}
+
+// indexer returns the Machine informer's index: the one NewIndexedCache
+// recorded, asked first because asking costs nothing (GetInformer builds a
+// wrapper on every call of a cache of named namespaces, and of a term's
+// cache), else the informer's own.
+func (c CachedMachines) indexer(ctx context.Context) (toolscache.Indexer, bool) {
+	if ix, ok := c.Cache.(Indexes); ok {
+		if indexer, ok := ix.OnlyIndexer(&v1alpha1.Machine{}); ok {
+			return indexer, true
+		}
+	}
+	inf, err := c.Cache.GetInformer(ctx, &v1alpha1.Machine{})
+	if err != nil {
+		return nil, false
+	}
+	if indexed, ok := inf.(interface{ GetIndexer() toolscache.Indexer }); ok {
+		return indexed.GetIndexer(), true
+	}
+	// A cache of named namespaces built by NewIndexedCache: GetInformer
+	// has just built the informer (and waited for its first list).
+	if ix, ok := c.Cache.(Indexes); ok {
+		return ix.OnlyIndexer(&v1alpha1.Machine{})
+	}
+	return nil, false
 }

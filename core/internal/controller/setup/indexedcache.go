@@ -44,7 +44,8 @@ func NewIndexedCache(config *rest.Config, opts cache.Options) (cache.Cache, erro
 type Indexes interface {
 	// OnlyIndexer returns the index of the one informer the cache built for
 	// obj's type; ok is false while there is none, or several (one per
-	// namespace: which holds a namespace is not known here).
+	// namespace: which holds a namespace is not known here), or it has not
+	// had its first list.
 	OnlyIndexer(obj runtime.Object) (toolscache.Indexer, bool)
 }
 
@@ -75,7 +76,8 @@ func (b *builtInformers) only(obj runtime.Object) (toolscache.Indexer, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	infs := b.byType[reflect.TypeOf(obj)]
-	if len(infs) != 1 {
+	// Before its first list an informer's index is incomplete.
+	if len(infs) != 1 || !infs[0].HasSynced() {
 		return nil, false
 	}
 	return infs[0].GetIndexer(), true
