@@ -50,6 +50,7 @@ func TestInPlaceRollout(t *testing.T) {
 	t.Run("manager restart in the middle", func(t *testing.T) { testInPlaceRestart(t, env) })
 	t.Run("invalid strategy", func(t *testing.T) { testInPlaceInvalid(t, env) })
 	t.Run("nodes held by a pre-update hook or a do-not-disrupt pod wait", func(t *testing.T) { testInPlaceDoNotDisrupt(t, env) })
+	t.Run("the first wave is selected before the other candidates are marked", func(t *testing.T) { testInPlaceFirstWaveFirst(t, env) })
 }
 
 // TestInPlaceRolloutWithoutTargetCluster: no nodes, no rollout, a condition.

@@ -169,7 +169,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
 		// before the bulk of queued creations: the health decision and the
 		// rollout wait on it, and a scale-up of thousands must not delay it.
 		b = b.WatchesRawSource(source.Kind(target.GetCache(), &corev1.Node{},
-			setup.WithHighPriority(handler.TypedEnqueueRequestsFromMapFunc(r.machinesOfNode)), nodeChanged()))
+			setup.WithPriority(handler.TypedEnqueueRequestsFromMapFunc(r.machinesOfNode), nodePriority), nodeChanged()))
 	}
 	return b.Complete(r)
 }

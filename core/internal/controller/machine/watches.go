@@ -14,6 +14,7 @@ import (
 
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/controller/setup"
+	"github.com/machina-io/machina/core/internal/inplace"
 )
 
 // machinesOfNode maps a Node to the Machines whose label "node" names it
@@ -109,6 +110,23 @@ func classChanged() predicate.Predicate {
 // update-result changing: machine_inplace.go). Kubelet heartbeats, which change only
 // timestamps, are dropped, so that a thousand healthy Nodes cause no
 // reconciles.
+// nodePriority is the queue priority of a Node's machines: urgent while the
+// Node is in the step of an in-place update that the rollout's next wave
+// waits on (selected: drain and go signal; the agent's result: the phase
+// the deployment moves machines on), high for every other change. A
+// rollout marks all of a set's nodes candidates at once and selects a few
+// of them right after; the selected ones must not wait behind hundreds of
+// candidates, whose machines only record the mark. An update's priority is
+// the higher of its two Nodes' (setup.WithPriority), so the rollout's
+// clean-up of an updated Node (which turns the machine Running and frees
+// its slot) is urgent too.
+func nodePriority(n *corev1.Node) int {
+	if inplace.IsSelected(n) || inplace.Result(n) != "" {
+		return setup.UrgentPriority
+	}
+	return setup.HighPriority
+}
+
 func nodeChanged() predicate.TypedPredicate[*corev1.Node] {
 	return predicate.TypedFuncs[*corev1.Node]{
 		UpdateFunc: func(e event.TypedUpdateEvent[*corev1.Node]) bool {

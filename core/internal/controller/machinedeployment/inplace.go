@@ -218,8 +218,13 @@ func (r *Reconciler) rolloutInPlace(ctx context.Context, s *scope) error {
 	s.inPlace = state
 	// The rollout's marks go on first, the candidates' with them (one
 	// write per node); the machines are loaded after, with the nodes as
-	// written.
-	if err := r.syncRolloutNodesWith(ctx, s, candidateMark(s, newMS.Name)); err != nil {
+	// written. The candidates of a first sync beyond the first wave wait
+	// until after the selection (firstwave.go).
+	deferred, err := r.deferredCandidates(ctx, s)
+	if err != nil {
+		return err
+	}
+	if err := r.syncRolloutNodesWith(ctx, s, candidateMark(s, newMS.Name, deferred)); err != nil {
 		return err
 	}
 	old, err := r.loadMachines(ctx, s, s.old)
@@ -246,13 +251,14 @@ func (r *Reconciler) rolloutInPlace(ctx context.Context, s *scope) error {
 	if err := r.syncScaleUpDisabled(ctx, s, state.running); err != nil {
 		return err
 	}
-	if err := r.syncCurrentMachines(ctx, s, current, stale); err != nil {
+	marked, err := r.syncCurrentMachines(ctx, s, current, stale)
+	if err != nil {
 		return err
 	}
 	if err := r.stripOldMarkers(ctx, old); err != nil {
 		return err
 	}
-	if err := r.markCandidates(ctx, s, old, newMS.Name); err != nil {
+	if err := r.markCandidates(ctx, s, old, newMS.Name, deferred); err != nil {
 		return err
 	}
 	// Before the moves: a sync that moves machines must still name the
@@ -286,6 +292,13 @@ func (r *Reconciler) rolloutInPlace(ctx context.Context, s *scope) error {
 		if err := r.selectForUpdate(ctx, s, candidates, int32(len(stale))); err != nil {
 			return err
 		}
+	}
+	// The next wave's selection did not wait for the rest.
+	if err := r.markDeferred(ctx, s, newMS.Name, deferred); err != nil {
+		return err
+	}
+	if err := r.removeTransferMarkers(ctx, marked); err != nil {
+		return err
 	}
 	if !state.running && deploymentComplete(d, &d.Status) {
 		return r.cleanupHistory(ctx, s)
@@ -381,8 +394,9 @@ func (r *Reconciler) loadMachines(ctx context.Context, s *scope, sets []*v1alpha
 
 // candidateMark returns the change that makes the node of a machine of an
 // old set a candidate of the rollout to target, for the machines
-// loadMachines takes (not being deleted); nil for the others.
-func candidateMark(s *scope, target string) func(*v1alpha1.Machine) *nodeChange {
+// loadMachines takes (not being deleted); nil for the others, and
+// leaveForNow for the deferred nodes (deferredCandidates).
+func candidateMark(s *scope, target string, deferred map[string]bool) func(*v1alpha1.Machine) *nodeChange {
 	old := map[types.UID]bool{}
 	for _, ms := range s.old {
 		old[ms.UID] = true
@@ -396,15 +410,19 @@ func candidateMark(s *scope, target string) func(*v1alpha1.Machine) *nodeChange 
 		if ref == nil || !old[ref.UID] || m.DeletionTimestamp != nil || m.Status.CurrentStatus.Phase == v1alpha1.MachineTerminating {
 			return nil
 		}
+		if deferred[m.Labels[v1alpha1.NodeLabelKey]] {
+			return leaveForNow
+		}
 		return mark
 	}
 }
 
 // markCandidates makes every node of an old set a candidate of the rollout
-// to the new set: label, target annotation and PreferNoSchedule taint.
-func (r *Reconciler) markCandidates(ctx context.Context, s *scope, old []machineNode, target string) error {
+// to the new set: label, target annotation and PreferNoSchedule taint; the
+// deferred ones later (markDeferred).
+func (r *Reconciler) markCandidates(ctx context.Context, s *scope, old []machineNode, target string, deferred map[string]bool) error {
 	for _, om := range old {
-		if om.node == nil {
+		if om.node == nil || deferred[om.node.Name] {
 			continue
 		}
 		if err := r.changeNode(ctx, s, om.node, func(n *corev1.Node) bool { return inplace.MarkCandidate(n, target) }); err != nil {
@@ -471,9 +489,10 @@ func staleMachines(current []machineNode, target string) []machineNode {
 // takes it), is left alone. Any other node loses the rollout's labels,
 // annotations and taint and is uncordoned: it was moved here, or its
 // update to a set that is no longer new was cancelled before the go
-// signal. The transfer marker comes off the Machines once the set's
-// replicas include them.
-func (r *Reconciler) syncCurrentMachines(ctx context.Context, s *scope, current, stale []machineNode) error {
+// signal. It returns the Machines whose transfer marker may come off (the
+// set's replicas include them): removeTransferMarkers takes it off at the
+// end of the sync, after the selection, which does not wait for them.
+func (r *Reconciler) syncCurrentMachines(ctx context.Context, s *scope, current, stale []machineNode) ([]*v1alpha1.Machine, error) {
 	newMS := s.new
 	var marked []*v1alpha1.Machine
 	isStale := map[*v1alpha1.Machine]bool{}
@@ -485,7 +504,7 @@ func (r *Reconciler) syncCurrentMachines(ctx context.Context, s *scope, current,
 		case n == nil:
 		case isStale[mn.m]:
 			if err := r.changeNode(ctx, s, n, func(n *corev1.Node) bool { return inplace.MarkCandidate(n, newMS.Name) }); err != nil {
-				return err
+				return nil, err
 			}
 		case phase == v1alpha1.MachineInPlaceUpdating, phase == v1alpha1.MachineInPlaceUpdateFailed:
 		case inplace.HasRolloutMarks(n):
@@ -499,14 +518,19 @@ func (r *Reconciler) syncCurrentMachines(ctx context.Context, s *scope, current,
 				}
 				return changed
 			}); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if mn.m.Labels[v1alpha1.LabelKeyNodeUpdateResult] != "" && newMS.Spec.Replicas >= int32(len(current)) {
 			marked = append(marked, mn.m)
 		}
 	}
-	// A wave's markers come off together (inParallel).
+	return marked, nil
+}
+
+// removeTransferMarkers takes the transfer marker off the machines
+// syncCurrentMachines returned, a wave's together (inParallel).
+func (r *Reconciler) removeTransferMarkers(ctx context.Context, marked []*v1alpha1.Machine) error {
 	return inParallel(len(marked), func(i int) error {
 		m := marked[i]
 		updated := m.DeepCopy()

@@ -76,6 +76,9 @@ func (r *Reconciler) syncRolloutNodesWith(ctx context.Context, s *scope, extra f
 			if extra != nil {
 				j.change = extra(m)
 			}
+			if j.change == leaveForNow {
+				continue
+			}
 			jobs = append(jobs, j)
 		}
 	}
@@ -140,6 +143,11 @@ type nodeChange struct {
 	done  func(*corev1.Node) bool
 	apply func(*corev1.Node) bool
 }
+
+// leaveForNow is the change of a node that this pass does not write at
+// all, its rollout marks included: a later pass of the same sync does
+// (markDeferred).
+var leaveForNow = &nodeChange{}
 
 // markNode puts the marks on a node that misses one, with change (if not
 // nil) in the same patch. The node is read from the cache without a copy

@@ -77,3 +77,55 @@ func TestWithHighPriorityOtherQueue(t *testing.T) {
 func newPlainQueue() queue {
 	return workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 }
+
+// TestWithPriority: the priority is chosen per event, and an update takes
+// the higher of its two objects' (a change out of an urgent state is as
+// urgent as one into it).
+func TestWithPriority(t *testing.T) {
+	ctx := context.Background()
+	q := priorityqueue.New[reconcile.Request]("test")
+	defer q.ShutDown()
+	machineOf := func(_ context.Context, n *corev1.Node) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "machine-of-" + n.Name}}}
+	}
+	urgentIfMarked := func(n *corev1.Node) int {
+		if n.Labels["urgent"] == "true" {
+			return UrgentPriority
+		}
+		return HighPriority
+	}
+	h := WithPriority(handler.TypedEnqueueRequestsFromMapFunc(machineOf), urgentIfMarked)
+	node := func(name, rv string, urgent bool) *corev1.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rv}}
+		if urgent {
+			n.Labels = map[string]string{"urgent": "true"}
+		}
+		return n
+	}
+
+	h.Update(ctx, event.TypedUpdateEvent[*corev1.Node]{ObjectOld: node("plain", "1", false), ObjectNew: node("plain", "2", false)}, q)
+	h.Update(ctx, event.TypedUpdateEvent[*corev1.Node]{ObjectOld: node("into", "1", false), ObjectNew: node("into", "2", true)}, q)
+	h.Update(ctx, event.TypedUpdateEvent[*corev1.Node]{ObjectOld: node("out-of", "1", true), ObjectNew: node("out-of", "2", false)}, q)
+	h.Delete(ctx, event.TypedDeleteEvent[*corev1.Node]{Object: node("deleted", "3", false)}, q)
+	// A resync keeps the handler's own low priority, urgent or not.
+	h.Update(ctx, event.TypedUpdateEvent[*corev1.Node]{ObjectOld: node("resynced", "5", true), ObjectNew: node("resynced", "5", true)}, q)
+
+	want := []struct {
+		name     string
+		priority int
+	}{
+		{"machine-of-into", UrgentPriority},
+		{"machine-of-out-of", UrgentPriority},
+		{"machine-of-plain", HighPriority},
+		{"machine-of-deleted", HighPriority},
+		{"machine-of-resynced", handler.LowPriority},
+	}
+	for _, w := range want {
+		item, priority, shutdown := q.GetWithPriority()
+		require.False(t, shutdown)
+		assert.Equal(t, w.name, item.Name)
+		assert.Equal(t, w.priority, priority, item.Name)
+		q.Done(item)
+	}
+	assert.Equal(t, 0, q.Len())
+}
