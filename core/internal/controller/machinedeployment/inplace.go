@@ -406,7 +406,7 @@ func candidateMark(s *scope, target string, deferred map[string]bool) func(*v1al
 		apply: func(n *corev1.Node) bool { return inplace.MarkCandidate(n, target) },
 	}
 	return func(m *v1alpha1.Machine) *nodeChange {
-		ref := metav1.GetControllerOf(m)
+		ref := metav1.GetControllerOfNoCopy(m)
 		if ref == nil || !old[ref.UID] || m.DeletionTimestamp != nil || m.Status.CurrentStatus.Phase == v1alpha1.MachineTerminating {
 			return nil
 		}

@@ -131,7 +131,7 @@ func streamOf(obj client.Object) types.UID {
 		}
 		return ms.UID
 	}
-	if ref := metav1.GetControllerOf(obj); ref != nil {
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
 		return ref.UID + "/machines"
 	}
 	return ""
@@ -162,7 +162,7 @@ func (r *Reconciler) deploymentsForOrphanSet(ctx context.Context, obj client.Obj
 // waits for the last old machine to go) and for node marking (a machine's
 // node label).
 func (r *Reconciler) deploymentForMachine(ctx context.Context, obj client.Object) []reconcile.Request {
-	ref := metav1.GetControllerOf(obj)
+	ref := metav1.GetControllerOfNoCopy(obj)
 	if ref == nil || ref.Kind != "MachineSet" {
 		return nil
 	}

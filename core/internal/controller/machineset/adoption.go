@@ -73,7 +73,7 @@ func (r *Reconciler) claimOwned(ctx context.Context, ms *v1alpha1.MachineSet, se
 	}
 
 	for _, m := range all {
-		ref := metav1.GetControllerOf(m)
+		ref := metav1.GetControllerOfNoCopy(m)
 		matches := selector.Matches(labels.Set(m.Labels))
 		switch {
 		case ref != nil && ref.UID == ms.UID:

@@ -114,7 +114,7 @@ var _ reconcile.Reconciler = &Reconciler{}
 // (one of them may adopt it). For updates controller-runtime calls it with
 // the old and the new machine, so a set that loses a machine hears of it too.
 func (r *Reconciler) setsForMachine(ctx context.Context, obj client.Object) []reconcile.Request {
-	if ref := metav1.GetControllerOf(obj); ref != nil {
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
 		if ref.Kind != "MachineSet" || ref.APIVersion != v1alpha1.GroupVersion.String() {
 			return nil
 		}

@@ -167,7 +167,7 @@ func (r *Reconciler) planReplicas(ctx context.Context, ms *v1alpha1.MachineSet, 
 	}
 	var owned []*v1alpha1.Machine
 	for i := range live.Items {
-		if ref := metav1.GetControllerOf(&live.Items[i]); ref != nil && ref.UID == ms.UID {
+		if ref := metav1.GetControllerOfNoCopy(&live.Items[i]); ref != nil && ref.UID == ms.UID {
 			owned = append(owned, &live.Items[i])
 		}
 	}

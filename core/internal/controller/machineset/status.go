@@ -77,7 +77,7 @@ func statusOf(ms *v1alpha1.MachineSet, machines []*v1alpha1.Machine, manageErr e
 				ProviderID:    m.Spec.ProviderID,
 				LastOperation: m.Status.LastOperation,
 			}
-			if ref := metav1.GetControllerOf(m); ref != nil {
+			if ref := metav1.GetControllerOfNoCopy(m); ref != nil {
 				summary.OwnerRef = ref.Name
 			}
 			failed = append(failed, summary)

@@ -65,7 +65,7 @@ func nodeName(o client.Object) []string {
 // ControllerUID is the index function of MachineControllerIndex: an
 // object's controller's UID, Orphan for an object without controller.
 func ControllerUID(o client.Object) []string {
-	if ref := metav1.GetControllerOf(o); ref != nil {
+	if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
 		return []string{string(ref.UID)}
 	}
 	return []string{Orphan}

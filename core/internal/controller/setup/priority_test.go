@@ -25,10 +25,7 @@ func TestWithHighPriority(t *testing.T) {
 	ctx := context.Background()
 	q := priorityqueue.New[reconcile.Request]("test")
 	defer q.ShutDown()
-	machineOf := func(_ context.Context, n *corev1.Node) []reconcile.Request {
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "machine-of-" + n.Name}}}
-	}
-	h := WithHighPriority(handler.TypedEnqueueRequestsFromMapFunc(machineOf))
+	h := WithHighPriority(handler.TypedEnqueueRequestsFromMapFunc(machineOfNode))
 	node := func(name, rv string) *corev1.Node {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rv}}
 	}
@@ -41,23 +38,12 @@ func TestWithHighPriority(t *testing.T) {
 	// A Node that changed, queued last.
 	h.Update(ctx, event.TypedUpdateEvent[*corev1.Node]{ObjectOld: node("changed", "6"), ObjectNew: node("changed", "7")}, q)
 
-	want := []struct {
-		name     string
-		priority int
-	}{
+	requireServed(t, q, []served{
 		{"machine-of-changed", HighPriority},
 		{"new-machine", 0},
 		{"machine-of-resynced", handler.LowPriority},
 		{"machine-of-listed", handler.LowPriority},
-	}
-	for _, w := range want {
-		item, priority, shutdown := q.GetWithPriority()
-		require.False(t, shutdown)
-		assert.Equal(t, w.name, item.Name)
-		assert.Equal(t, w.priority, priority, item.Name)
-		q.Done(item)
-	}
-	assert.Equal(t, 0, q.Len())
+	})
 }
 
 // TestWithHighPriorityOtherQueue: with a plain queue the handler is the
@@ -85,16 +71,13 @@ func TestWithPriority(t *testing.T) {
 	ctx := context.Background()
 	q := priorityqueue.New[reconcile.Request]("test")
 	defer q.ShutDown()
-	machineOf := func(_ context.Context, n *corev1.Node) []reconcile.Request {
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "machine-of-" + n.Name}}}
-	}
 	urgentIfMarked := func(n *corev1.Node) int {
 		if n.Labels["urgent"] == "true" {
 			return UrgentPriority
 		}
 		return HighPriority
 	}
-	h := WithPriority(handler.TypedEnqueueRequestsFromMapFunc(machineOf), urgentIfMarked)
+	h := WithPriority(handler.TypedEnqueueRequestsFromMapFunc(machineOfNode), urgentIfMarked)
 	node := func(name, rv string, urgent bool) *corev1.Node {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rv}}
 		if urgent {
@@ -110,16 +93,25 @@ func TestWithPriority(t *testing.T) {
 	// A resync keeps the handler's own low priority, urgent or not.
 	h.Update(ctx, event.TypedUpdateEvent[*corev1.Node]{ObjectOld: node("resynced", "5", true), ObjectNew: node("resynced", "5", true)}, q)
 
-	want := []struct {
-		name     string
-		priority int
-	}{
+	requireServed(t, q, []served{
 		{"machine-of-into", UrgentPriority},
 		{"machine-of-out-of", UrgentPriority},
 		{"machine-of-plain", HighPriority},
 		{"machine-of-deleted", HighPriority},
 		{"machine-of-resynced", handler.LowPriority},
-	}
+	})
+}
+
+// served is a request the queue hands out, and at which priority.
+type served struct {
+	name     string
+	priority int
+}
+
+// requireServed takes every request of q and requires them in want's
+// order and priorities.
+func requireServed(t *testing.T, q priorityqueue.PriorityQueue[reconcile.Request], want []served) {
+	t.Helper()
 	for _, w := range want {
 		item, priority, shutdown := q.GetWithPriority()
 		require.False(t, shutdown)
@@ -128,4 +120,9 @@ func TestWithPriority(t *testing.T) {
 		q.Done(item)
 	}
 	assert.Equal(t, 0, q.Len())
+}
+
+// machineOfNode maps a Node to the request of a machine named after it.
+func machineOfNode(_ context.Context, n *corev1.Node) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "machine-of-" + n.Name}}}
 }

@@ -185,11 +185,20 @@ func (r *Reconciler) reconcileSet(ctx context.Context, ms *v1alpha1.MachineSet, 
 		log.Error(err, "Cannot compute the overshooting thresholds")
 		return nil // a broken deployment spec is the deployment controller's to report
 	}
-	live, all, err := r.countMachines(ctx, ms, false)
+	machines, err := r.machinesOf(ctx, ms, false)
 	if err != nil {
 		return err
 	}
 	frozen := isFrozen(ms)
+	if !frozen && !overshoots(ms, th, int32(len(machines))) {
+		// Each machine the index gives counts once at most, and overshoots
+		// grows with the count: a set that could not overshoot even if
+		// every one counted is done without looking at them. A scale-up
+		// checks its set on every machine that appears; walking thousands
+		// each time made the check's cost grow with the fleet.
+		return nil
+	}
+	live, all := countMachines(ms, machines)
 	switch {
 	case !frozen && overshoots(ms, th, live):
 		c, err := r.confirm(ctx, ms, md)
@@ -277,10 +286,11 @@ func (r *Reconciler) confirm(ctx context.Context, ms *v1alpha1.MachineSet, md *v
 	if err != nil {
 		return nil, nil // reported by the check on the cached objects
 	}
-	live, all, err := r.countMachines(ctx, fresh, true)
+	machines, err := r.machinesOf(ctx, fresh, true)
 	if err != nil {
 		return nil, err
 	}
+	live, all := countMachines(fresh, machines)
 	if !overshoots(fresh, th, live) {
 		ctrl.LoggerFrom(ctx).V(1).Info("Not freezing machine set: the API server does not confirm the cache's count",
 			"machines", live, "higher", th.Higher, "replicas", fresh.Spec.Replicas, "statusReplicas", fresh.Status.Replicas)
@@ -333,7 +343,7 @@ func (r *Reconciler) setsOf(ctx context.Context, md *v1alpha1.MachineDeployment)
 	return sets, nil
 }
 
-// countMachines counts the machines ms controls: live ones (not being
+// countMachines counts, of machines, those ms controls: live ones (not being
 // deleted), which decide a freeze, and all, which decide an unfreeze. A
 // machine being deleted is on its way out: counting it toward the limit
 // froze every large scale-down (MCM does). As in MCM, a frozen set is
@@ -341,11 +351,7 @@ func (r *Reconciler) setsOf(ctx context.Context, md *v1alpha1.MachineDeployment)
 // Failed machine counts in neither: the set runs another machine in its
 // place on purpose (machineset/preserve.go), and up to
 // autoPreserveFailedMachineMax of them must not freeze it.
-func (r *Reconciler) countMachines(ctx context.Context, ms *v1alpha1.MachineSet, fromAPIServer bool) (live, all int32, err error) {
-	machines, err := r.machinesOf(ctx, ms, fromAPIServer)
-	if err != nil {
-		return 0, 0, err
-	}
+func countMachines(ms *v1alpha1.MachineSet, machines []*v1alpha1.Machine) (live, all int32) {
 	templateLabels := labels.SelectorFromSet(ms.Spec.Template.Labels)
 	now := time.Now()
 	for _, m := range machines {
@@ -355,14 +361,14 @@ func (r *Reconciler) countMachines(ctx context.Context, ms *v1alpha1.MachineSet,
 		if m.Status.CurrentStatus.Phase == v1alpha1.MachineFailed && scaledown.Preserved(m, now) {
 			continue
 		}
-		if owner := metav1.GetControllerOf(m); owner != nil && owner.UID == ms.UID {
+		if owner := metav1.GetControllerOfNoCopy(m); owner != nil && owner.UID == ms.UID {
 			all++
 			if m.DeletionTimestamp == nil {
 				live++
 			}
 		}
 	}
-	return live, all, nil
+	return live, all
 }
 
 // machinesOf reads the machines of ms: from the API server, by the set's
