@@ -42,7 +42,8 @@ import (
 //     grace period as long as the outage.
 //   - On SIGTERM the term stops first and the lease is released after,
 //     so that a standby takes over without waiting out the lease and never
-//     while this replica's controllers still run. A lost lease is not
+//     while this replica's controllers still run. A standby releases too:
+//     it may have won the lease while stopping. A lost lease is not
 //     released (client-go's ReleaseOnCancel would, while the term is still
 //     stopping).
 
@@ -248,9 +249,14 @@ func (e *elector) campaign(ctx context.Context) bool {
 		stopped := guard.closeAndWaitFor(termStopTimeout)
 		endElection()
 		<-electionDone
+		// Release even when no term ran: a standby may win the lease
+		// while it stops (the leader stopped first and released it), or
+		// its winning write may have reached the API server with its
+		// answer lost to the stop. release leaves a lease another replica
+		// holds alone.
 		if !stopped {
 			log.Info("The controllers did not stop in time; keeping the lease until it expires", "waited", termStopTimeout)
-		} else if guard.ran() {
+		} else {
 			e.release()
 		}
 	case <-electionDone:
