@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -68,7 +69,7 @@ func testInPlaceFirstWaveFirst(t *testing.T, env *testenv.Env) {
 	}
 	first := -1
 	for i, o := range order {
-		if o[:len("selected")] == "selected" {
+		if strings.HasPrefix(o, "selected") {
 			first = i
 			break
 		}

@@ -3,8 +3,6 @@ package machinedeployment
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,7 +24,7 @@ import (
 // deferredCandidates returns the nodes of old machines whose candidate
 // marks wait until after this sync's selection: untouched nodes (no mark
 // of an in-place rollout yet) beyond the first the selection could take,
-// in its order (loadMachines). A node with any mark of a rollout is never
+// in its order (inSelectionOrder). A node with any mark of a rollout is never
 // deferred: a new target must reach it before the selection counts it,
 // and its result before a move. An untouched node that is not marked yet
 // is no candidate to the rest of the sync: it is neither selected, moved
@@ -39,33 +37,25 @@ func (r *Reconciler) deferredCandidates(ctx context.Context, s *scope) (map[stri
 	// The most one selection can take: the budget's unavailable machines,
 	// and the surge's machines above replicas that keep it available.
 	lead := max(int(maxUnavailable(s.d)+maxSurge(s.d)), 1)
-	old := slices.Clone(s.old)
-	sortByCreation(old)
 	var deferred map[string]bool
-	for _, ms := range old {
-		var names []string
-		for _, m := range s.machines[ms.UID] {
-			if name := m.Labels[v1alpha1.NodeLabelKey]; name != "" && m.DeletionTimestamp == nil && m.Status.CurrentStatus.Phase != v1alpha1.MachineTerminating {
-				names = append(names, name+"/"+m.Name)
-			}
+	for _, sm := range inSelectionOrder(s, s.old) {
+		name := sm.m.Labels[v1alpha1.NodeLabelKey]
+		if name == "" {
+			continue
 		}
-		slices.SortFunc(names, strings.Compare)
-		for _, key := range names {
-			name, _, _ := strings.Cut(key, "/")
-			untouched, err := r.untouchedNode(ctx, s, name)
-			if err != nil {
-				return nil, err
+		untouched, err := r.untouchedNode(ctx, s, name)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case !untouched:
+		case lead > 0:
+			lead--
+		default:
+			if deferred == nil {
+				deferred = map[string]bool{}
 			}
-			switch {
-			case !untouched:
-			case lead > 0:
-				lead--
-			default:
-				if deferred == nil {
-					deferred = map[string]bool{}
-				}
-				deferred[name] = true
-			}
+			deferred[name] = true
 		}
 	}
 	return deferred, nil
@@ -96,7 +86,7 @@ func (r *Reconciler) markDeferred(ctx context.Context, s *scope, target string, 
 	if len(deferred) == 0 {
 		return nil
 	}
-	if err := r.syncRolloutNodesWith(ctx, s, candidateMark(s, target, nil)); err != nil {
+	if err := r.syncRolloutNodesWith(ctx, s, candidateMark(s, target), nil); err != nil {
 		return err
 	}
 	for name := range deferred {

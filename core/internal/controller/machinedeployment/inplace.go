@@ -224,7 +224,7 @@ func (r *Reconciler) rolloutInPlace(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	if err := r.syncRolloutNodesWith(ctx, s, candidateMark(s, newMS.Name, deferred)); err != nil {
+	if err := r.syncRolloutNodesWith(ctx, s, candidateMark(s, newMS.Name), deferred); err != nil {
 		return err
 	}
 	old, err := r.loadMachines(ctx, s, s.old)
@@ -352,27 +352,17 @@ func (r *Reconciler) setScaleUpDisabled(ctx context.Context, ms *v1alpha1.Machin
 	return nil
 }
 
-// loadMachines returns the machines of sets that are not being deleted,
-// with their nodes, sets oldest first and within a set by node name (the
-// order in which Auto selects).
+// loadMachines returns the machines of sets in Auto's order
+// (inSelectionOrder), with their nodes.
 func (r *Reconciler) loadMachines(ctx context.Context, s *scope, sets []*v1alpha1.MachineSet) ([]machineNode, error) {
-	sets = slices.Clone(sets)
-	sortByCreation(sets)
 	var out []machineNode
-	for _, ms := range sets {
-		var group []machineNode
-		for _, m := range s.machines[ms.UID] {
-			if m.DeletionTimestamp != nil || m.Status.CurrentStatus.Phase == v1alpha1.MachineTerminating {
-				continue
-			}
-			om := machineNode{ms: ms, m: m}
-			if name := m.Labels[v1alpha1.NodeLabelKey]; name != "" {
-				if n := s.writtenNode(name); n != nil {
-					// Written by this sync: newer than the cache's.
-					om.node = n.DeepCopy()
-					group = append(group, om)
-					continue
-				}
+	for _, sm := range inSelectionOrder(s, sets) {
+		om := machineNode{ms: sm.ms, m: sm.m}
+		if name := sm.m.Labels[v1alpha1.NodeLabelKey]; name != "" {
+			if n := s.writtenNode(name); n != nil {
+				// Written by this sync: newer than the cache's.
+				om.node = n.DeepCopy()
+			} else {
 				n := &corev1.Node{}
 				err := r.Target.Get(ctx, client.ObjectKey{Name: name}, n)
 				switch {
@@ -382,21 +372,49 @@ func (r *Reconciler) loadMachines(ctx context.Context, s *scope, sets []*v1alpha
 					return nil, fmt.Errorf("reading node %s: %w", name, err)
 				}
 			}
-			group = append(group, om)
 		}
-		slices.SortFunc(group, func(a, b machineNode) int {
-			return strings.Compare(a.m.Labels[v1alpha1.NodeLabelKey]+"/"+a.m.Name, b.m.Labels[v1alpha1.NodeLabelKey]+"/"+b.m.Name)
-		})
-		out = append(out, group...)
+		out = append(out, om)
 	}
 	return out, nil
 }
 
+// setMachine is a machine with its set.
+type setMachine struct {
+	ms *v1alpha1.MachineSet
+	m  *v1alpha1.Machine
+}
+
+// inSelectionOrder returns the machines of sets that are not being
+// deleted in the order in which Auto selects: sets oldest first, within a
+// set by node name, then machine name. The selection (loadMachines) and
+// the first wave's deferral (deferredCandidates) both follow it, so the
+// nodes marked before the first selection are the ones it takes.
+func inSelectionOrder(s *scope, sets []*v1alpha1.MachineSet) []setMachine {
+	sets = slices.Clone(sets)
+	sortByCreation(sets)
+	var out []setMachine
+	for _, ms := range sets {
+		start := len(out)
+		for _, m := range s.machines[ms.UID] {
+			if m.DeletionTimestamp != nil || m.Status.CurrentStatus.Phase == v1alpha1.MachineTerminating {
+				continue
+			}
+			out = append(out, setMachine{ms: ms, m: m})
+		}
+		slices.SortFunc(out[start:], func(a, b setMachine) int {
+			if c := strings.Compare(a.m.Labels[v1alpha1.NodeLabelKey], b.m.Labels[v1alpha1.NodeLabelKey]); c != 0 {
+				return c
+			}
+			return strings.Compare(a.m.Name, b.m.Name)
+		})
+	}
+	return out
+}
+
 // candidateMark returns the change that makes the node of a machine of an
 // old set a candidate of the rollout to target, for the machines
-// loadMachines takes (not being deleted); nil for the others, and
-// leaveForNow for the deferred nodes (deferredCandidates).
-func candidateMark(s *scope, target string, deferred map[string]bool) func(*v1alpha1.Machine) *nodeChange {
+// loadMachines takes (not being deleted); nil for the others.
+func candidateMark(s *scope, target string) func(*v1alpha1.Machine) *nodeChange {
 	old := map[types.UID]bool{}
 	for _, ms := range s.old {
 		old[ms.UID] = true
@@ -409,9 +427,6 @@ func candidateMark(s *scope, target string, deferred map[string]bool) func(*v1al
 		ref := metav1.GetControllerOfNoCopy(m)
 		if ref == nil || !old[ref.UID] || m.DeletionTimestamp != nil || m.Status.CurrentStatus.Phase == v1alpha1.MachineTerminating {
 			return nil
-		}
-		if deferred[m.Labels[v1alpha1.NodeLabelKey]] {
-			return leaveForNow
 		}
 		return mark
 	}

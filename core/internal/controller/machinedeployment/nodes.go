@@ -35,16 +35,17 @@ var preferNoScheduleTaint = corev1.Taint{Key: v1alpha1.PreferNoScheduleTaintKey,
 //
 // Without a target cluster there are no nodes and nothing to do.
 func (r *Reconciler) syncRolloutNodes(ctx context.Context, s *scope) error {
-	return r.syncRolloutNodesWith(ctx, s, nil)
+	return r.syncRolloutNodesWith(ctx, s, nil, nil)
 }
 
 // syncRolloutNodesWith is syncRolloutNodes with more marks for the nodes of
 // some machines: extra returns the change to make on a machine's node in
-// the same patch (nil for none). An in-place rollout marks its candidates
+// the same patch (nil for none); the nodes in skip are left for a later
+// pass of the same sync (markDeferred). An in-place rollout marks its candidates
 // so: one write per node instead of one for the rollout's marks and one for
 // the candidate's, the second of which would start from the cache's copy
 // without the first and lose on the taints' resource version.
-func (r *Reconciler) syncRolloutNodesWith(ctx context.Context, s *scope, extra func(*v1alpha1.Machine) *nodeChange) error {
+func (r *Reconciler) syncRolloutNodesWith(ctx context.Context, s *scope, extra func(*v1alpha1.Machine) *nodeChange, skip map[string]bool) error {
 	if r.Target == nil {
 		return nil
 	}
@@ -59,7 +60,7 @@ func (r *Reconciler) syncRolloutNodesWith(ctx context.Context, s *scope, extra f
 		isNew := s.new != nil && ms.UID == s.new.UID
 		for _, m := range s.machines[ms.UID] {
 			node := m.Labels[v1alpha1.NodeLabelKey]
-			if node == "" {
+			if node == "" || skip[node] {
 				continue
 			}
 			want := rolloutMarks{scaleDownDisabled: rollingOut && r.Options.AutoscalerScaleDownAnnotationDuringRollout}
@@ -75,9 +76,6 @@ func (r *Reconciler) syncRolloutNodesWith(ctx context.Context, s *scope, extra f
 			j := job{node: node, want: want}
 			if extra != nil {
 				j.change = extra(m)
-			}
-			if j.change == leaveForNow {
-				continue
 			}
 			jobs = append(jobs, j)
 		}
@@ -143,11 +141,6 @@ type nodeChange struct {
 	done  func(*corev1.Node) bool
 	apply func(*corev1.Node) bool
 }
-
-// leaveForNow is the change of a node that this pass does not write at
-// all, its rollout marks included: a later pass of the same sync does
-// (markDeferred).
-var leaveForNow = &nodeChange{}
 
 // markNode puts the marks on a node that misses one, with change (if not
 // nil) in the same patch. The node is read from the cache without a copy
