@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -97,6 +98,9 @@ type Reconciler struct {
 	answered map[retryKey]bool
 	// calls are the UpdateMachine calls in flight.
 	calls *calls
+	// hashes holds each class's contents hash as its last reconcile
+	// computed it (client.ObjectKey to string), for mayNeedWork.
+	hashes sync.Map
 }
 
 type retryKey struct {
@@ -128,17 +132,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Machine{}, indexClass, classOf); err != nil {
 		return fmt.Errorf("indexing machines by class: %w", err)
 	}
-	// A machine matters when it appears, changes its class record or its
-	// provider ID (its VM exists now), or goes: not on its many status writes.
-	machineChanged := predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, n := e.ObjectOld.(*v1alpha1.Machine), e.ObjectNew.(*v1alpha1.Machine)
-			return o.Spec.ProviderID != n.Spec.ProviderID || o.Spec.Class.Name != n.Spec.Class.Name ||
-				o.Annotations[v1alpha1.ClassHashAnnotation] != n.Annotations[v1alpha1.ClassHashAnnotation] ||
-				o.Annotations[v1alpha1.ClassHashNeedsNewVMAnnotation] != n.Annotations[v1alpha1.ClassHashNeedsNewVMAnnotation] ||
-				!n.DeletionTimestamp.IsZero()
-		},
-	}
 	// Throttled: a reconcile walks every machine of the class, and a
 	// scale-up of a thousand machines would otherwise walk them a thousand
 	// times.
@@ -146,13 +139,37 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
 		Named(ControllerName).
 		For(&v1alpha1.MachineClass{}, builder.WithPredicates(contentsChanged())).
 		Watches(&v1alpha1.Machine{}, throttle.New(throttle.ShortestWindow, throttle.LongestWindow).Handler(handler.EnqueueRequestsFromMapFunc(classOfMachine)),
-			builder.WithPredicates(machineChanged)).
+			builder.WithPredicates(r.machineEvents())).
 		WatchesRawSource(source.Channel(r.calls.ended, &handler.TypedEnqueueRequestForObject[*v1alpha1.MachineClass]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)})
 	if r.Gate != nil {
 		b = b.WatchesRawSource(freeze.UnfreezeSource(r.Gate, mgr.GetCache(), func() client.ObjectList { return &v1alpha1.MachineClassList{} }))
 	}
 	return b.Complete(r)
+}
+
+// machineEvents passes the events of a machine that changes its class
+// record or its provider ID (its VM exists now), or goes, and then only if
+// a reconcile of its class may have something to do with it
+// (mayNeedWork): not its many status writes, and not the VMs of a
+// scale-up's new machines made from the class's current contents, which
+// would each make a reconcile walk all of the class's machines.
+func (r *Reconciler) machineEvents() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool {
+			return r.mayNeedWork(e.Object.(*v1alpha1.Machine))
+		},
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*v1alpha1.Machine), e.ObjectNew.(*v1alpha1.Machine)
+			changed := o.Spec.ProviderID != n.Spec.ProviderID || o.Spec.Class.Name != n.Spec.Class.Name ||
+				o.Annotations[v1alpha1.ClassHashAnnotation] != n.Annotations[v1alpha1.ClassHashAnnotation] ||
+				o.Annotations[v1alpha1.ClassHashNeedsNewVMAnnotation] != n.Annotations[v1alpha1.ClassHashNeedsNewVMAnnotation] ||
+				!n.DeletionTimestamp.IsZero()
+			// The old object too: a machine that leaves an old hash may
+			// have been the last to need its snapshot.
+			return changed && (r.mayNeedWork(o) || r.mayNeedWork(n))
+		},
+	}
 }
 
 // contentsChanged passes class events whose contents hash changed, and every
@@ -202,15 +219,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	class := &v1alpha1.MachineClass{}
 	if err := r.Client.Get(ctx, req.NamespacedName, class); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.hashes.Delete(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !class.DeletionTimestamp.IsZero() {
+		r.hashes.Delete(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	hash, err := driverclass.Hash(class)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	// Before the machines are read: a machine event that mayNeedWork
+	// judges against this hash comes after the machine is in the cache,
+	// so a machine this reconcile does not see is judged against it.
+	r.hashes.Store(req.NamespacedName, hash)
 	s := &scope{class: class, hash: hash, log: ctrl.LoggerFrom(ctx)}
 	if s.machines, err = r.machinesOf(ctx, class); err != nil {
 		return ctrl.Result{}, err
@@ -220,6 +245,28 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: res.RequeueAfter}, nil
+}
+
+// mayNeedWork reports whether a reconcile of m's class may have to act on
+// m: it is being deleted, or it has a VM whose recorded contents are
+// missing (stamp) or not the class's as its last reconcile saw them
+// (update), or the class has not been reconciled yet. A reconcile walks
+// all of the class's machines, so the events of machines that need
+// nothing are not worth one.
+func (r *Reconciler) mayNeedWork(m *v1alpha1.Machine) bool {
+	if !m.DeletionTimestamp.IsZero() {
+		return true
+	}
+	if m.Spec.ProviderID == "" {
+		return false
+	}
+	names := classOf(m)
+	if len(names) == 0 {
+		return false
+	}
+	known, ok := r.hashes.Load(client.ObjectKey{Namespace: m.Namespace, Name: names[0]})
+	recorded := m.Annotations[v1alpha1.ClassHashAnnotation]
+	return !ok || recorded == "" || recorded != known.(string)
 }
 
 // machinesOf lists the class's machines that are not being deleted, from
