@@ -85,6 +85,9 @@ type Reconciler struct {
 	// moved are the machines in-place rollouts moved that the cache may
 	// not show moved yet (moved.go).
 	moved movedMachines
+	// throttle holds back the syncs that set and machine events ask for;
+	// each sync tells it how many machines it walked (throttle.Cost).
+	throttle *throttle.Throttle
 }
 
 // SetupWithManager registers the controller with the manager, with the given
@@ -107,7 +110,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
 	// change of the old set that has just deleted its machines, which must
 	// not wait behind the new set's stream, the deployment's own scaling of
 	// the old set, or the old machines' deletions.
-	th := throttle.New(throttle.ShortestWindow, throttle.LongestWindow)
+	r.throttle = throttle.New(throttle.ShortestWindow, throttle.LongestWindow)
+	th := r.throttle
 	return setup.NewController(mgr, ControllerName, &v1alpha1.MachineDeployment{}, workers,
 		r.Gate, func() client.ObjectList { return &v1alpha1.MachineDeploymentList{} }).
 		Watches(&v1alpha1.MachineSet{}, th.HandlerPerStream(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(),
@@ -244,6 +248,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	d := &v1alpha1.MachineDeployment{}
 	if err := r.Client.Get(ctx, req.NamespacedName, d); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.throttle.Cost(req, 0)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if d.DeletionTimestamp != nil {
@@ -256,6 +263,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	s := newScope(ctx, d)
 	res, err := r.reconcileNormal(ctx, s)
+	r.throttle.Cost(req, s.machineCount())
 	if werr := r.writeStatus(ctx, s); werr != nil {
 		return ctrl.Result{}, errors.Join(err, werr)
 	}

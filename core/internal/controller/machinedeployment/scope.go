@@ -132,3 +132,12 @@ func (s *scope) oldMachinesLeft() bool {
 	}
 	return false
 }
+
+// machineCount is the number of machines of all the deployment's sets.
+func (s *scope) machineCount() int {
+	n := 0
+	for _, ms := range s.machines {
+		n += len(ms)
+	}
+	return n
+}

@@ -89,6 +89,9 @@ type Reconciler struct {
 
 	// templates spares the template sync the machines already in sync.
 	templates templateMemo
+	// throttle holds back the syncs that machine events ask for; each sync
+	// tells it how many machines it walked (throttle.Cost).
+	throttle *throttle.Throttle
 }
 
 // SetupWithManager registers the controller with the manager, with the given
@@ -100,9 +103,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
 	if err := setup.IndexMachines(mgr); err != nil {
 		return err
 	}
+	r.throttle = throttle.New(throttle.ShortestWindow, throttle.LongestWindow)
+	// The set's own status writes do not sync it again: in a scale-up each
+	// sync would find new counts, write them and sync again, walking all
+	// the set's machines as fast as the API server answers, past the
+	// throttle of their events. Nothing a sync does waits for its own
+	// status.
 	return setup.NewController(mgr, ControllerName, &v1alpha1.MachineSet{}, workers,
-		r.Gate, func() client.ObjectList { return &v1alpha1.MachineSetList{} }).
-		Watches(&v1alpha1.Machine{}, throttle.New(throttle.ShortestWindow, throttle.LongestWindow).Handler(handler.EnqueueRequestsFromMapFunc(r.setsForMachine)),
+		r.Gate, func() client.ObjectList { return &v1alpha1.MachineSetList{} }, builder.WithPredicates(setup.NotOnlyStatus())).
+		Watches(&v1alpha1.Machine{}, r.throttle.Handler(handler.EnqueueRequestsFromMapFunc(r.setsForMachine)),
 			builder.WithPredicates(machineChangesThatMatter())).
 		Complete(r)
 }
@@ -154,6 +163,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, ms); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.templates.forget(req.NamespacedName)
+			r.throttle.Cost(req, 0)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -167,6 +177,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	s := newScope(ctx, r.Client, ms)
 	res, err := r.reconcileNormal(ctx, s)
+	r.throttle.Cost(req, len(s.machines))
 	if werr := r.writeStatus(ctx, s); werr != nil {
 		return ctrl.Result{}, werr
 	}

@@ -67,11 +67,12 @@ func (c *Clients) Default(mgr ctrl.Manager, name string) {
 // NewController starts the builder of a controller named name that
 // reconciles objects of forType with workers concurrent reconciles (at least
 // one). Objects synced while gate was frozen are synced again the moment it
-// opens: newList lists every object of forType for that.
-func NewController(mgr ctrl.Manager, name string, forType client.Object, workers int, gate *freeze.Gate, newList func() client.ObjectList) *builder.Builder {
+// opens: newList lists every object of forType for that. opts apply to
+// the watch of forType (e.g. NotOnlyStatus).
+func NewController(mgr ctrl.Manager, name string, forType client.Object, workers int, gate *freeze.Gate, newList func() client.ObjectList, opts ...builder.ForOption) *builder.Builder {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		For(forType).
+		For(forType, opts...).
 		WatchesRawSource(freeze.UnfreezeSource(gate, mgr.GetCache(), newList)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)})
 }

@@ -13,6 +13,13 @@
 // milliseconds) is so synced a moment after its last event, not a whole long
 // window later, while a steady stream (a scale-up of a thousand machines)
 // settles at one sync per longest window.
+//
+// A sync of a parent walks all of its children, so a parent of many costs
+// more per sync: its controller reports how many it walked (Cost), and its
+// longest window grows with them (PerObject each) beyond the longest one.
+// A steady stream then walks at most one child per PerObject and parent,
+// whatever the parent's size, instead of all of them twice a second: the
+// work of a scale-up grows with its machines, not with their square.
 package throttle
 
 import (
@@ -36,6 +43,12 @@ const (
 	LongestWindow  = 500 * time.Millisecond
 )
 
+// PerObject is the longest window per object a parent's sync walks
+// (Cost): a parent of up to LongestWindow/PerObject (1000) children keeps
+// LongestWindow, one of 5000 settles at a sync every 2.5 s while events
+// keep coming.
+const PerObject = 500 * time.Microsecond
+
 // Throttle holds back requests per window. The handlers of one Throttle
 // share it, so that a controller's watches on different kinds add up to
 // one sync per window and stream (one stream for every event of Handler).
@@ -46,6 +59,13 @@ type Throttle struct {
 // New returns a Throttle whose windows grow from shortest to longest.
 func New(shortest, longest time.Duration) *Throttle {
 	return &Throttle{limiter: newLimiter(shortest, longest, time.Now)}
+}
+
+// Cost records that the last sync of r walked n objects; r's longest
+// window is then the larger of the Throttle's and n × PerObject. A parent
+// that is gone should report 0, which forgets it.
+func (t *Throttle) Cost(r reconcile.Request, n int) {
+	t.limiter.cost(r, time.Duration(n)*PerObject)
 }
 
 // Handler wraps inner so that every request it enqueues is added at once
@@ -118,6 +138,9 @@ type limiter struct {
 
 	mu    sync.Mutex
 	state map[key]window
+	// longer holds the requests whose longest window Cost made longer
+	// than longest.
+	longer map[reconcile.Request]time.Duration
 }
 
 // key is what a window is kept for: a request, and the stream of events
@@ -135,7 +158,19 @@ type window struct {
 }
 
 func newLimiter(shortest, longest time.Duration, now func() time.Time) *limiter {
-	return &limiter{shortest: shortest, longest: max(longest, shortest), now: now, state: map[key]window{}}
+	return &limiter{shortest: shortest, longest: max(longest, shortest), now: now, state: map[key]window{},
+		longer: map[reconcile.Request]time.Duration{}}
+}
+
+// cost sets r's longest window to longest, if longer than the limiter's.
+func (l *limiter) cost(r reconcile.Request, longest time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if longest <= l.longest {
+		delete(l.longer, r)
+		return
+	}
+	l.longer[r] = longest
 }
 
 // sweepAbove is the number of remembered requests above which the ones
@@ -157,7 +192,7 @@ func (l *limiter) delay(r key) time.Duration {
 		return w.due.Sub(now)
 	case seen && now.Before(w.due.Add(w.length)):
 		w.due = w.due.Add(w.length)
-		w.length = min(2*w.length, l.longest)
+		w.length = min(2*w.length, max(l.longest, l.longer[r.req]))
 		l.state[r] = w
 		return w.due.Sub(now)
 	}

@@ -72,6 +72,39 @@ func TestLimiterWindowGrowsWhileEventsKeepComing(t *testing.T) {
 	assert.Equal(t, ms(40), at(2010), "the shortest window again")
 }
 
+// TestCostLengthensTheLongestWindow: a parent whose syncs walk many
+// children settles at a longer window in a steady stream, in proportion
+// to them; others keep theirs, and a cost of zero gives it back.
+func TestCostLengthensTheLongestWindow(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := t0
+	th := &Throttle{limiter: newLimiter(50*time.Millisecond, 400*time.Millisecond, func() time.Time { return now })}
+	big := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "big"}}
+	small := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "small"}}
+	// steady sends an event every 10 ms for 20 s and returns the last
+	// window: the time between the last two adds let through.
+	steady := func(r reconcile.Request) time.Duration {
+		var dues []time.Time
+		for ms := 0; ms < 20000; ms += 10 {
+			now = t0.Add(time.Duration(ms) * time.Millisecond)
+			due := now.Add(th.limiter.delay(key{req: r}))
+			if len(dues) == 0 || !due.Equal(dues[len(dues)-1]) {
+				dues = append(dues, due)
+			}
+		}
+		t0 = now.Add(time.Minute) // quiet before the next stream
+		return dues[len(dues)-1].Sub(dues[len(dues)-2])
+	}
+
+	th.Cost(big, 5000)
+	th.Cost(small, 100)
+	assert.Equal(t, 5000*PerObject, steady(big), "5000 children: a window of 5000 × PerObject")
+	assert.Equal(t, 400*time.Millisecond, steady(small), "100 children: the throttle's longest window")
+	th.Cost(big, 0)
+	assert.Equal(t, 400*time.Millisecond, steady(big), "cost 0: the throttle's longest window again")
+	assert.Empty(t, th.limiter.longer, "a cost within the longest window is not remembered")
+}
+
 func TestLimiterForgetsOldRequests(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	l := newLimiter(time.Second, time.Second, func() time.Time { return now })
