@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	machinaio "github.com/machina-io/machina/core/api/machina/v1alpha1"
 	"github.com/machina-io/machina/core/api/v1alpha1"
 	"github.com/machina-io/machina/core/internal/bootstrap"
 	"github.com/machina-io/machina/core/internal/controller/phase"
@@ -147,6 +148,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
 		return nil
 	}); err != nil {
 		return fmt.Errorf("indexing machines by class: %w", err)
+	}
+
+	// The drain reads them from the manager's cache (drainRules).
+	if r.Control == mgr.GetClient() {
+		if err := setup.InformAtStart(mgr, &machinaio.MachineDrainRule{}); err != nil {
+			return err
+		}
 	}
 
 	b := ctrl.NewControllerManagedBy(mgr).

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	machinaio "github.com/machina-io/machina/core/api/machina/v1alpha1"
 	mcv1 "github.com/machina-io/machina/core/api/machineconfiguration/v1"
 	"github.com/machina-io/machina/core/internal/controller/setup"
 	"github.com/machina-io/machina/core/internal/drain"
@@ -95,6 +96,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
 	}
 	r.waits = map[string]*drain.VolumeWait{}
 	r.told = map[string]string{}
+	// A drain reads the machines and MachineDrainRules from the manager's
+	// cache (rules.go).
+	if r.Control == mgr.GetClient() {
+		if err := setup.InformAtStart(mgr, &machinaio.MachineDrainRule{}); err != nil {
+			return err
+		}
+	}
 	// A Node matters when its drain request or acknowledgement changes,
 	// or it turns Ready (an uncordon waits for it).
 	changed := predicate.TypedFuncs[*corev1.Node]{
