@@ -355,53 +355,48 @@ func (r *Reconciler) setScaleUpDisabled(ctx context.Context, ms *v1alpha1.Machin
 // loadMachines returns the machines of sets in Auto's order
 // (inSelectionOrder), with their nodes.
 func (r *Reconciler) loadMachines(ctx context.Context, s *scope, sets []*v1alpha1.MachineSet) ([]machineNode, error) {
-	var out []machineNode
-	for _, sm := range inSelectionOrder(s, sets) {
-		om := machineNode{ms: sm.ms, m: sm.m}
-		if name := sm.m.Labels[v1alpha1.NodeLabelKey]; name != "" {
-			if n := s.writtenNode(name); n != nil {
-				// Written by this sync: newer than the cache's.
-				om.node = n.DeepCopy()
-			} else {
-				n := &corev1.Node{}
-				err := r.Target.Get(ctx, client.ObjectKey{Name: name}, n)
-				switch {
-				case err == nil:
-					om.node = n
-				case !apierrors.IsNotFound(err):
-					return nil, fmt.Errorf("reading node %s: %w", name, err)
-				}
-			}
+	out := inSelectionOrder(s, sets)
+	for i := range out {
+		name := out[i].m.Labels[v1alpha1.NodeLabelKey]
+		if name == "" {
+			continue
 		}
-		out = append(out, om)
+		if n := s.writtenNode(name); n != nil {
+			// Written by this sync: newer than the cache's.
+			out[i].node = n.DeepCopy()
+			continue
+		}
+		n := &corev1.Node{}
+		err := r.Target.Get(ctx, client.ObjectKey{Name: name}, n)
+		switch {
+		case err == nil:
+			out[i].node = n
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("reading node %s: %w", name, err)
+		}
 	}
 	return out, nil
 }
 
-// setMachine is a machine with its set.
-type setMachine struct {
-	ms *v1alpha1.MachineSet
-	m  *v1alpha1.Machine
-}
-
 // inSelectionOrder returns the machines of sets that are not being
-// deleted in the order in which Auto selects: sets oldest first, within a
-// set by node name, then machine name. The selection (loadMachines) and
-// the first wave's deferral (deferredCandidates) both follow it, so the
-// nodes marked before the first selection are the ones it takes.
-func inSelectionOrder(s *scope, sets []*v1alpha1.MachineSet) []setMachine {
+// deleted, without their nodes, in the order in which Auto selects: sets
+// oldest first, within a set by node name, then machine name. The
+// selection (loadMachines) and the first wave's deferral
+// (deferredCandidates) both follow it, so the nodes marked before the
+// first selection are the ones it takes.
+func inSelectionOrder(s *scope, sets []*v1alpha1.MachineSet) []machineNode {
 	sets = slices.Clone(sets)
 	sortByCreation(sets)
-	var out []setMachine
+	var out []machineNode
 	for _, ms := range sets {
 		start := len(out)
 		for _, m := range s.machines[ms.UID] {
 			if m.DeletionTimestamp != nil || m.Status.CurrentStatus.Phase == v1alpha1.MachineTerminating {
 				continue
 			}
-			out = append(out, setMachine{ms: ms, m: m})
+			out = append(out, machineNode{ms: ms, m: m})
 		}
-		slices.SortFunc(out[start:], func(a, b setMachine) int {
+		slices.SortFunc(out[start:], func(a, b machineNode) int {
 			if c := strings.Compare(a.m.Labels[v1alpha1.NodeLabelKey], b.m.Labels[v1alpha1.NodeLabelKey]); c != 0 {
 				return c
 			}
