@@ -1,10 +1,10 @@
 package setup
 
 import (
-	"maps"
 	"slices"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
@@ -18,23 +18,22 @@ import (
 // walks all its children each time, past any throttle of their events.
 // The object must have a status subresource, so that its generation counts
 // spec changes; labels, annotations, finalizers, owners and the deletion
-// timestamp are compared as well. Only for a controller that never needs
+// timestamp are compared as well (controller-runtime's generation, label and
+// annotation predicates, and the rest here). Only for a controller that never needs
 // the sync after its own status write: one that acts on the status it
 // wrote last (the MachineDeployment cleans up old sets once its status
 // says complete) needs that sync.
 func NotOnlyStatus() predicate.Predicate {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
+	return predicate.Or[client.Object](
+		predicate.GenerationChangedPredicate{},
+		predicate.LabelChangedPredicate{},
+		predicate.AnnotationChangedPredicate{},
+		predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld, e.ObjectNew
-			if o == nil || n == nil {
-				return true
-			}
-			return o.GetGeneration() != n.GetGeneration() ||
-				!maps.Equal(o.GetLabels(), n.GetLabels()) ||
-				!maps.Equal(o.GetAnnotations(), n.GetAnnotations()) ||
+			return o == nil || n == nil ||
 				!slices.Equal(o.GetFinalizers(), n.GetFinalizers()) ||
 				!apiequality.Semantic.DeepEqual(o.GetOwnerReferences(), n.GetOwnerReferences()) ||
 				!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp())
-		},
-	}
+		}},
+	)
 }
