@@ -520,6 +520,11 @@ func testInPlaceAuto(t *testing.T, env *testenv.Env, maxUnavailable intstr.IntOr
 		assert.Equal(t, newSet.Name, n.Annotations[v1alpha1.AnnotationKeyNodeCurrent])
 		assert.Equal(t, v1alpha1.UpdateSuccessful, inplace.Reason(&n))
 	}
+	// The sets grow and shrink only by the moves, and each move's one
+	// event says so: no ScalingMachineSet event of its own.
+	assert.True(t, w.hasEvent("MovedUpdatedMachines", "to machine set "+newSet.Name+", now at", "replicas: "), "the moves' events name the sets' new sizes")
+	assert.False(t, w.hasEvent("ScalingMachineSet", newSet.Name), "a move's scaling wrote an event of its own")
+	assert.False(t, w.hasEvent("InPlaceUpdateSelected"), "a node with nothing to drain got a selection event apart from its go signal's")
 }
 
 // setOf returns the namespace's machine set named name.

@@ -45,11 +45,21 @@ const (
 func (r *Reconciler) reconcileInPlace(ctx context.Context, s *scope) (phase.Result, error) {
 	res, err := r.inPlaceStep(ctx, s)
 	// A selection whose drain did not finish in this reconcile is written
-	// now (one that did went out with the go signal).
+	// now, and its event sent (one that did went out with the go signal).
+	r.noteSelection(s)
 	if ferr := r.flushInPlaceCondition(ctx, s); ferr != nil {
 		return phase.Result{}, errors.Join(err, ferr)
 	}
 	return res, err
+}
+
+// noteSelection sends the InPlaceUpdateSelected event held for the drain
+// of this reconcile, if the go signal did not take it.
+func (r *Reconciler) noteSelection(s *scope) {
+	if s.selectionNoted != "" {
+		r.normal(s, reasonInPlaceSelected, actionInPlaceUpdate, "%s", s.selectionNoted)
+		s.selectionNoted = ""
+	}
 }
 
 // inPlaceStep takes the in-place update one step; see reconcileInPlace.
@@ -81,17 +91,21 @@ func (r *Reconciler) inPlaceStep(ctx context.Context, s *scope) (phase.Result, e
 		if next == v1alpha1.UpdateFailed {
 			msg = inplace.FailedMessage(node.Annotations[v1alpha1.AnnotationKeyMachineUpdateFailedReason])
 		}
+		selected := fmt.Sprintf("Node %s is selected for an in-place update; draining it", node.Name)
 		if next == v1alpha1.SelectedForUpdate && drainsNow(current, node) {
 			// The drain below runs in this reconcile; a node with nothing
 			// to drain gets the go signal at once, in one write with the
-			// selection instead of two.
+			// selection instead of two, and one event.
 			deferInPlaceCondition(s, next, msg)
+			s.selectionNoted = selected
 		} else if err := r.setInPlaceCondition(ctx, s, next, msg); err != nil {
 			return phase.Result{}, err
 		}
 		switch next {
 		case v1alpha1.SelectedForUpdate:
-			r.normal(s, reasonInPlaceSelected, actionInPlaceUpdate, "Node %s is selected for an in-place update; draining it", node.Name)
+			if s.selectionNoted == "" {
+				r.normal(s, reasonInPlaceSelected, actionInPlaceUpdate, "%s", selected)
+			}
 		case inplace.ReasonUpdateCancelled:
 			if inPlacePhase {
 				r.normal(s, reasonInPlaceCancelled, actionInPlaceUpdate, "The in-place update of node %s was cancelled: the node is no longer a candidate", node.Name)
@@ -209,6 +223,7 @@ func (r *Reconciler) drainForInPlace(ctx context.Context, s *scope) (phase.Resul
 	}
 	res, err := r.drainPass(ctx, s, node.Name, force != "", false)
 	if err != nil {
+		r.noteSelection(s)
 		desc := fmt.Sprintf("Draining node %s for an in-place update failed: %v", node.Name, err)
 		setLastOperation(s, v1alpha1.MachineOperationDrainNode, v1alpha1.MachineStateFailed, "", desc)
 		r.warning(s, reasonDrainFailed, actionDrain, "%s", desc)
@@ -217,6 +232,7 @@ func (r *Reconciler) drainForInPlace(ctx context.Context, s *scope) (phase.Resul
 	r.recordVolumeWait(s, node.Name, res)
 	drained := res.Drained() || (force != "" && len(res.Failed) == 0)
 	if !drained {
+		r.noteSelection(s)
 		msg := fmt.Sprintf("Draining node %s for an in-place update: %s", node.Name, res.Summary())
 		if force != "" {
 			msg = fmt.Sprintf("Forced drain of node %s for an in-place update (%s): %s", node.Name, force, res.Summary())
@@ -237,7 +253,13 @@ func (r *Reconciler) drainForInPlace(ctx context.Context, s *scope) (phase.Resul
 	}
 	copyNodeConditions(s, s.node)
 	r.enterInPlaceUpdating(s)
-	r.normal(s, reasonInPlaceReady, actionInPlaceUpdate, "Node %s drained; ready for the in-place update", node.Name)
+	if s.selectionNoted != "" {
+		// Selected and drained in this reconcile: one event says both.
+		s.selectionNoted = ""
+		r.normal(s, reasonInPlaceReady, actionInPlaceUpdate, "Node %s selected for an in-place update and drained; ready for the in-place update", node.Name)
+	} else {
+		r.normal(s, reasonInPlaceReady, actionInPlaceUpdate, "Node %s drained; ready for the in-place update", node.Name)
+	}
 	return r.inPlaceTimeout(ctx, s)
 }
 

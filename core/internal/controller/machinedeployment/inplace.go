@@ -668,12 +668,25 @@ func (r *Reconciler) moveUpdatedMachines(ctx context.Context, s *scope, old []ma
 	if moved == 0 {
 		return 0, nil
 	}
-	if err := r.applySteps(ctx, s, planInPlaceMoves(inPlaceSnapshotOf(s, old, fromSets)).Steps, r.resizeMachineSet); err != nil {
+	if err := r.applySteps(ctx, s, planInPlaceMoves(inPlaceSnapshotOf(s, old, fromSets)).Steps, r.resizeForMove); err != nil {
 		return moved, err
 	}
-	r.Recorder.Eventf(s.d, newMS, corev1.EventTypeNormal, reasonInPlaceMoved, "UpdateInPlace", "Moved %d machines updated in place to machine set %s: %s",
-		moved, newMS.Name, strings.Join(names, ", "))
+	// One event for the moves and the scaling they bring (the sets were
+	// scaled without events of their own: resizeForMove).
+	r.Recorder.Eventf(s.d, newMS, corev1.EventTypeNormal, reasonInPlaceMoved, "UpdateInPlace", "Moved %d machines updated in place %s to machine set %s, now at %d replicas: %s",
+		moved, movedFrom(fromSets), newMS.Name, newMS.Spec.Replicas, strings.Join(names, ", "))
 	return moved, err
+}
+
+// movedFrom names the old sets machines were moved out of, with the
+// replicas each was scaled to: "from set a, now at 3 replicas".
+func movedFrom(fromSets map[*v1alpha1.MachineSet]int32) string {
+	parts := make([]string, 0, len(fromSets))
+	for ms := range fromSets {
+		parts = append(parts, fmt.Sprintf("%s, now at %d replicas", ms.Name, ms.Spec.Replicas))
+	}
+	slices.Sort(parts)
+	return "from machine set " + strings.Join(parts, "; from machine set ")
 }
 
 // clearMoved takes the rollout's marks off the node of a machine just moved

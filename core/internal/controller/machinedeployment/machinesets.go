@@ -471,14 +471,39 @@ func (r *Reconciler) resizeMachineSet(ctx context.Context, s *scope, ms *v1alpha
 	return r.writeReplicas(ctx, s, ms, replicas, true)
 }
 
+// resizeForMove is resizeMachineSet for the sets of machines an in-place
+// rollout moved: the move's own event names the sets and their new sizes
+// (moveUpdatedMachines), so the scaling writes none of its own.
+func (r *Reconciler) resizeForMove(ctx context.Context, s *scope, ms *v1alpha1.MachineSet, replicas int32) error {
+	_, err := r.patchReplicas(ctx, s, ms, replicas, true)
+	return err
+}
+
 func (r *Reconciler) writeReplicas(ctx context.Context, s *scope, ms *v1alpha1.MachineSet, replicas int32, testReplicas bool) error {
+	from, err := r.patchReplicas(ctx, s, ms, replicas, testReplicas)
+	if err != nil || from == replicas {
+		return err
+	}
+	// One action per direction: a scale-down does not fold into the
+	// scale-up's event (setup.Recorder).
+	direction, action := "up", "ScaleUp"
+	if replicas < from {
+		direction, action = "down", "ScaleDown"
+	}
+	r.Recorder.Eventf(s.d, ms, corev1.EventTypeNormal, "ScalingMachineSet", action, "Scaled %s machine set %s from %d to %d", direction, ms.Name, from, replicas)
+	return nil
+}
+
+// patchReplicas writes the replicas and the replica annotations (see
+// scaleMachineSet) and returns the replicas the set had before.
+func (r *Reconciler) patchReplicas(ctx context.Context, s *scope, ms *v1alpha1.MachineSet, replicas int32, testReplicas bool) (int32, error) {
 	d := s.d
+	from := ms.Spec.Replicas
 	updated := ms.DeepCopy()
 	annotationsChanged := setReplicaAnnotations(updated, d.Spec.Replicas, d.Spec.Replicas+maxSurge(d))
-	if ms.Spec.Replicas == replicas && !annotationsChanged {
-		return nil
+	if from == replicas && !annotationsChanged {
+		return from, nil
 	}
-	from := ms.Spec.Replicas
 	updated.Spec.Replicas = replicas
 	patch := client.MergeFromWithOptions(ms, client.MergeFromWithOptimisticLock{})
 	if testReplicas {
@@ -490,21 +515,13 @@ func (r *Reconciler) writeReplicas(ctx context.Context, s *scope, ms *v1alpha1.M
 			// is a conflict like the lock's, retried by the same policy.
 			err = apierrors.NewConflict(v1alpha1.GroupVersion.WithResource("machinesets").GroupResource(), ms.Name, err)
 		}
-		return fmt.Errorf("scaling machine set %s to %d: %w", ms.Name, replicas, err)
+		return from, fmt.Errorf("scaling machine set %s to %d: %w", ms.Name, replicas, err)
 	}
 	*ms = *updated
-	if from == replicas {
-		return nil
+	if from != replicas {
+		ctrl.LoggerFrom(ctx).Info("Scaled machine set", "machineSet", ms.Name, "from", from, "to", replicas)
 	}
-	// One action per direction: a scale-down does not fold into the
-	// scale-up's event (setup.Recorder).
-	direction, action := "up", "ScaleUp"
-	if replicas < from {
-		direction, action = "down", "ScaleDown"
-	}
-	ctrl.LoggerFrom(ctx).Info("Scaled machine set", "machineSet", ms.Name, "from", from, "to", replicas)
-	r.Recorder.Eventf(d, ms, corev1.EventTypeNormal, "ScalingMachineSet", action, "Scaled %s machine set %s from %d to %d", direction, ms.Name, from, replicas)
-	return nil
+	return from, nil
 }
 
 // ptrCopy returns a copy of *p, nil for nil.
