@@ -46,6 +46,7 @@ func TestCacheKeepsWhatControllersRead(t *testing.T) {
 	opts.MetricsBindAddress = "0"
 	opts.HealthProbeBindAddress = "0"
 	opts.skipNameValidation = true
+	opts.failOnUninformedReads = true
 	m, _ := runManager(t, opts)
 
 	class := newClass(ns, "small", "")

@@ -146,6 +146,7 @@ func newIPWorld(t *testing.T, env *testenv.Env, mutate ...func(*Options)) *ipWor
 	w.opts.ConcurrentSyncs = 4
 	w.opts.MachineDrainTimeout = 30 * time.Second
 	w.opts.skipNameValidation = true
+	w.opts.failOnUninformedReads = true
 	for _, f := range mutate {
 		f(&w.opts)
 	}

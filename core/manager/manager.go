@@ -96,6 +96,8 @@ func New(opts Options) (*Manager, error) {
 			// size (a real Node a tenth), and cheaper to copy.
 			DefaultTransform: cachetrim.Transform(),
 			NewInformer:      caches.NewInformer("control"),
+
+			ReaderFailOnMissingInformer: opts.failOnUninformedReads,
 		},
 		// Controllers read a parent's machines from the Machine informer's
 		// index, without the copies of a List (setup.CachedMachines).
@@ -133,6 +135,7 @@ func New(opts Options) (*Manager, error) {
 			o.Cache.SyncPeriod = &syncPeriod
 			o.Cache.DefaultTransform = cachetrim.Transform()
 			o.Cache.NewInformer = caches.NewInformer("target")
+			o.Cache.ReaderFailOnMissingInformer = opts.failOnUninformedReads
 		})
 		if err != nil {
 			return nil, fmt.Errorf("target cluster: %w", err)

@@ -62,6 +62,7 @@ func TestManager(t *testing.T) {
 	opts.LeaderElectRetryPeriod = 500 * time.Millisecond
 	opts.MachineSafetyOrphanVMsPeriod = time.Second
 	opts.skipNameValidation = true
+	opts.failOnUninformedReads = true
 	_, stop := runManager(t, opts)
 	health := "http://" + opts.HealthProbeBindAddress
 
@@ -223,6 +224,7 @@ func TestManagerWithoutTargetAndProfiling(t *testing.T) {
 	opts.MetricsSecure = false // plain HTTP here; TestMetricsAuthentication covers HTTPS
 	opts.HealthProbeBindAddress = freeAddress(t)
 	opts.skipNameValidation = true
+	opts.failOnUninformedReads = true
 	runManager(t, opts)
 	requireStatus(t, "http://"+opts.HealthProbeBindAddress+"/readyz", http.StatusOK)
 	assert.Contains(t, get(t, "http://"+opts.MetricsBindAddress+"/debug/pprof/"), "goroutine")
@@ -255,6 +257,7 @@ func TestRunStopsWhileWaitingForTheDriver(t *testing.T) {
 	opts.LeaderElect = false
 	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
 	opts.skipNameValidation = true
+	opts.failOnUninformedReads = true
 	m, err := New(opts)
 	require.NoError(t, err)
 	// A driver that never comes up keeps Run waiting; a stop while it
@@ -273,6 +276,7 @@ func TestRunFailsForADriverOfAnotherAPIVersion(t *testing.T) {
 	opts.LeaderElect = false
 	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
 	opts.skipNameValidation = true
+	opts.failOnUninformedReads = true
 	m, err := New(opts)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -389,7 +393,18 @@ func (w *switchWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.t != nil {
-		w.t.Log(strings.TrimRight(string(p), "\n"))
+		line := strings.TrimRight(string(p), "\n")
+		w.t.Log(line)
+		// A manager run with failOnUninformedReads reports a reconcile's
+		// cached read of a kind no informer covers
+		// (cache.ErrResourceNotCached): without the option that read
+		// would have started the informer and waited for its list,
+		// holding the reconcile. (An event handler's read at start-up may
+		// come a moment before its controller's own watch registers the
+		// kind: that is no lazy informer, and is not counted.)
+		if strings.Contains(line, "Reconciler error") && strings.Contains(line, " is not cached") {
+			w.t.Errorf("a controller read a kind whose informer does not start with the cache (setup.InformAtStart): %s", line)
+		}
 	}
 	return len(p), nil
 }

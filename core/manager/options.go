@@ -192,6 +192,12 @@ type Options struct {
 	// skipNameValidation lets tests of this package run several managers,
 	// whose controllers share names, in one process.
 	skipNameValidation bool
+	// failOnUninformedReads makes a read of a kind without an informer
+	// fail instead of starting one (cache.Options'
+	// ReaderFailOnMissingInformer): tests that run the whole manager
+	// check with it that every kind a controller reads is informed from
+	// the start, not on its first read.
+	failOnUninformedReads bool
 }
 
 // Defaults that differ from MCM's, and why (docs/operating.md has the long

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -131,6 +132,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
 	r.calls = newCalls()
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Machine{}, indexClass, classOf); err != nil {
 		return fmt.Errorf("indexing machines by class: %w", err)
+	}
+	// The class snapshots are read from the manager's cache (snapshot.go);
+	// no watch covers them.
+	if r.Client == mgr.GetClient() {
+		if err := setup.InformAtStart(mgr, &appsv1.ControllerRevision{}); err != nil {
+			return err
+		}
 	}
 	// Throttled: a reconcile walks every machine of the class, and a
 	// scale-up of a thousand machines would otherwise walk them a thousand
