@@ -59,7 +59,7 @@ func run(ctx context.Context, cfg *config, res *Results) (err error) {
 		return errors.New("no control plane binaries: set KUBEBUILDER_ASSETS or --assets (hack/envtest-assets.sh prints the directory)")
 	}
 	fmt.Println("starting etcd and kube-apiserver")
-	if b.cp, err = startControlPlane(b.workDir, cfg.assets, filepath.Join(cfg.repo, "deploy", "crds")); err != nil {
+	if b.cp, err = startControlPlane(b.workDir, cfg.assets, filepath.Join(cfg.repo, "deploy", "crds"), cfg.apiServerVerbosity); err != nil {
 		return err
 	}
 	if b.apiserverPID, err = procstat.Child(os.Getpid(), "kube-apiserver"); err != nil {

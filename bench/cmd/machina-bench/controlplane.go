@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -28,18 +29,28 @@ type controlPlane struct {
 	admin *rest.Config
 	// auditLog is the path of the audit log.
 	auditLog string
+	// apiServerLog is the API server's output (apiserver.log in the work
+	// directory); closed by stop.
+	apiServerLog *os.File
 	// kubeconfigs of the manager and the driver users.
 	managerKubeconfig, driverKubeconfig string
 }
 
 // startControlPlane starts etcd and kube-apiserver from assets with their
-// data under dir and installs the CRDs of crdDir.
-func startControlPlane(dir, assets, crdDir string) (*controlPlane, error) {
+// data under dir and installs the CRDs of crdDir. The API server writes its
+// log to dir/apiserver.log, at verbosity (--v) when it is above 0: at 1 it
+// says, for one, when its watch cache closes a watch whose client falls
+// behind ("Forcing ... watcher close due to unresponsiveness").
+func startControlPlane(dir, assets, crdDir string, verbosity int) (*controlPlane, error) {
 	policy := filepath.Join(dir, "audit-policy.yaml")
 	if err := os.WriteFile(policy, []byte(audit.Policy(managerUser, driverUser)), 0o600); err != nil {
 		return nil, err
 	}
-	cp := &controlPlane{auditLog: filepath.Join(dir, "audit.log")}
+	logFile, err := os.Create(filepath.Join(dir, "apiserver.log"))
+	if err != nil {
+		return nil, err
+	}
+	cp := &controlPlane{auditLog: filepath.Join(dir, "audit.log"), apiServerLog: logFile}
 	local, err := testenv.StartLocal(testenv.LocalOptions{
 		Dir:    dir,
 		Assets: assets,
@@ -48,6 +59,10 @@ func startControlPlane(dir, assets, crdDir string) (*controlPlane, error) {
 		// response is sent, so the log is complete when a scenario ends.
 		// Only the two users are audited (see audit.Policy).
 		ConfigureAPIServer: func(api *envtest.APIServer) {
+			api.Out, api.Err = logFile, logFile
+			if verbosity > 0 {
+				api.Configure().Set("v", strconv.Itoa(verbosity))
+			}
 			api.Configure().
 				Set("audit-policy-file", policy).
 				Set("audit-log-path", cp.auditLog).
@@ -61,7 +76,7 @@ func startControlPlane(dir, assets, crdDir string) (*controlPlane, error) {
 		},
 	})
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, logFile.Close())
 	}
 	cp.env, cp.admin = local.Env, local.Admin
 
@@ -73,19 +88,19 @@ func startControlPlane(dir, assets, crdDir string) (*controlPlane, error) {
 		// demo and the end-to-end tests run with deploy/'s RBAC.
 		user, err := cp.env.AddUser(envtest.User{Name: u.name, Groups: []string{"system:masters"}}, nil)
 		if err != nil {
-			return nil, errors.Join(fmt.Errorf("adding user %s: %w", u.name, err), cp.env.Stop())
+			return nil, errors.Join(fmt.Errorf("adding user %s: %w", u.name, err), cp.stop())
 		}
 		kc, err := user.KubeConfig()
 		if err != nil {
-			return nil, errors.Join(err, cp.env.Stop())
+			return nil, errors.Join(err, cp.stop())
 		}
 		*u.path = filepath.Join(dir, u.name+".kubeconfig")
 		if err := os.WriteFile(*u.path, kc, 0o600); err != nil {
-			return nil, errors.Join(err, cp.env.Stop())
+			return nil, errors.Join(err, cp.stop())
 		}
 	}
 	return cp, nil
 }
 
 // stop stops the API server and etcd.
-func (c *controlPlane) stop() error { return c.env.Stop() }
+func (c *controlPlane) stop() error { return errors.Join(c.env.Stop(), c.apiServerLog.Close()) }

@@ -68,6 +68,7 @@ type config struct {
 	driverBenchtime                 string
 	skip                            map[string]bool
 	managerArgs                     []string
+	apiServerVerbosity              int
 	keepWorkDir                     bool
 }
 
@@ -103,6 +104,7 @@ func parseFlags(args []string) (*config, error) {
 	conc := fs.String("ceiling-concurrency", "1,8,32", "client concurrencies of the API server ceiling")
 	fs.StringVar(&c.driverBenchtime, "driver-benchtime", "1s", "-benchtime of the driver call benchmarks")
 	skip := fs.String("skip", "", "comma-separated parts to skip: driver, ceiling, scale, roll, inplace, pool")
+	fs.IntVar(&c.apiServerVerbosity, "apiserver-verbosity", 0, "the API server's --v; its log is apiserver.log in the work directory (see --keep)")
 	fs.Var((*stringList)(&c.managerArgs), "manager-arg", "extra flag for the manager, e.g. --manager-arg=--kube-api-qps=200 (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

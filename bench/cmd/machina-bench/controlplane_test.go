@@ -1,0 +1,25 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestControlPlaneKeepsTheAPIServerLog: the API server's log lands in the
+// work directory, at the verbosity asked for (the API server prints its
+// flags at --v=1, so the line below is there only if --v reached it).
+func TestControlPlaneKeepsTheAPIServerLog(t *testing.T) {
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	require.NotEmpty(t, assets, "KUBEBUILDER_ASSETS is not set")
+	dir := t.TempDir()
+	cp, err := startControlPlane(dir, assets, filepath.Join("..", "..", "..", "deploy", "crds"), 1)
+	require.NoError(t, err)
+	require.NoError(t, cp.stop())
+	log, err := os.ReadFile(filepath.Join(dir, "apiserver.log"))
+	require.NoError(t, err)
+	assert.Contains(t, string(log), `FLAG: --v="1"`)
+}
