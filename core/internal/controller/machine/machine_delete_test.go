@@ -246,6 +246,11 @@ func testRestartMidDeletion(t *testing.T, env *testenv.Env) {
 	statusCalls := w.mem.Calls(inmemory.MethodGetMachineStatus)
 	deleteCalls := w.mem.Calls(inmemory.MethodDeleteMachine)
 	require.Positive(t, deleteCalls)
+	// The recorder follows a watch, which may lag behind the reads above:
+	// with the manager stopped, what it has seen once both steps are in
+	// is all there is.
+	require.Eventually(t, func() bool { return len(w.rec.stepsOf("m1")) > 0 && len(w.rec.stepsOf("m2")) > 0 },
+		waitLong, 20*time.Millisecond, "the recorder's watch never showed both machines' steps")
 	stepsBefore := map[string][]string{"m1": w.rec.stepsOf("m1"), "m2": w.rec.stepsOf("m2")}
 	// The steps that finished at once were not stored: each machine shows
 	// where it waited.
