@@ -46,7 +46,6 @@ func TestCacheKeepsWhatControllersRead(t *testing.T) {
 	opts.MetricsBindAddress = "0"
 	opts.HealthProbeBindAddress = "0"
 	opts.skipNameValidation = true
-	opts.failOnUninformedReads = true
 	m, _ := runManager(t, opts)
 
 	class := newClass(ns, "small", "")

@@ -169,7 +169,10 @@ func (w *ipWorld) startManager() {
 			require.NoError(w.t, <-done)
 		})
 	}
-	w.t.Cleanup(w.stop)
+	w.t.Cleanup(func() {
+		w.stop()
+		requireInformedReads(w.t, m)
+	})
 }
 
 // startKubeletAndAgent plays, every 50ms, the kubelet of every VM of the

@@ -30,7 +30,6 @@ func TestMachineConfigControllers(t *testing.T) {
 	opts.MetricsBindAddress = "0"
 	opts.HealthProbeBindAddress = "0"
 	opts.skipNameValidation = true
-	opts.failOnUninformedReads = true
 	runManager(t, opts)
 
 	c := env.Client

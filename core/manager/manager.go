@@ -60,6 +60,9 @@ type Manager struct {
 	// --leader-elect).
 	lock *renewClock
 	ran  atomic.Bool
+	// uninformed records reads of kinds no informer covers (nil unless
+	// opts.failOnUninformedReads).
+	uninformed *uninformedReads
 }
 
 // New checks opts, loads the cluster configurations and builds the manager.
@@ -83,6 +86,12 @@ func New(opts Options) (*Manager, error) {
 
 	syncPeriod := opts.MinResyncPeriod
 	caches := &catchup.Tracker{}
+	newCache, newTargetCache := setup.NewIndexedCache, cache.New
+	var uninformed *uninformedReads
+	if opts.failOnUninformedReads {
+		uninformed = &uninformedReads{}
+		newCache, newTargetCache = uninformed.newCache(newCache), uninformed.newCache(newTargetCache)
+	}
 	mgrOpts := ctrl.Options{
 		Scheme: scheme,
 		Logger: log,
@@ -96,12 +105,10 @@ func New(opts Options) (*Manager, error) {
 			// size (a real Node a tenth), and cheaper to copy.
 			DefaultTransform: cachetrim.Transform(),
 			NewInformer:      caches.NewInformer("control"),
-
-			ReaderFailOnMissingInformer: opts.failOnUninformedReads,
 		},
 		// Controllers read a parent's machines from the Machine informer's
 		// index, without the copies of a List (setup.CachedMachines).
-		NewCache: setup.NewIndexedCache,
+		NewCache: newCache,
 		// The election is machina's own (leader.go): controller-runtime's
 		// ends the process when the lease is lost.
 		LeaderElection:         false,
@@ -119,7 +126,7 @@ func New(opts Options) (*Manager, error) {
 		return nil, err
 	}
 	m := &Manager{opts: opts, log: log.WithName("manager"), base: mgr, probes: configs.probes, gate: &freeze.Gate{},
-		frozen: frozen, caches: caches, indexes: &fieldIndexes{}}
+		frozen: frozen, caches: caches, indexes: &fieldIndexes{}, uninformed: uninformed}
 	if opts.LeaderElect {
 		recorder := mgr.GetEventRecorderFor(LeaderElectionID) //nolint:staticcheck // SA1019: client-go's leader election records the Lease's events through a core/v1 recorder
 		lock, err := newLeaseLock(configs.leaderElection, opts.leaderElectionNamespace(), recorder, opts.LeaderElectRenewDeadline/2)
@@ -135,7 +142,7 @@ func New(opts Options) (*Manager, error) {
 			o.Cache.SyncPeriod = &syncPeriod
 			o.Cache.DefaultTransform = cachetrim.Transform()
 			o.Cache.NewInformer = caches.NewInformer("target")
-			o.Cache.ReaderFailOnMissingInformer = opts.failOnUninformedReads
+			o.NewCache = newTargetCache
 		})
 		if err != nil {
 			return nil, fmt.Errorf("target cluster: %w", err)

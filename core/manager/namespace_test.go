@@ -58,7 +58,6 @@ func TestRunFailsWithoutItsNamespace(t *testing.T) {
 	opts.LeaderElect = false
 	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
 	opts.skipNameValidation = true
-	opts.failOnUninformedReads = true
 	m, err := New(opts)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

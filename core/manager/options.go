@@ -194,9 +194,9 @@ type Options struct {
 	skipNameValidation bool
 	// failOnUninformedReads makes a read of a kind without an informer
 	// fail instead of starting one (cache.Options'
-	// ReaderFailOnMissingInformer): tests that run the whole manager
-	// check with it that every kind a controller reads is informed from
-	// the start, not on its first read.
+	// ReaderFailOnMissingInformer) and records it (uninformedReads):
+	// tests that run the whole manager check with it that every kind a
+	// controller reads is informed from the start, not on its first read.
 	failOnUninformedReads bool
 }
 

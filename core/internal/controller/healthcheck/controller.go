@@ -75,6 +75,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, env setup.Env) error {
 	if err := setup.IndexMachines(mgr); err != nil {
 		return err
 	}
+	// The Machine and Node handlers list the checks: the checks' informer
+	// starts with the cache, not when this controller's own watch
+	// registers it, which may come after the first of those events.
+	if err := setup.InformAtStart(mgr, &machinaio.MachineHealthCheck{}); err != nil {
+		return err
+	}
 	// A Node matters when it appears or goes, or its conditions change
 	// (type, status or transition time); heartbeats do not.
 	nodeChanged := predicate.TypedFuncs[*corev1.Node]{
