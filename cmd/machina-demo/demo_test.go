@@ -23,6 +23,7 @@ import (
 	"github.com/machina-io/machina/cmd/internal/manifests"
 	"github.com/machina-io/machina/cmd/internal/nodeimage"
 	"github.com/machina-io/machina/core/api/v1alpha1"
+	"github.com/machina-io/machina/core/testenv"
 )
 
 // These tests run the demo as `make demo` does: the real binaries, built
@@ -77,8 +78,7 @@ type demoProcess struct {
 
 func startDemo(t *testing.T, args ...string) *demoProcess {
 	t.Helper()
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	require.NotEmpty(t, assets, "KUBEBUILDER_ASSETS must be set: run through make test, or set KUBEBUILDER_ASSETS=$(hack/envtest-assets.sh)")
+	assets := testenv.Assets(t)
 	bin, err := binaries()
 	require.NoError(t, err)
 	root, err := manifests.RepoRoot(".")

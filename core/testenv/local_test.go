@@ -21,8 +21,7 @@ import (
 // kubeconfig file works, and the API server comes back on the same
 // endpoint after a stop, as the chaos run's outage needs.
 func TestStartLocal(t *testing.T) {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	require.NotEmpty(t, assets, "KUBEBUILDER_ASSETS is not set")
+	assets := testenv.Assets(t)
 	dir := t.TempDir()
 	auditLog := filepath.Join(t.TempDir(), "audit.log")
 	policy := filepath.Join(dir, "policy.yaml")

@@ -81,6 +81,19 @@ func WithoutCRDs() Option {
 	return func(o *options) { o.withoutCRDs = true }
 }
 
+// Assets returns the directory of the control plane's binaries
+// (KUBEBUILDER_ASSETS, which `make test` sets), or fails the test saying
+// how to set it.
+func Assets(t testing.TB) string {
+	t.Helper()
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		t.Fatal("testenv: KUBEBUILDER_ASSETS is not set: run through make test, " +
+			"or set KUBEBUILDER_ASSETS=$(hack/envtest-assets.sh)")
+	}
+	return assets
+}
+
 // Start starts etcd and a kube-apiserver for the test and stops them when the
 // test ends. It fails the test when the environment cannot start.
 func Start(t testing.TB, opts ...Option) *Env {
@@ -90,10 +103,7 @@ func Start(t testing.TB, opts ...Option) *Env {
 		opt(&o)
 	}
 
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("testenv: KUBEBUILDER_ASSETS is not set: run through make test, " +
-			"or set KUBEBUILDER_ASSETS=$(hack/envtest-assets.sh)")
-	}
+	Assets(t)
 
 	scheme, err := NewScheme()
 	if err != nil {

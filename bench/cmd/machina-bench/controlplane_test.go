@@ -7,14 +7,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/machina-io/machina/core/testenv"
 )
 
 // TestControlPlaneKeepsTheAPIServerLog: the API server's log lands in the
 // work directory, at the verbosity asked for (the API server prints its
 // flags at --v=1, so the line below is there only if --v reached it).
 func TestControlPlaneKeepsTheAPIServerLog(t *testing.T) {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	require.NotEmpty(t, assets, "KUBEBUILDER_ASSETS is not set")
+	assets := testenv.Assets(t)
 	dir := t.TempDir()
 	cp, err := startControlPlane(dir, assets, filepath.Join("..", "..", "..", "deploy", "crds"), 1)
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/machina-io/machina/cmd/internal/manifests"
+	"github.com/machina-io/machina/core/testenv"
 )
 
 // Flags for `make chaos` (hack/chaos.sh passes them after -args); without
@@ -30,10 +31,7 @@ var (
 // (one round, 6 + 6 machines, a 15-second outage, about two to three
 // minutes); with -chaos.full, as `make chaos` runs it, the full one.
 func TestChaos(t *testing.T) {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run through make test, or set KUBEBUILDER_ASSETS=$(hack/envtest-assets.sh)")
-	}
+	assets := testenv.Assets(t)
 	root, err := manifests.RepoRoot(".")
 	if err != nil {
 		t.Fatal(err)
