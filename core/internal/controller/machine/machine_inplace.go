@@ -56,9 +56,9 @@ func (r *Reconciler) reconcileInPlace(ctx context.Context, s *scope) (phase.Resu
 // noteSelection sends the InPlaceUpdateSelected event held for the drain
 // of this reconcile, if the go signal did not take it.
 func (r *Reconciler) noteSelection(s *scope) {
-	if s.selectionNoted != "" {
-		r.normal(s, reasonInPlaceSelected, actionInPlaceUpdate, "%s", s.selectionNoted)
-		s.selectionNoted = ""
+	if s.selectionOwed {
+		s.selectionOwed = false
+		r.normal(s, reasonInPlaceSelected, actionInPlaceUpdate, "Node %s is selected for an in-place update; draining it", s.nodeName())
 	}
 }
 
@@ -91,21 +91,19 @@ func (r *Reconciler) inPlaceStep(ctx context.Context, s *scope) (phase.Result, e
 		if next == v1alpha1.UpdateFailed {
 			msg = inplace.FailedMessage(node.Annotations[v1alpha1.AnnotationKeyMachineUpdateFailedReason])
 		}
-		selected := fmt.Sprintf("Node %s is selected for an in-place update; draining it", node.Name)
 		if next == v1alpha1.SelectedForUpdate && drainsNow(current, node) {
 			// The drain below runs in this reconcile; a node with nothing
 			// to drain gets the go signal at once, in one write with the
 			// selection instead of two, and one event.
 			deferInPlaceCondition(s, next, msg)
-			s.selectionNoted = selected
 		} else if err := r.setInPlaceCondition(ctx, s, next, msg); err != nil {
 			return phase.Result{}, err
 		}
 		switch next {
 		case v1alpha1.SelectedForUpdate:
-			if s.selectionNoted == "" {
-				r.normal(s, reasonInPlaceSelected, actionInPlaceUpdate, "%s", selected)
-			}
+			// Sent by noteSelection, unless the drain finishes in this
+			// reconcile and the go signal's event says both.
+			s.selectionOwed = true
 		case inplace.ReasonUpdateCancelled:
 			if inPlacePhase {
 				r.normal(s, reasonInPlaceCancelled, actionInPlaceUpdate, "The in-place update of node %s was cancelled: the node is no longer a candidate", node.Name)
@@ -253,9 +251,9 @@ func (r *Reconciler) drainForInPlace(ctx context.Context, s *scope) (phase.Resul
 	}
 	copyNodeConditions(s, s.node)
 	r.enterInPlaceUpdating(s)
-	if s.selectionNoted != "" {
+	if s.selectionOwed {
 		// Selected and drained in this reconcile: one event says both.
-		s.selectionNoted = ""
+		s.selectionOwed = false
 		r.normal(s, reasonInPlaceReady, actionInPlaceUpdate, "Node %s selected for an in-place update and drained; ready for the in-place update", node.Name)
 	} else {
 		r.normal(s, reasonInPlaceReady, actionInPlaceUpdate, "Node %s drained; ready for the in-place update", node.Name)

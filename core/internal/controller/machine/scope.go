@@ -34,10 +34,10 @@ type scope struct {
 	// an InPlaceUpdate condition not written yet (deferInPlaceCondition);
 	// nil otherwise.
 	nodeWritten *corev1.Node
-	// selectionNoted is the note of the InPlaceUpdateSelected event while
-	// it waits for the drain of the same reconcile: a drained node's go
-	// signal says both in one event (reconcileInPlace).
-	selectionNoted string
+	// selectionOwed is set while the InPlaceUpdateSelected event waits
+	// for the drain of the same reconcile: a drained node's go signal says
+	// both in one event (reconcileInPlace).
+	selectionOwed bool
 
 	now time.Time
 	log logr.Logger
