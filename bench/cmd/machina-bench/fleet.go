@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -116,6 +117,10 @@ type tracker struct {
 	mu       sync.Mutex
 	machines map[string]*machineState
 	nodes    map[string]bool
+	// selected is when each node was first seen selected for an in-place
+	// update, and runningAgain when its machine was last seen turning
+	// Running from another phase, since the last resetInPlace (slotUse).
+	selected, runningAgain map[string]time.Time
 	// peakMachines is the most machines that existed at once since the
 	// last resetPeak.
 	peakMachines int
@@ -127,7 +132,8 @@ func startTracker(ctx context.Context, c *controlPlane, scheme *runtime.Scheme) 
 	if err != nil {
 		return nil, err
 	}
-	t := &tracker{cache: ca, machines: map[string]*machineState{}, nodes: map[string]bool{}}
+	t := &tracker{cache: ca, machines: map[string]*machineState{}, nodes: map[string]bool{},
+		selected: map[string]time.Time{}, runningAgain: map[string]time.Time{}}
 	mi, err := ca.GetInformer(ctx, &v1alpha1.Machine{})
 	if err != nil {
 		return nil, err
@@ -174,9 +180,13 @@ func (t *tracker) machineChanged(o any) {
 		t.machines[m.Name] = s
 		t.peakMachines = max(t.peakMachines, len(t.machines))
 	}
+	was := s.phase
 	s.pool, s.class, s.phase = m.Labels[poolLabel], m.Spec.Class.Name, m.Status.CurrentStatus.Phase
 	if s.phase == v1alpha1.MachineRunning && s.running.IsZero() {
 		s.running = now
+	}
+	if node := m.Labels[v1alpha1.NodeLabelKey]; node != "" && was != "" && was != v1alpha1.MachineRunning && s.phase == v1alpha1.MachineRunning {
+		t.runningAgain[node] = now
 	}
 }
 
@@ -205,6 +215,9 @@ func (t *tracker) nodeChanged(o any, exists bool) {
 	defer t.mu.Unlock()
 	if exists {
 		t.nodes[n.Name] = true
+		if _, seen := t.selected[n.Name]; !seen && n.Labels[v1alpha1.LabelKeyNodeSelectedForUpdate] == "true" {
+			t.selected[n.Name] = time.Now()
+		}
 	} else {
 		delete(t.nodes, n.Name)
 	}
@@ -234,6 +247,23 @@ func (t *tracker) census(pool string) census {
 		}
 	}
 	return c
+}
+
+// resetInPlace forgets the selections and returns to Running seen so far:
+// an in-place rollout is timed from here.
+func (t *tracker) resetInPlace() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	clear(t.selected)
+	clear(t.runningAgain)
+}
+
+// inPlaceTimes returns copies of the selections and returns to Running
+// seen since resetInPlace.
+func (t *tracker) inPlaceTimes() (selected, runningAgain map[string]time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return maps.Clone(t.selected), maps.Clone(t.runningAgain)
 }
 
 // resetPeak starts counting the peak number of machines afresh.

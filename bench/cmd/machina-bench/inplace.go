@@ -86,6 +86,7 @@ func (b *bench) scenarioInPlace(ctx context.Context, n, unavailablePercent int) 
 	unavailable := max(1, n*unavailablePercent/100) // maxUnavailable rounds down; 0 and 0 would mean 1
 	waves := int(math.Ceil(float64(n) / float64(unavailable)))
 	res := b.measure(ctx, name, n, func(ctx context.Context, r *ScenarioResult) error {
+		b.tracker.resetInPlace()
 		start := time.Now()
 		// A label of the machines' template: a change of the node
 		// template alone is applied without a rollout.
@@ -113,6 +114,12 @@ func (b *bench) scenarioInPlace(ctx context.Context, n, unavailablePercent int) 
 		r.Extra["updateSeconds"] = b.cfg.inPlaceDuration.Seconds()
 		r.Extra["inPlaceLowerBoundSeconds"] = float64(waves) * b.cfg.inPlaceDuration.Seconds()
 		r.Extra["machinesCreated"] = float64(b.tracker.appeared(inPlaceDeployment, start))
+		selected, back := b.tracker.inPlaceTimes()
+		slots := slotUseOf(selected, back, start, time.Now(), unavailable)
+		r.Extra["slotUse"] = slots.Use
+		r.Extra["cycleMedianSeconds"] = quantile(slots.Cycles, 0.5).Seconds()
+		r.Extra["cycleP90Seconds"] = quantile(slots.Cycles, 0.9).Seconds()
+		r.Extra["firstSelectionSeconds"] = slots.FirstSelection.Seconds()
 		return err
 	})
 	// The driver's VMs are its Nodes: a VM created or deleted is a Node

@@ -119,6 +119,8 @@ func printTable(w io.Writer, r *Results) {
 				fmt.Fprintf(w, "   %s: %.1f s; lower bound %.0f waves × %.1f s update = %.1f s (%.1fx); VMs created %.0f, deleted %.0f; machines created %.0f; simulated agent writes %s per machine\n",
 					s.Name, s.Seconds, s.Extra["waves"], s.Extra["updateSeconds"], b, ratio(s.Seconds, b),
 					s.Extra["vmCreations"], s.Extra["vmDeletions"], s.Extra["machinesCreated"], f2(s.Extra["agentWrites"]/float64(max(s.Machines, 1))))
+				fmt.Fprintf(w, "     a node held its slot %s s from selection to Running again (median; p90 %s s), the update %.1f s of it; slots held %.0f%% of the time; first selection %s s after the change\n",
+					f2(s.Extra["cycleMedianSeconds"]), f2(s.Extra["cycleP90Seconds"]), s.Extra["updateSeconds"], 100*s.Extra["slotUse"], f2(s.Extra["firstSelectionSeconds"]))
 			}
 		}
 		for _, s := range r.Scenarios {
