@@ -459,7 +459,7 @@ func (r *Reconciler) buildNewMachineSet(d *v1alpha1.MachineDeployment, now time.
 // copy fails and is retried. ms is updated in place (a planned step knows
 // whether it changes the replicas: rolloutPlan).
 func (r *Reconciler) scaleMachineSet(ctx context.Context, s *scope, ms *v1alpha1.MachineSet, replicas int32) error {
-	return r.writeReplicas(ctx, s, ms, replicas, false)
+	return r.writeReplicas(ctx, s, ms, replicas, false, "")
 }
 
 // resizeMachineSet is scaleMachineSet for a decision made from the
@@ -467,8 +467,11 @@ func (r *Reconciler) scaleMachineSet(ctx context.Context, s *scope, ms *v1alpha1
 // rollout's sizing and moves): the write is refused only if the set's
 // replicas changed since ms was read, not whenever the set controller
 // wrote its status meanwhile, which it does on every machine it sees move.
+// Its event says that the set was sized to its machines, which tells it
+// from a scaling of the rollout's (a move's scaling that failed is made
+// up for here).
 func (r *Reconciler) resizeMachineSet(ctx context.Context, s *scope, ms *v1alpha1.MachineSet, replicas int32) error {
-	return r.writeReplicas(ctx, s, ms, replicas, true)
+	return r.writeReplicas(ctx, s, ms, replicas, true, " to match its machines")
 }
 
 // resizeForMove is resizeMachineSet for the sets of machines an in-place
@@ -479,7 +482,9 @@ func (r *Reconciler) resizeForMove(ctx context.Context, s *scope, ms *v1alpha1.M
 	return err
 }
 
-func (r *Reconciler) writeReplicas(ctx context.Context, s *scope, ms *v1alpha1.MachineSet, replicas int32, testReplicas bool) error {
+// writeReplicas is patchReplicas with an event when the replicas changed;
+// why ends the event's note.
+func (r *Reconciler) writeReplicas(ctx context.Context, s *scope, ms *v1alpha1.MachineSet, replicas int32, testReplicas bool, why string) error {
 	from, err := r.patchReplicas(ctx, s, ms, replicas, testReplicas)
 	if err != nil || from == replicas {
 		return err
@@ -490,7 +495,7 @@ func (r *Reconciler) writeReplicas(ctx context.Context, s *scope, ms *v1alpha1.M
 	if replicas < from {
 		direction, action = "down", "ScaleDown"
 	}
-	r.Recorder.Eventf(s.d, ms, corev1.EventTypeNormal, "ScalingMachineSet", action, "Scaled %s machine set %s from %d to %d", direction, ms.Name, from, replicas)
+	r.Recorder.Eventf(s.d, ms, corev1.EventTypeNormal, "ScalingMachineSet", action, "Scaled %s machine set %s from %d to %d%s", direction, ms.Name, from, replicas, why)
 	return nil
 }
 

@@ -20,7 +20,8 @@ import (
 // a status write of the set controller since the copy was read does not
 // stop it (the resourceVersion lock of scaleMachineSet would), a change of
 // the replicas does, as a conflict, and the replica annotations go with
-// the replicas, also onto a set that had no annotations.
+// the replicas, also onto a set that had no annotations; its event says
+// the set was sized to its machines.
 func TestResizeMachineSetTestsOnlyReplicas(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()
@@ -58,6 +59,8 @@ func TestResizeMachineSetTestsOnlyReplicas(t *testing.T) {
 	assert.Equal(t, "4", got.Annotations[v1alpha1.DesiredReplicasAnnotation])
 	assert.Equal(t, int32(3), got.Status.Replicas, "the status is left alone")
 	assert.Equal(t, int32(2), stale.Spec.Replicas, "the copy is the written set")
+	// Its event tells a sizing from a scaling of the rollout's.
+	controllertest.RequireEvent(t, env.Client, d, "ScalingMachineSet", "Scaled down machine set a from 3 to 2 to match its machines")
 
 	// Someone else scales the set meanwhile: the test fails, as a conflict.
 	behind := got.DeepCopy()
