@@ -159,7 +159,16 @@ func TestManager(t *testing.T) {
 		require.Eventually(t, func() bool { return !drv.has("ghost") }, waitFor, tick,
 			"the orphan VM was never collected (scans every second)")
 		assert.True(t, drv.has("keeper"), "a live machine's VM was collected")
-		assert.Equal(t, before+1, seriesValue(get(t, metrics), deleted), "the collection is counted once")
+		// Counted after the driver's answer, so a moment after the VM went
+		// (get fails the test on its own: read here, not in Eventually's
+		// goroutine).
+		var after float64
+		for deadline := time.Now().Add(waitFor); ; time.Sleep(tick) {
+			if after = seriesValue(get(t, metrics), deleted); after == before+1 || time.Now().After(deadline) {
+				break
+			}
+		}
+		assert.Equal(t, before+1, after, "the collection is counted once")
 
 		require.NoError(t, cc.Delete(ctx, keeper))
 		require.Eventually(t, func() bool {
